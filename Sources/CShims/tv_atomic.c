@@ -1,0 +1,1 @@
+#include "tv_atomic.h"

@@ -1,0 +1,1 @@
+// The Control module. See docs/ARCHITECTURE.md.

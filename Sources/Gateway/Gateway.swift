@@ -1,0 +1,1 @@
+// The Gateway module. See docs/ARCHITECTURE.md.

@@ -1,0 +1,1 @@
+// The LiveFeed module. See docs/ARCHITECTURE.md.

@@ -1,0 +1,1 @@
+// The Policy module. See docs/ARCHITECTURE.md.

@@ -1,0 +1,1 @@
+// The Store module. See docs/ARCHITECTURE.md.

@@ -1,0 +1,1 @@
+// The WireGuard module. See docs/ARCHITECTURE.md.

@@ -1,0 +1,2 @@
+// tunnelbench: benchmarks (policy, packet, wireguard, store, ring).
+print("tunnelbench")

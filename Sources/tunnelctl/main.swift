@@ -1,0 +1,3 @@
+import Policy
+// tunnelctl: the admin CLI.
+print("tunnelctl")

@@ -1,0 +1,3 @@
+import Gateway
+// tunneld: the gateway daemon (filled by the gateway issue).
+print("tunneld: not yet implemented")

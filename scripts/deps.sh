@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs the Debian packages TunnelVision needs to build and test, only those that are missing.
+# Safe to run repeatedly; needs root (or sudo) only when something must be installed.
+set -euo pipefail
+PKGS=(pkg-config libsqlite3-dev libmnl-dev libpcap-dev libsodium-dev libb2-dev
+      wireguard-go wireguard-tools iproute2 iperf3 tcpdump python3 python3-cryptography procps)
+missing=()
+for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if ((${#missing[@]})); then
+  echo "deps: installing ${missing[*]}" >&2
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Runs every test: installs missing Debian packages, builds, runs `swift test`, then the
+# end-to-end scripts in scripts/e2e/ (root only: they create their own network namespaces).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH=/opt/swift/usr/bin:$PATH
+scripts/deps.sh
+swift build --build-tests
+swift test --skip-build 2>&1 | tee /tmp/tunnelvision-swift-test.log | grep -vE '^(◇|↳)' || { tail -50 /tmp/tunnelvision-swift-test.log; exit 1; }
+if [ "$(id -u)" -eq 0 ] && [ -d scripts/e2e ]; then
+  swift build -c release
+  pass=0; fail=0
+  for t in scripts/e2e/*.sh; do
+    [ -e "$t" ] || continue
+    echo "=== e2e: $t"
+    if bash "$t"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAILED: $t"; fi
+  done
+  echo "e2e: $pass passed, $fail failed"
+  [ "$fail" -eq 0 ]
+fi
