@@ -60,7 +60,7 @@ let package = Package(
         .testTarget(name: "ControlTests", dependencies: ["Control"], swiftSettings: strict),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "TestSupport", "CMNL"], swiftSettings: strict),
         .testTarget(
-            name: "TunnelctlTests", dependencies: ["Packet", "Policy"],
+            name: "TunnelctlTests", dependencies: ["tunnelctl", "Packet", "Policy"],
             resources: [.copy("Golden")], swiftSettings: strict),
     ]
 )

@@ -1,2 +1,15 @@
-// tunnelbench: benchmarks (policy, packet, wireguard, store, ring).
-print("tunnelbench")
+// tunnelbench: benchmarks, not tests. `swift run -c release tunnelbench GROUP`.
+// Each group lives in its own file (`PolicyBench.swift`, …) and registers one line below.
+import Foundation
+
+let groups: [(name: String, summary: String, run: ([String]) throws -> Void)] = [
+    // Benchmark groups register here, one line each.
+]
+
+let argv = Array(CommandLine.arguments.dropFirst())
+guard let name = argv.first, let group = groups.first(where: { $0.name == name }) else {
+    print("usage: tunnelbench GROUP [options]\n\ngroups:")
+    for g in groups { print("  \(g.name.padding(toLength: 12, withPad: " ", startingAt: 0))\(g.summary)") }
+    exit(argv.isEmpty ? 0 : 2)
+}
+try group.run(Array(argv.dropFirst()))

@@ -1,0 +1,157 @@
+import Foundation
+
+/// `tunnelctl`: the admin CLI. Each command group lives in its own file
+/// (`Tunnelctl+Policy.swift`, …) as a `static func` registered in `commands` below.
+///
+/// Exit codes (DESIGN.md §9): 0 ok, 1 the answer is "no"/"not found", 2 usage error,
+/// 3 daemon not running when needed.
+@main
+enum Tunnelctl {
+    /// A command group: its name, a one-line summary for `--help`, and its handler.
+    struct Command: Sendable {
+        let name: String
+        let summary: String
+        let run: @Sendable (inout Arguments, Console) throws -> ExitCode
+    }
+
+    /// Every command group, in the order `tunnelctl --help` lists them.
+    static let commands: [Command] = [
+        // Command groups register here, one line each.
+    ]
+
+    static func main() {
+        let console = Console.standard()
+        let code = run(Array(CommandLine.arguments.dropFirst()), console: console)
+        console.flush()
+        exit(code.rawValue)
+    }
+
+    /// Runs one invocation; tests call this with a capturing `Console`.
+    static func run(_ argv: [String], console: Console) -> ExitCode {
+        var args = Arguments(argv)
+        guard let name = args.next() else {
+            console.error(usage)
+            return .usage
+        }
+        if name == "--help" || name == "-h" || name == "help" {
+            console.print(usage)
+            return .ok
+        }
+        guard let command = commands.first(where: { $0.name == name }) else {
+            console.error("tunnelctl: unknown command '\(name)'\(didYouMean(name, commands.map(\.name)))\n\n\(usage)")
+            return .usage
+        }
+        do {
+            return try command.run(&args, console)
+        } catch let error as CLIError {
+            console.error("tunnelctl \(name): \(error.message)")
+            return error.code
+        } catch {
+            console.error("tunnelctl \(name): \(error)")
+            return .failure
+        }
+    }
+
+    static var usage: String {
+        var s = "usage: tunnelctl COMMAND [options]   (every read command takes --json and --config PATH)\n\ncommands:\n"
+        for c in commands { s += "  " + c.name.padding(toLength: 12, withPad: " ", startingAt: 0) + c.summary + "\n" }
+        return s
+    }
+}
+
+/// Process exit codes of DESIGN.md §9.
+struct ExitCode: RawRepresentable, Equatable, Sendable {
+    var rawValue: Int32
+    static let ok = ExitCode(rawValue: 0)
+    /// The answer is "no" / "not found" (also: a check found errors).
+    static let failure = ExitCode(rawValue: 1)
+    static let usage = ExitCode(rawValue: 2)
+    static let daemonNotRunning = ExitCode(rawValue: 3)
+}
+
+/// An error a person reads, with the exit code it maps to.
+struct CLIError: Error {
+    var message: String
+    var code: ExitCode
+    static func usage(_ m: String) -> CLIError { CLIError(message: m, code: .usage) }
+    static func failure(_ m: String) -> CLIError { CLIError(message: m, code: .failure) }
+}
+
+/// Where output goes: stdout/stderr for the real binary, strings for tests.
+final class Console: @unchecked Sendable {
+    // Safe: a Console is used by one command invocation on one thread at a time.
+    private(set) var out = ""
+    private(set) var err = ""
+    /// True when stdout is a terminal (live views, progress); false when piped or captured.
+    let isTerminal: Bool
+    private let capturing: Bool
+
+    init(capturing: Bool, isTerminal: Bool = false) {
+        self.capturing = capturing
+        self.isTerminal = isTerminal
+    }
+    static func standard() -> Console { Console(capturing: false, isTerminal: isatty(1) == 1) }
+
+    func print(_ s: String) {
+        if capturing { out += s + "\n" } else { FileHandle.standardOutput.write(Data((s + "\n").utf8)) }
+    }
+    func error(_ s: String) {
+        if capturing { err += s + "\n" } else { FileHandle.standardError.write(Data((s + "\n").utf8)) }
+    }
+    func flush() {}
+}
+
+/// The words after the command name, consumed as options and positionals.
+struct Arguments {
+    private(set) var words: [String]
+    init(_ words: [String]) { self.words = words }
+
+    /// The next positional word, skipping nothing; nil when none are left.
+    mutating func next() -> String? { words.isEmpty ? nil : words.removeFirst() }
+
+    /// Removes `--name` if present and says whether it was.
+    mutating func flag(_ name: String) -> Bool {
+        guard let i = words.firstIndex(of: name) else { return false }
+        words.remove(at: i)
+        return true
+    }
+
+    /// Removes `--name VALUE` or `--name=VALUE` and returns VALUE.
+    mutating func option(_ name: String) throws -> String? {
+        if let i = words.firstIndex(where: { $0.hasPrefix(name + "=") }) {
+            let v = String(words[i].dropFirst(name.count + 1))
+            words.remove(at: i)
+            return v
+        }
+        guard let i = words.firstIndex(of: name) else { return nil }
+        guard i + 1 < words.count else { throw CLIError.usage("\(name) needs a value") }
+        let v = words[i + 1]
+        words.removeSubrange(i...(i + 1))
+        return v
+    }
+
+    /// Fails with a usage error naming the first unknown option or extra word, if any remain.
+    func finish() throws {
+        if let w = words.first {
+            throw CLIError.usage(w.hasPrefix("-") ? "unknown option '\(w)'" : "unexpected argument '\(w)'")
+        }
+    }
+}
+
+/// ", did you mean 'x'?" when one candidate is within edit distance 2, else "".
+func didYouMean(_ word: String, _ candidates: [String]) -> String {
+    func distance(_ a: [Character], _ b: [Character]) -> Int {
+        var prev = Array(0...b.count)
+        for (i, ca) in a.enumerated() {
+            var cur = [i + 1]
+            for (j, cb) in b.enumerated() {
+                cur.append(min(prev[j + 1] + 1, cur[j] + 1, prev[j] + (ca == cb ? 0 : 1)))
+            }
+            prev = cur
+        }
+        return prev[b.count]
+    }
+    let scored = candidates.map { ($0, distance(Array(word), Array($0))) }.filter { $0.1 <= 2 }
+    guard let best = scored.min(by: { $0.1 < $1.1 }) else { return "" }
+    return ", did you mean '\(best.0)'?"
+}

@@ -1,3 +1,0 @@
-import Policy
-// tunnelctl: the admin CLI.
-print("tunnelctl")

@@ -1,0 +1,29 @@
+import Testing
+@testable import tunnelctl
+
+@Suite struct DispatchTests {
+    @Test func unknownCommandIsAUsageError() {
+        let console = Console(capturing: true)
+        #expect(Tunnelctl.run(["frobnicate"], console: console) == .usage)
+        #expect(console.err.hasPrefix("tunnelctl: unknown command 'frobnicate'"))
+    }
+
+    @Test func noCommandIsAUsageError() {
+        let console = Console(capturing: true)
+        #expect(Tunnelctl.run([], console: console) == .usage)
+        #expect(console.err.contains("usage: tunnelctl COMMAND"))
+    }
+
+    @Test func optionsAndFlags() throws {
+        var a = Arguments(["--json", "x", "--since=1h", "--peer", "alice"])
+        #expect(a.flag("--json"))
+        #expect(try a.option("--since") == "1h")
+        #expect(try a.option("--peer") == "alice")
+        #expect(a.next() == "x")
+        try a.finish()
+        var b = Arguments(["--peer"])
+        #expect(throws: CLIError.self) { try b.option("--peer") }
+        #expect(didYouMean("polcy", ["policy", "peers"]) == ", did you mean 'policy'?")
+        #expect(didYouMean("zzzzzz", ["policy"]) == "")
+    }
+}
