@@ -22,11 +22,13 @@ let package = Package(
         .systemLibrary(name: "CBlake2", pkgConfig: "libb2", providers: [.apt(["libb2-dev"])]),
         // Tiny C: atomics on shared memory, futex, TUN ioctls, batched socket calls.
         .target(name: "CShims"),
+        // Allocation counter for benchmarks only (replaces malloc & co. in the process it links into).
+        .target(name: "CAllocCounter"),
 
         // Pure cores: bytes and time in, decisions out, no I/O.
         .target(name: "Packet", swiftSettings: strict),
         .target(name: "Policy", dependencies: ["Packet"], swiftSettings: strict),
-        .target(name: "WireGuard", dependencies: ["CSodium", "CBlake2"], swiftSettings: strict),
+        .target(name: "WireGuard", dependencies: ["Packet", "CSodium", "CBlake2"], swiftSettings: strict),
 
         // Shared state and I/O shells.
         .target(name: "Store", dependencies: ["CSQLite"], swiftSettings: strict),
@@ -47,7 +49,7 @@ let package = Package(
             swiftSettings: strict),
         .executableTarget(
             name: "tunnelbench",
-            dependencies: ["Packet", "Policy", "WireGuard", "Store", "LiveFeed", "CSodium"],
+            dependencies: ["Packet", "Policy", "WireGuard", "Store", "LiveFeed", "Capture", "CSodium", "CAllocCounter"],
             swiftSettings: strict),
 
         // Tests: one target per module.

@@ -3,6 +3,12 @@
 import Foundation
 
 let groups: [(name: String, summary: String, run: ([String]) throws -> Void)] = [
+    ("alloc", "check that the allocation counter sees allocations", { _ in
+        let before = allocationCount()
+        var arrays: [[Int]] = []
+        for i in 0..<100 { arrays.append([i, i + 1]) }
+        print("alloc: 100 arrays -> \(allocationCount() - before) allocations counted (\(arrays.count))")
+    }),
     // Benchmark groups register here, one line each.
 ]
 
