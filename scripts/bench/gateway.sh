@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Gateway benchmark: the same namespace topology run once with wireguard-go as the gateway and once
+# with tunneld (1,000-rule policy), the client always wireguard-go. Prints iperf3 TCP both ways,
+# UDP 64-byte packets/s received, ping latency and the gateway's CPU per packet and per gigabit,
+# each with the ratio tunneld / wireguard-go.   Usage: scripts/bench/gateway.sh [SECONDS] [wggo|tunneld|both]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+SECS=${1:-8}; WHICH=${2:-both}
+export PATH=/opt/swift/usr/bin:$PATH
+source scripts/lib/topology.sh
+[ "$WHICH" = wggo ] || { scripts/deps.sh; swift build -c release --product tunneld >/dev/null; swift build -c release --product tunnelctl >/dev/null; }
+RESULTS=$(mktemp /tmp/tv-bench.XXXXXX)
+
+run_one() {  # $1 = wggo | tunneld
+  local kind=$1
+  TV_ID=$(( $$ % 10000 + RANDOM % 1000 ))
+  TV_NS_C=tvc$TV_ID; TV_NS_G=tvg$TV_ID; TV_NS_S=tvs$TV_ID; TV_WG_C=tvwc$TV_ID; TV_IF_G=tvg$TV_ID
+  TV_DIR=$(mktemp -d /tmp/tunnelvision-bench.XXXXXX)
+  trap tv_cleanup EXIT
+  tv_topology_up
+  if [ "$kind" = wggo ]; then tv_gateway_wggo_up; else tv_gateway_tunneld_up bench; fi
+  tv_client_up 0
+  tv_wait_tunnel || { echo "tunnel did not come up ($kind)"; tail -n 20 "$TV_DIR"/*.log; exit 1; }
+  tv_spawn "$TV_NS_S" "$TV_DIR/iperf3.log" iperf3 -s >/dev/null; sleep 0.5
+  local gp=$TV_GW_PID
+  local c0 c1 fwd up down pps lat cpupkt cpugbit
+  local pk0 pk1
+  pkts() { tv_in "$TV_NS_G" cat /sys/class/net/vgs$TV_ID/statistics/rx_packets /sys/class/net/vgs$TV_ID/statistics/tx_packets | paste -sd+ | bc; }
+  c0=$(tv_cpu_ticks "$gp"); pk0=$(pkts)
+  up=$(tv_in "$TV_NS_C" iperf3 -c $TV_SRV -t "$SECS" -J | python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/1e9)')
+  c1=$(tv_cpu_ticks "$gp"); pk1=$(pkts)
+  cpupkt=$(python3 -c "print(($c1-$c0)/100/max(1,$pk1-$pk0)*1e6)")      # µs of gateway CPU per packet
+  cpugbit=$(python3 -c "print(($c1-$c0)/100/max(1e-9,$up*$SECS))")       # CPU seconds per gigabit carried
+  down=$(tv_in "$TV_NS_C" iperf3 -c $TV_SRV -t "$SECS" -R -J | python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/1e9)')
+  pps=$(tv_in "$TV_NS_C" iperf3 -c $TV_SRV -u -l 64 -b 400M -t "$SECS" -J | python3 -c '
+import json,sys; e=json.load(sys.stdin)["end"]; s=e["sum"]; print((s["packets"]-s["lost_packets"])/s["seconds"])')
+  lat=$(tv_in "$TV_NS_C" ping -c 200 -i 0.005 -q $TV_SRV | awk -F/ '/rtt/{print $5}')
+  echo "$kind $up $down $pps $lat $cpupkt $cpugbit" >>"$RESULTS"
+  tv_cleanup; trap - EXIT
+}
+
+case "$WHICH" in
+  both) run_one wggo; run_one tunneld ;;
+  *) run_one "$WHICH" ;;
+esac
+python3 - "$RESULTS" <<'PY'
+import sys
+rows = {l.split()[0]: list(map(float, l.split()[1:])) for l in open(sys.argv[1])}
+names = ["TCP client->server Gbit/s", "TCP server->client Gbit/s", "UDP 64B pps received",
+         "ping avg ms", "gateway CPU us/packet", "gateway CPU s/Gbit"]
+print(f"{'metric':28} {'wireguard-go':>14} {'tunneld':>14} {'ratio':>8}")
+for i, n in enumerate(names):
+    w = rows.get("wggo", [None]*6)[i]; t = rows.get("tunneld", [None]*6)[i]
+    fmt = lambda v: "-" if v is None else f"{v:14.4g}"
+    r = f"{t/w:8.2f}" if (w and t) else "       -"
+    print(f"{n:28} {fmt(w)} {fmt(t)} {r}")
+PY
+rm -f "$RESULTS"

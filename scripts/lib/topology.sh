@@ -1,0 +1,109 @@
+# Network-namespace topology shared by the end-to-end tests, the demo and the benchmarks.
+# Source it; it defines functions and variables, runs nothing by itself.
+#
+#   client ns (wireguard-go)  ──veth 198.18.0.0/30──▶  gateway ns (tunneld or wireguard-go)
+#        tunnel 10.99.0.2, fd99::2                       tunnel 10.99.0.1/24, fd99::1/64
+#                                                         ──veth 198.19.0.0/24, fd98::/64──▶ server ns
+#                                                                                 198.19.0.2, fd98::2
+# Every name carries TV_ID (default: this shell's pid) so parallel runs never collide, and
+# tv_cleanup removes exactly what was made here (namespaces, sockets, processes it started).
+
+TV_ID=${TV_ID:-$$}
+TV_NS_C=tvc$TV_ID; TV_NS_G=tvg$TV_ID; TV_NS_S=tvs$TV_ID
+TV_WG_C=tvwc$TV_ID          # client's wireguard-go interface
+TV_IF_G=tvg$TV_ID            # gateway's tunnel interface (tunneld or wireguard-go)
+TV_GW_UNDERLAY=198.18.0.1; TV_C_UNDERLAY=198.18.0.2
+TV_GW_LAN=198.19.0.1; TV_SRV=198.19.0.2; TV_GW_LAN6=fd98::1; TV_SRV6=fd98::2
+TV_GW_TUN=10.99.0.1; TV_C_TUN=10.99.0.2; TV_GW_TUN6=fd99::1; TV_C_TUN6=fd99::2
+TV_PORT=51820
+TV_PIDS=()
+TV_DIR=${TV_DIR:-$(mktemp -d /tmp/tunnelvision-e2e.XXXXXX)}
+
+tv_log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
+tv_in() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
+
+# Starts a background command inside a namespace and remembers its pid for cleanup.
+tv_spawn() {
+  local ns=$1 log=$2; shift 2
+  ip netns exec "$ns" "$@" >"$log" 2>&1 &
+  TV_PIDS+=($!)
+  echo $!
+}
+
+tv_cleanup() {
+  local p
+  for p in "${TV_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  sleep 0.3
+  for p in "${TV_PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  TV_PIDS=()
+  for ns in "$TV_NS_C" "$TV_NS_G" "$TV_NS_S"; do ip netns del "$ns" 2>/dev/null || true; done
+  rm -f "/var/run/wireguard/$TV_WG_C.sock" "/var/run/wireguard/$TV_IF_G.sock"
+  [ -n "${TV_KEEP_DIR:-}" ] || rm -rf "$TV_DIR"
+}
+
+# Namespaces, veths, addresses, routes and forwarding; no tunnel yet.
+tv_topology_up() {
+  ip netns add "$TV_NS_C"; ip netns add "$TV_NS_G"; ip netns add "$TV_NS_S"
+  for ns in "$TV_NS_C" "$TV_NS_G" "$TV_NS_S"; do tv_in "$ns" ip link set lo up; done
+  ip link add vc$TV_ID netns "$TV_NS_C" type veth peer name vgc$TV_ID netns "$TV_NS_G"
+  ip link add vs$TV_ID netns "$TV_NS_S" type veth peer name vgs$TV_ID netns "$TV_NS_G"
+  tv_in "$TV_NS_C" ip addr add $TV_C_UNDERLAY/30 dev vc$TV_ID
+  tv_in "$TV_NS_G" ip addr add $TV_GW_UNDERLAY/30 dev vgc$TV_ID
+  tv_in "$TV_NS_G" ip addr add $TV_GW_LAN/24 dev vgs$TV_ID
+  tv_in "$TV_NS_G" ip -6 addr add $TV_GW_LAN6/64 dev vgs$TV_ID nodad
+  tv_in "$TV_NS_S" ip addr add $TV_SRV/24 dev vs$TV_ID
+  tv_in "$TV_NS_S" ip -6 addr add $TV_SRV6/64 dev vs$TV_ID nodad
+  tv_in "$TV_NS_C" ip link set vc$TV_ID up
+  tv_in "$TV_NS_G" ip link set vgc$TV_ID up
+  tv_in "$TV_NS_G" ip link set vgs$TV_ID up
+  tv_in "$TV_NS_S" ip link set vs$TV_ID up
+  tv_in "$TV_NS_S" ip route add 10.99.0.0/24 via $TV_GW_LAN
+  tv_in "$TV_NS_S" ip -6 route add fd99::/64 via $TV_GW_LAN6
+  tv_in "$TV_NS_G" sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1
+  tv_keys
+}
+
+tv_keys() {
+  TV_C_PRIV=$(wg genkey); TV_C_PUB=$(echo "$TV_C_PRIV" | wg pubkey)
+  TV_G_PRIV=$(wg genkey); TV_G_PUB=$(echo "$TV_G_PRIV" | wg pubkey)
+  echo "$TV_C_PRIV" >"$TV_DIR/client.key"; echo "$TV_G_PRIV" >"$TV_DIR/gateway.key"
+  chmod 600 "$TV_DIR"/*.key
+}
+
+# The client: wireguard-go in the client namespace, peer = the gateway, routes to the server LAN.
+tv_client_up() {
+  local keepalive=${1:-0}
+  TV_WG_C_PID=$(tv_spawn "$TV_NS_C" "$TV_DIR/client-wireguard-go.log" env WG_PROCESS_FOREGROUND=1 wireguard-go -f "$TV_WG_C")
+  for _ in $(seq 50); do [ -S "/var/run/wireguard/$TV_WG_C.sock" ] && break; sleep 0.1; done
+  tv_in "$TV_NS_C" wg set "$TV_WG_C" private-key "$TV_DIR/client.key" \
+      peer "$TV_G_PUB" endpoint $TV_GW_UNDERLAY:$TV_PORT persistent-keepalive "$keepalive" \
+      allowed-ips 10.99.0.0/24,fd99::/64,198.19.0.0/24,fd98::/64
+  tv_in "$TV_NS_C" ip addr add $TV_C_TUN/24 dev "$TV_WG_C"
+  tv_in "$TV_NS_C" ip -6 addr add $TV_C_TUN6/64 dev "$TV_WG_C" nodad
+  tv_in "$TV_NS_C" ip link set "$TV_WG_C" mtu 1420 up
+  tv_in "$TV_NS_C" ip route add 198.19.0.0/24 dev "$TV_WG_C"
+  tv_in "$TV_NS_C" ip -6 route add fd98::/64 dev "$TV_WG_C"
+}
+
+# The rival gateway: wireguard-go in the gateway namespace with the same keys and addresses.
+tv_gateway_wggo_up() {
+  TV_GW_PID=$(tv_spawn "$TV_NS_G" "$TV_DIR/gateway-wireguard-go.log" env WG_PROCESS_FOREGROUND=1 wireguard-go -f "$TV_IF_G")
+  for _ in $(seq 50); do [ -S "/var/run/wireguard/$TV_IF_G.sock" ] && break; sleep 0.1; done
+  tv_in "$TV_NS_G" wg set "$TV_IF_G" private-key "$TV_DIR/gateway.key" listen-port $TV_PORT \
+      peer "$TV_C_PUB" allowed-ips $TV_C_TUN/32,$TV_C_TUN6/128
+  tv_in "$TV_NS_G" ip addr add $TV_GW_TUN/24 dev "$TV_IF_G"
+  tv_in "$TV_NS_G" ip -6 addr add $TV_GW_TUN6/64 dev "$TV_IF_G" nodad
+  tv_in "$TV_NS_G" ip link set "$TV_IF_G" mtu 1420 up
+}
+
+# Waits until the client can ping the server through the tunnel (or fails after ~15 s).
+tv_wait_tunnel() {
+  for _ in $(seq 30); do
+    tv_in "$TV_NS_C" ping -c1 -W1 -q $TV_SRV >/dev/null 2>&1 && return 0
+    sleep 0.5
+  done
+  return 1
+}
+
+# CPU time (user+system, clock ticks) of a process.
+tv_cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
