@@ -107,3 +107,67 @@ tv_wait_tunnel() {
 
 # CPU time (user+system, clock ticks) of a process.
 tv_cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
+
+# Writes a tunneld config for this topology to $TV_DIR/tunneld.conf.
+#   $1 = policy set: bench (1,000 rules that never match the test traffic + default allow),
+#        e2e (tcp port 7001 blocked, port 7002 rejected), or a directory to copy.
+#   Extra [Peer] sections can be appended by the caller afterwards.
+tv_tunneld_config() {
+  local policy=${1:-e2e} tier=${2:-premium}
+  mkdir -p "$TV_DIR/policies" "$TV_DIR/state" "$TV_DIR/run"
+  case "$policy" in
+    bench)
+      python3 - "$TV_DIR/policies/50-bench.rules" <<'PY'
+import sys, random
+random.seed(7)
+with open(sys.argv[1], "w") as f:
+    f.write("# 1,000 generated rules that the benchmark traffic never matches.\ndefault allow\n")
+    for i in range(1000):
+        a, b = random.randrange(1, 223), random.randrange(256)
+        if a in (10, 198, 127): a = 11
+        proto = random.choice(["tcp", "udp"])
+        f.write(f"block proto {proto} to {a}.{b}.0.0/16 port {random.randrange(1, 65000)} name r{i}\n")
+PY
+      ;;
+    e2e)
+      cat >"$TV_DIR/policies/10-e2e.rules" <<'RULES'
+# End-to-end test policy: one blocked and one rejected TCP port on the server.
+default allow
+block proto tcp port 7001 reason "e2e: blocked port"
+reject proto tcp,udp port 7002 reason "e2e: rejected port"
+RULES
+      ;;
+    *) cp "$policy"/*.rules "$TV_DIR/policies/" ;;
+  esac
+  cat >"$TV_DIR/tunneld.conf" <<CONF
+[Interface]
+Name = $TV_IF_G
+PrivateKeyFile = $TV_DIR/gateway.key
+ListenPort = $TV_PORT
+Address = $TV_GW_TUN/24, $TV_GW_TUN6/64
+MTU = 1420
+StateDirectory = $TV_DIR/state
+RuntimeDirectory = $TV_DIR/run
+PolicyDirectory = $TV_DIR/policies
+FreeSession = ${TV_FREE_SESSION:-15m}
+FreePause = ${TV_FREE_PAUSE:-45m}
+WatchdogInterval = ${TV_WATCHDOG:-5s}
+
+[Peer]
+Name = alice
+PublicKey = $TV_C_PUB
+AllowedIPs = $TV_C_TUN/32, $TV_C_TUN6/128
+Tier = $tier
+CONF
+}
+
+# Starts tunneld in the gateway namespace with $TV_DIR/tunneld.conf (written by tv_tunneld_config
+# unless it exists) and waits for its control socket.
+tv_gateway_tunneld_up() {
+  [ -f "$TV_DIR/tunneld.conf" ] || tv_tunneld_config "${1:-e2e}"
+  TV_GW_PID=$(tv_spawn "$TV_NS_G" "$TV_DIR/tunneld.log" "$TV_TUNNELD" --config "$TV_DIR/tunneld.conf" --foreground)
+  for _ in $(seq 100); do [ -S "$TV_DIR/run/control.sock" ] && return 0; sleep 0.1; done
+  tv_log "tunneld did not start:"; cat "$TV_DIR/tunneld.log" >&2; return 1
+}
+TV_TUNNELD=${TV_TUNNELD:-$PWD/.build/release/tunneld}
+TV_TUNNELCTL=${TV_TUNNELCTL:-$PWD/.build/release/tunnelctl}
