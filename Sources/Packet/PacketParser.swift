@@ -22,7 +22,7 @@ public enum PacketParser {
         }
     }
 
-    static func parseV4(_ p: UnsafeRawBufferPointer) throws(PacketError) -> ParsedPacket {
+    @inline(__always) static func parseV4(_ p: UnsafeRawBufferPointer) throws(PacketError) -> ParsedPacket {
         let count = p.count
         guard count >= 20 else { throw .truncated(needed: 20, have: count) }
         let ihl = Int(p[0] & 0x0F) &* 4
@@ -49,7 +49,7 @@ public enum PacketParser {
         return r
     }
 
-    static func parseV6(_ p: UnsafeRawBufferPointer) throws(PacketError) -> ParsedPacket {
+    @inline(__always) static func parseV6(_ p: UnsafeRawBufferPointer) throws(PacketError) -> ParsedPacket {
         let count = p.count
         guard count >= 40 else { throw .truncated(needed: 40, have: count) }
         let payloadLength = Int(p.be16(4))
@@ -105,7 +105,7 @@ public enum PacketParser {
     }
 
     /// Parses the TCP/UDP/ICMP/ICMPv6 header at `r.transportOffset`, bounded by `r.totalLength`.
-    static func parseTransport(_ p: UnsafeRawBufferPointer, into r: inout ParsedPacket) throws(PacketError) {
+    @inline(__always) static func parseTransport(_ p: UnsafeRawBufferPointer, into r: inout ParsedPacket) throws(PacketError) {
         let t = r.transportOffset
         let end = r.totalLength
         switch r.proto.rawValue {
