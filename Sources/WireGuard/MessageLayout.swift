@@ -84,3 +84,17 @@ extension Array where Element == UInt8 {
         for i in 0..<4 { self[offset + i] = UInt8(truncatingIfNeeded: v >> (8 * UInt32(i))) }
     }
 }
+
+extension MessageLayout {
+    /// Reads a little-endian UInt64 at `offset` of a byte array (tests, tools).
+    public static func readLE64(_ bytes: [UInt8], _ offset: Int) -> UInt64 {
+        var v: UInt64 = 0
+        for i in (0..<8).reversed() { v = v << 8 | UInt64(bytes[offset + i]) }
+        return v
+    }
+
+    /// Writes a little-endian UInt64 at `offset` of a byte array (tests, tools).
+    public static func writeLE64Array(_ bytes: inout [UInt8], _ offset: Int, _ v: UInt64) {
+        for i in 0..<8 { bytes[offset + i] = UInt8(truncatingIfNeeded: v >> (8 * UInt64(i))) }
+    }
+}
