@@ -1,0 +1,100 @@
+// Wire layout of the four WireGuard messages (whitepaper §5.4.2–§5.4.7).
+
+/// Message types (the first byte; the next three are reserved zeros, so the first four bytes read
+/// as a little-endian 32-bit type, as wireguard-go and the kernel read them).
+public enum MessageType: UInt32, Sendable {
+    case initiation = 1
+    case response = 2
+    case cookieReply = 3
+    case transport = 4
+}
+
+/// Offsets and sizes of message fields. All integers are little-endian.
+public enum MessageLayout {
+    /// Handshake initiation: type, sender, ephemeral(32), static(32+16), timestamp(12+16), mac1, mac2.
+    public enum Initiation {
+        public static let size = 148
+        public static let sender = 4
+        public static let ephemeral = 8
+        public static let encryptedStatic = 40
+        public static let encryptedTimestamp = 88
+        public static let mac1 = 116
+        public static let mac2 = 132
+    }
+
+    /// Handshake response: type, sender, receiver, ephemeral(32), empty(0+16), mac1, mac2.
+    public enum Response {
+        public static let size = 92
+        public static let sender = 4
+        public static let receiver = 8
+        public static let ephemeral = 12
+        public static let encryptedNothing = 44
+        public static let mac1 = 60
+        public static let mac2 = 76
+    }
+
+    /// Cookie reply: type, receiver, nonce(24), encrypted cookie(16+16).
+    public enum CookieReply {
+        public static let size = 64
+        public static let receiver = 4
+        public static let nonce = 8
+        public static let encryptedCookie = 32
+    }
+
+    /// Transport data: type, receiver, counter(8), encrypted padded packet + tag.
+    public enum Transport {
+        /// Header length; also the headroom a caller leaves in front of plaintext for `encrypt`.
+        public static let headerSize = 16
+        public static let receiver = 4
+        public static let counter = 8
+        /// The smallest transport message: a keepalive (header + empty ciphertext + tag).
+        public static let minimumSize = 32
+    }
+
+    @inline(__always)
+    static func readLE32(_ p: UnsafeRawPointer, _ offset: Int) -> UInt32 {
+        UInt32(littleEndian: p.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
+    }
+
+    @inline(__always)
+    static func readLE64(_ p: UnsafeRawPointer, _ offset: Int) -> UInt64 {
+        UInt64(littleEndian: p.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+    }
+
+    @inline(__always)
+    static func writeLE32(_ p: UnsafeMutableRawPointer, _ offset: Int, _ v: UInt32) {
+        p.storeBytes(of: v.littleEndian, toByteOffset: offset, as: UInt32.self)
+    }
+
+    @inline(__always)
+    static func writeLE64(_ p: UnsafeMutableRawPointer, _ offset: Int, _ v: UInt64) {
+        p.storeBytes(of: v.littleEndian, toByteOffset: offset, as: UInt64.self)
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// Reads a little-endian UInt32 at `offset`.
+    func le32(_ offset: Int) -> UInt32 {
+        UInt32(self[offset]) | UInt32(self[offset + 1]) << 8 | UInt32(self[offset + 2]) << 16
+            | UInt32(self[offset + 3]) << 24
+    }
+
+    /// Writes a little-endian UInt32 at `offset`.
+    mutating func setLE32(_ offset: Int, _ v: UInt32) {
+        for i in 0..<4 { self[offset + i] = UInt8(truncatingIfNeeded: v >> (8 * UInt32(i))) }
+    }
+}
+
+extension MessageLayout {
+    /// Reads a little-endian UInt64 at `offset` of a byte array (tests, tools).
+    public static func readLE64(_ bytes: [UInt8], _ offset: Int) -> UInt64 {
+        var v: UInt64 = 0
+        for i in (0..<8).reversed() { v = v << 8 | UInt64(bytes[offset + i]) }
+        return v
+    }
+
+    /// Writes a little-endian UInt64 at `offset` of a byte array (tests, tools).
+    public static func writeLE64Array(_ bytes: inout [UInt8], _ offset: Int, _ v: UInt64) {
+        for i in 0..<8 { bytes[offset + i] = UInt8(truncatingIfNeeded: v >> (8 * UInt64(i))) }
+    }
+}
