@@ -1,0 +1,1 @@
+// The TestSupport module: in-memory fakes for Gateway protocols. See docs/sysio.md.
