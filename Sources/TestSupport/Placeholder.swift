@@ -1,1 +1,0 @@
-// The TestSupport module: in-memory fakes for Gateway protocols. See docs/sysio.md.
