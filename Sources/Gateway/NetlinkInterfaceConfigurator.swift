@@ -8,8 +8,9 @@ import Packet
 /// every address, set the link up, add every route (main table, `proto static`, `dev NAME`). Each
 /// completed step is journaled; if a step fails, the steps already done are undone and the error
 /// thrown, e.g. `netlink: add address fd99::1/64 on tv0: File exists (EEXIST)`.
-/// ``tearDown()`` undoes the journal in reverse: routes deleted, addresses deleted, link set down
-/// (only if it was down before), MTU restored.
+/// ``tearDown()`` undoes the journal: routes deleted, addresses deleted (before the link goes down,
+/// which would drop IPv6 addresses by itself), link set down (only if it was down before), MTU
+/// restored. A route or address the kernel already removed (ESRCH, EADDRNOTAVAIL) counts as undone.
 ///
 /// Needs CAP_NET_ADMIN. One configurator per interface; not thread-safe.
 public final class NetlinkInterfaceConfigurator {
@@ -91,12 +92,26 @@ public final class NetlinkInterfaceConfigurator {
         }
     }
 
-    /// Undoes every journaled change in reverse order and empties the journal. Keeps going past
-    /// failures and returns them (an interface that vanished meanwhile yields ENODEV-style errors).
+    /// The order ``tearDown()`` undoes the journal in: routes, then addresses (each newest first),
+    /// then link down, then the MTU.
+    public var undoOrder: [Step] {
+        func rank(_ s: Step) -> Int {
+            switch s {
+            case .route: return 0
+            case .address: return 1
+            case .up: return 2
+            case .mtu: return 3
+            }
+        }
+        return journal.reversed().enumerated().sorted { (rank($0.1), $0.0) < (rank($1.1), $1.0) }.map(\.1)
+    }
+
+    /// Undoes every journaled change (in ``undoOrder``) and empties the journal. Keeps going past
+    /// failures and returns them (an interface that vanished meanwhile yields ENODEV errors).
     @discardableResult
     public func tearDown() -> [SystemError] {
         var errors: [SystemError] = []
-        for step in journal.reversed() {
+        for step in undoOrder {
             do {
                 switch step {
                 case .route(let r):
@@ -117,7 +132,10 @@ public final class NetlinkInterfaceConfigurator {
                     }
                 }
             } catch {
-                errors.append(error)
+                switch (step, error.errno) {
+                case (.route, ESRCH), (.address, EADDRNOTAVAIL): break  // already gone
+                default: errors.append(error)
+                }
             }
         }
         journal.removeAll()
