@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -107,4 +108,8 @@ int tv_signal_default(int signo) {
     sa.sa_handler = SIG_DFL;
     sigemptyset(&sa.sa_mask);
     return sigaction(signo, &sa, NULL) < 0 ? -errno : 0;
+}
+
+int tv_unshare_network(void) {
+    return unshare(CLONE_NEWNET) < 0 ? -errno : 0;
 }

@@ -111,3 +111,12 @@ enum Sys {
         return v
     }
 }
+
+extension Sys {
+    /// Moves the calling thread into a new, empty network namespace (root only). For tests that
+    /// exercise TUN and rtnetlink for real without touching the host's network; the namespace goes
+    /// away when the thread and every descriptor opened in it are gone.
+    static func enterPrivateNetworkNamespace() throws(SystemError) {
+        _ = try shim("unshare(CLONE_NEWNET)") { tv_unshare_network() }
+    }
+}

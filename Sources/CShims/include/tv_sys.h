@@ -52,4 +52,8 @@ int tv_signal_pipe_install(const int *signals, int count);
 /// Restores the default disposition of `signo`. 0 or -errno.
 int tv_signal_default(int signo);
 
+/// unshare(CLONE_NEWNET): moves the calling *thread* into a new, empty network namespace (for
+/// root-only tests that must not touch the host's network). 0 or -errno.
+int tv_unshare_network(void);
+
 #endif
