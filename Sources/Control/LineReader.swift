@@ -27,6 +27,9 @@ struct LineReader {
         self.limit = limit
     }
 
+    /// Starts a new byte budget (for the next operation on a kept-open connection).
+    mutating func resetLimit() { total = buffer.count }
+
     /// The next line without its `\n`. The limit counts every byte read through this reader.
     mutating func readLine(deadlineMs: Int64) -> Result<[UInt8], Failure> {
         var scanFrom = 0
