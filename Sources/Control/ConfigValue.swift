@@ -46,8 +46,8 @@ enum ConfigValue {
             }
             let (v, o1) = n.multipliedReportingOverflow(by: factor)
             let (t, o2) = totalMs.addingReportingOverflow(v)
-            // Cap at 100 years: anything longer is a typo.
-            guard !o1, !o2, t <= 3_155_760_000_000 else {
+            // Cap at 36500 days (100 years): anything longer is a typo.
+            guard !o1, !o2, t <= 36500 * 86_400_000 else {
                 return .failure(Problem(message: "'\(text)' is too long a duration", hint: "use at most 36500d"))
             }
             totalMs = t
