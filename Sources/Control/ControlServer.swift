@@ -53,14 +53,6 @@ public final class ControlServer: @unchecked Sendable {
     static func serve(fd: Int32, creds: PeerCredentials?, ownUID: UInt32, group: UInt32?, timeoutMs: Int64, handler: Handler) {
         let deadline = SocketIO.nowMs() + timeoutMs
         func reply(_ r: ControlResponse) { _ = SocketIO.writeAll(fd, ControlWire.encode(r), deadlineMs: deadline) }
-        guard let creds else {
-            reply(.failure(.permissionDenied, "cannot read the caller's credentials (SO_PEERCRED)"))
-            return
-        }
-        guard isAuthorized(creds, ownUID: ownUID, group: group) else {
-            reply(.failure(.permissionDenied, "uid \(creds.uid) may not use the control socket"))
-            return
-        }
         var reader = LineReader(fd: fd, limit: ControlWire.maxRequestBytes)
         let line: [UInt8]
         switch reader.readLine(deadlineMs: deadline) {
@@ -75,6 +67,16 @@ public final class ControlServer: @unchecked Sendable {
             reply(.failure(.malformedRequest, "no complete request within \(timeoutMs) ms"))
             return
         case .failure(.failed):
+            return
+        }
+        // Credentials are checked after the (bounded) read so that a refused client reliably
+        // gets its reply instead of a broken pipe while it is still writing.
+        guard let creds else {
+            reply(.failure(.permissionDenied, "cannot read the caller's credentials (SO_PEERCRED)"))
+            return
+        }
+        guard isAuthorized(creds, ownUID: ownUID, group: group) else {
+            reply(.failure(.permissionDenied, "uid \(creds.uid) may not use the control socket"))
             return
         }
         switch ControlWire.decodeRequest(line) {
