@@ -131,7 +131,8 @@ public struct TimeWindow: Sendable, Hashable, CustomStringConvertible {
         return out
     }
 
-    static let dayNames = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
+    /// Day names, Monday first (index = day number).
+    public static let dayNames = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
 
     /// `HH:MM-HH:MM` followed by the days when not every day.
     public var description: String {
