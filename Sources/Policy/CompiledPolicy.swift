@@ -209,7 +209,7 @@ public final class CompiledPolicy: Sendable {
             var raw = UnsafeRawBufferPointer(buf)
             if raw.last == UInt8(ascii: ".") { raw = UnsafeRawBufferPointer(rebasing: raw.dropLast()) }
             if let o = hostExact.lookup(raw) { return o }
-            var i = 0
+            var i = 1  // a name starting with '.' is not below anything for its first dot
             while i < raw.count {
                 if raw[i] == UInt8(ascii: ".") {
                     if let o = hostBelow.lookup(UnsafeRawBufferPointer(rebasing: raw[(i + 1)...])) { return o }
