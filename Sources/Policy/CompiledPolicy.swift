@@ -1,13 +1,23 @@
 import Packet
 
-/// A policy compiled for the data path. Evaluation is not a scan of the rules: each match dimension
-/// (direction×tier×protocol, peer, source address, destination address, source port, destination
-/// port, time of week, host) maps the flow's value to an equivalence class in O(1) or O(log n)
-/// (direct tables for small domains, binary search over the elementary intervals of all prefixes
-/// for addresses, a hash of the name and its parent domains for hosts). Each class carries a bitset
-/// over rule indices: the rules that accept that value. The AND of the eight bitsets holds exactly
-/// the matching rules, and its lowest set bit is the first match. The AND stops at the first
-/// non-zero word, so the cost is at most `rules/64` words times eight loads, with no allocation.
+/// A policy compiled for the data path; evaluation is not a scan of the rules.
+///
+/// Each match dimension (direction×tier×protocol, peer, source address, destination address,
+/// source port, destination port, time of week, host) maps the flow's value to an equivalence class
+/// in O(1) or O(log n): direct tables for small domains, binary search over the elementary
+/// intervals cut by all prefixes for addresses (equivalent to a prefix trie, flatter), and a hash
+/// of the name and its parent domains for hosts. A class carries the bitset (over rule indices) of
+/// the rules that accept that value in that dimension.
+///
+/// Every rule is *anchored* in one dimension where it is specific, the most selective first
+/// (destination, host, source, peer, destination port, source port, time, and finally
+/// direction×tier×protocol, which every rule has). A class also lists, sorted, the rules anchored in
+/// its dimension that accept its value. Those lists are the only candidates: a rule can match only
+/// if its anchor dimension accepts the flow. Candidates are walked in rule order, each list only
+/// below the best match found so far, and a candidate is verified with one bit test per
+/// dimension. The result is exactly the first matching rule of a linear scan (the differential
+/// test checks this), at a cost that depends on how many rules name the flow's values, not on how
+/// many rules there are. Nothing is allocated.
 ///
 /// Immutable after `init`, so one instance is shared freely between threads.
 public final class CompiledPolicy: Sendable {
@@ -19,18 +29,19 @@ public final class CompiledPolicy: Sendable {
 
     let wordCount: Int
     let bits: [UInt64]
-    /// direction*768 + tier*256 + protocol → bitset offset (tier 0 = unknown, 1 free, 2 premium).
+    let anchors: [Int32]
+    /// direction*768 + tier*256 + protocol → class (tier 0 = unknown, 1 free, 2 premium).
     let kindTable: [Int32]
-    /// Peer id → offset; the last entry is for unknown peers.
+    /// Peer id → class; id 0 is every peer no rule names.
     let peerTable: [Int32]
     let sourceV4: AddressClasses<UInt32>
     let sourceV6: AddressClasses<Key128>
     let destinationV4: AddressClasses<UInt32>
     let destinationV6: AddressClasses<Key128>
-    /// Port → offset; index 65536 is "no port" (protocols other than TCP and UDP).
+    /// Port → class; index 65536 is "no port" (protocols other than TCP and UDP).
     let sourcePortTable: [Int32]
     let destinationPortTable: [Int32]
-    /// Minute of week → offset.
+    /// Minute of week → class.
     let timeTable: [Int32]
     /// Minutes of the week where the time class changes, ascending.
     let timeBoundaries: [Int]
@@ -39,6 +50,23 @@ public final class CompiledPolicy: Sendable {
     let hostNone: Int32
     let hostActive: Bool
     let peerIDs: [String: PolicyPeerID]
+    /// kind, peer, source, destination, source port, destination port, time, host.
+    let dims: [Dimension]
+
+    /// Dimension numbers, in `dims` order.
+    enum Dim: Int, CaseIterable { case kind, peer, source, destination, sourcePort, destinationPort, time, host }
+
+    /// The dimension a rule is anchored in: the most selective one it constrains.
+    static func anchor(_ r: PolicyRule) -> Dim {
+        if !r.destinations.isEmpty { return .destination }
+        if !r.hosts.isEmpty { return .host }
+        if !r.sources.isEmpty { return .source }
+        if !r.peers.isEmpty { return .peer }
+        if !r.destinationPorts.isEmpty { return .destinationPort }
+        if !r.sourcePorts.isEmpty { return .sourcePort }
+        if r.window != nil { return .time }
+        return .kind
+    }
 
     /// Compiles a parsed set. Call it only on a set without errors (rules with errors were dropped
     /// by the parser, so the result would not be what the files say).
@@ -53,6 +81,9 @@ public final class CompiledPolicy: Sendable {
         self.defaultIn = defaultIn
         var b = ClassBuilder(ruleCount: rules.count)
         wordCount = b.wordCount
+        let anchorOf = rules.map(CompiledPolicy.anchor)
+        func anchored(_ d: Dim) -> [Bool] { anchorOf.map { $0 == d } }
+        var dims = [Dimension](repeating: Dimension(), count: Dim.allCases.count)
 
         // direction × tier × protocol.
         kindTable = b.table(max: 1535, intervals: rules.map { r in
@@ -67,7 +98,7 @@ public final class CompiledPolicy: Sendable {
                 }
             }
             return out
-        })
+        }, anchored: anchored(.kind), &dims[Dim.kind.rawValue])
 
         // Peers: interned in order of first mention; id 0 = unknown.
         var ids: [String: PolicyPeerID] = [:]
@@ -75,7 +106,7 @@ public final class CompiledPolicy: Sendable {
         peerIDs = ids
         peerTable = b.table(max: ids.count, intervals: rules.map { r in
             r.peers.isEmpty ? nil : r.peers.map { let v = Key128(Int(ids[$0]!.rawValue)); return (v, v) }
-        })
+        }, anchored: anchored(.peer), &dims[Dim.peer.rawValue])
 
         func v4Intervals(_ list: [IPPrefix]) -> [(Key128, Key128)]? {
             if list.isEmpty { return nil }
@@ -97,28 +128,33 @@ public final class CompiledPolicy: Sendable {
         }
         let maxV4 = Key128(0, UInt64(UInt32.max))
         let maxV6 = Key128(.max, .max)
-        sourceV4 = AddressClasses(b.partition(max: maxV4, intervals: rules.map { v4Intervals($0.sources) }), v4: ())
-        sourceV6 = AddressClasses(b.partition(max: maxV6, intervals: rules.map { v6Intervals($0.sources) }))
-        destinationV4 = AddressClasses(b.partition(max: maxV4, intervals: rules.map { v4Intervals($0.destinations) }), v4: ())
-        destinationV6 = AddressClasses(b.partition(max: maxV6, intervals: rules.map { v6Intervals($0.destinations) }))
+        let src = Dim.source.rawValue, dst = Dim.destination.rawValue
+        sourceV4 = AddressClasses(b.partition(max: maxV4, intervals: rules.map { v4Intervals($0.sources) }, anchored: anchored(.source), &dims[src]), v4: ())
+        sourceV6 = AddressClasses(b.partition(max: maxV6, intervals: rules.map { v6Intervals($0.sources) }, anchored: anchored(.source), &dims[src]))
+        destinationV4 = AddressClasses(
+            b.partition(max: maxV4, intervals: rules.map { v4Intervals($0.destinations) }, anchored: anchored(.destination), &dims[dst]), v4: ())
+        destinationV6 = AddressClasses(
+            b.partition(max: maxV6, intervals: rules.map { v6Intervals($0.destinations) }, anchored: anchored(.destination), &dims[dst]))
 
         func portIntervals(_ list: [PortRange]) -> [(Key128, Key128)]? {
             list.isEmpty ? nil : list.map { (Key128(Int($0.lower)), Key128(Int($0.upper))) }
         }
-        sourcePortTable = b.table(max: 65536, intervals: rules.map { portIntervals($0.sourcePorts) })
-        destinationPortTable = b.table(max: 65536, intervals: rules.map { portIntervals($0.destinationPorts) })
+        sourcePortTable = b.table(max: 65536, intervals: rules.map { portIntervals($0.sourcePorts) },
+            anchored: anchored(.sourcePort), &dims[Dim.sourcePort.rawValue])
+        destinationPortTable = b.table(max: 65536, intervals: rules.map { portIntervals($0.destinationPorts) },
+            anchored: anchored(.destinationPort), &dims[Dim.destinationPort.rawValue])
 
-        let (timeStarts, timeOffsets) = b.partition(max: Key128(PolicyClock.minutesPerWeek - 1), intervals: rules.map { r in
+        let (timeStarts, timeClasses) = b.partition(max: Key128(PolicyClock.minutesPerWeek - 1), intervals: rules.map { r in
             r.window.map { w in w.intervals().map { (Key128($0.0), Key128($0.1 - 1)) } }
-        })
+        }, anchored: anchored(.time), &dims[Dim.time.rawValue])
         var tt = [Int32](repeating: 0, count: PolicyClock.minutesPerWeek)
         for k in timeStarts.indices {
             let hi = k + 1 < timeStarts.count ? Int(timeStarts[k + 1].lo) : PolicyClock.minutesPerWeek
-            for m in Int(timeStarts[k].lo)..<hi { tt[m] = timeOffsets[k] }
+            for m in Int(timeStarts[k].lo)..<hi { tt[m] = timeClasses[k] }
         }
         timeTable = tt
         var boundaries = timeStarts.map { Int($0.lo) }
-        if boundaries.first == 0 && timeOffsets.first == timeOffsets.last { boundaries.removeFirst() }
+        if boundaries.first == 0 && timeClasses.first == timeClasses.last { boundaries.removeFirst() }
         timeBoundaries = boundaries
 
         // Hosts: the classes of exact names and of "strictly below a suffix".
@@ -129,7 +165,9 @@ public final class CompiledPolicy: Sendable {
             for h in r.hosts { byPattern[h, default: []].append(i) }
         }
         hostActive = !byPattern.isEmpty
-        hostNone = b.bitset(of: wildcard)
+        let hostMask = b.mask(anchored(.host))
+        var hostClasses: [Int32: Int32] = [:]
+        hostNone = b.classID(b.bitset(of: wildcard), anchorMask: hostMask, &dims[Dim.host.rawValue], &hostClasses)
         func parents(_ name: String) -> [String] {
             var out: [String] = []
             var s = Substring(name)
@@ -146,16 +184,18 @@ public final class CompiledPolicy: Sendable {
             case .exact(let name):
                 var set = wildcard + byPattern[pattern]!
                 for p in parents(name) { set += byPattern[.subdomains(of: p)] ?? [] }
-                exact.append((name, b.bitset(of: set)))
+                exact.append((name, b.classID(b.bitset(of: set), anchorMask: hostMask, &dims[Dim.host.rawValue], &hostClasses)))
             case .subdomains(let suffix):
                 var set = wildcard + byPattern[pattern]!
                 for p in parents(suffix) { set += byPattern[.subdomains(of: p)] ?? [] }
-                below.append((suffix, b.bitset(of: set)))
+                below.append((suffix, b.classID(b.bitset(of: set), anchorMask: hostMask, &dims[Dim.host.rawValue], &hostClasses)))
             }
         }
         hostExact = HostTable(exact)
         hostBelow = HostTable(below)
         bits = b.words
+        anchors = b.anchors
+        self.dims = dims
     }
 
     /// The id of a peer name for `PolicyQuery.peer`; `.unknown` when no rule names it.
@@ -169,40 +209,61 @@ public final class CompiledPolicy: Sendable {
     /// Decides a flow: the first matching rule, or the default of its direction. Allocates nothing.
     public func evaluate(_ q: PolicyQuery) -> PolicyVerdict {
         let tier = Int(q.tier?.rawValue ?? 0)
-        let kind = kindTable[Int(q.direction.rawValue) * 768 + tier * 256 + Int(q.proto.rawValue)]
         let peerIndex = Int(q.peer.rawValue)
-        let peer = peerTable[peerIndex < peerTable.count ? peerIndex : 0]
-        let src: Int32, dst: Int32
-        if q.source.isIPv6 { src = sourceV6.lookup(Key128(q.source.high, q.source.low)) } else { src = sourceV4.lookup(q.source.v4) }
-        if q.destination.isIPv6 {
-            dst = destinationV6.lookup(Key128(q.destination.high, q.destination.low))
-        } else {
-            dst = destinationV4.lookup(q.destination.v4)
-        }
         let ported = q.proto.hasPorts
-        let sport = sourcePortTable[ported ? Int(q.sourcePort) : 65536]
-        let dport = destinationPortTable[ported ? Int(q.destinationPort) : 65536]
         let m = q.minuteOfWeek
-        let time = timeTable[m >= 0 && m < PolicyClock.minutesPerWeek ? m : (m % PolicyClock.minutesPerWeek + PolicyClock.minutesPerWeek) % PolicyClock.minutesPerWeek]
-        let host = hostActive ? hostOffset(q.host) : hostNone
-        let n = wordCount
-        let found: Int = bits.withUnsafeBufferPointer { buf in
-            let base = buf.baseAddress!
-            let p0 = base + Int(kind), p1 = base + Int(peer), p2 = base + Int(src), p3 = base + Int(dst)
-            let p4 = base + Int(sport), p5 = base + Int(dport), p6 = base + Int(time), p7 = base + Int(host)
-            var w = 0
-            while w < n {
-                let v = p0[w] & p1[w] & p2[w] & p3[w] & p4[w] & p5[w] & p6[w] & p7[w]
-                if v != 0 { return w << 6 | v.trailingZeroBitCount }
-                w += 1
+        let week = PolicyClock.minutesPerWeek
+        // The flow's class in each dimension, in `Dim` order.
+        let c0 = kindTable[Int(q.direction.rawValue) * 768 + tier * 256 + Int(q.proto.rawValue)]
+        let c1 = peerTable[peerIndex < peerTable.count ? peerIndex : 0]
+        let c2 = q.source.isIPv6 ? sourceV6.lookup(Key128(q.source.high, q.source.low)) : sourceV4.lookup(q.source.v4)
+        let c3 = q.destination.isIPv6
+            ? destinationV6.lookup(Key128(q.destination.high, q.destination.low)) : destinationV4.lookup(q.destination.v4)
+        let c4 = sourcePortTable[ported ? Int(q.sourcePort) : 65536]
+        let c5 = destinationPortTable[ported ? Int(q.destinationPort) : 65536]
+        let c6 = timeTable[m >= 0 && m < week ? m : (m % week + week) % week]
+        let c7 = hostActive ? hostOffset(q.host) : hostNone
+        let found: Int = dims.withUnsafeBufferPointer { d in
+            bits.withUnsafeBufferPointer { bitsBuf in
+                anchors.withUnsafeBufferPointer { anchorBuf in
+                    let base = bitsBuf.baseAddress!
+                    let p0 = base + Int(d[0].bitsOffset[Int(c0)]), p1 = base + Int(d[1].bitsOffset[Int(c1)])
+                    let p2 = base + Int(d[2].bitsOffset[Int(c2)]), p3 = base + Int(d[3].bitsOffset[Int(c3)])
+                    let p4 = base + Int(d[4].bitsOffset[Int(c4)]), p5 = base + Int(d[5].bitsOffset[Int(c5)])
+                    let p6 = base + Int(d[6].bitsOffset[Int(c6)]), p7 = base + Int(d[7].bitsOffset[Int(c7)])
+                    var best = Int.max
+                    @inline(__always) func scan(_ dim: Dimension, _ c: Int32) {
+                        var j = Int(dim.anchorStart[Int(c)])
+                        let end = j + Int(dim.anchorCount[Int(c)])
+                        while j < end {
+                            let r = Int(anchorBuf[j])
+                            if r >= best { return }
+                            let w = r >> 6
+                            let v = p0[w] & p1[w] & p2[w] & p3[w] & p4[w] & p5[w] & p6[w] & p7[w]
+                            if v & (1 << UInt64(r & 63)) != 0 {
+                                best = r
+                                return
+                            }
+                            j += 1
+                        }
+                    }
+                    scan(d[3], c3)
+                    scan(d[7], c7)
+                    scan(d[2], c2)
+                    scan(d[1], c1)
+                    scan(d[5], c5)
+                    scan(d[4], c4)
+                    scan(d[6], c6)
+                    scan(d[0], c0)
+                    return best == Int.max ? -1 : best
+                }
             }
-            return -1
         }
         if found < 0 { return defaultVerdict(q.direction) }
         return PolicyVerdict(action: rules[found].action, ruleIndex: Int32(found), direction: q.direction)
     }
 
-    /// The class offset for a host: an exact name, else the longest listed parent domain, else none.
+    /// The host class: an exact name, else the longest listed parent domain, else none.
     func hostOffset(_ host: String?) -> Int32 {
         guard let host else { return hostNone }
         let r: Int32? = host.utf8.withContiguousStorageIfAvailable { buf in
@@ -258,7 +319,7 @@ public final class CompiledPolicy: Sendable {
     public var hasHostRules: Bool { hostActive }
 }
 
-/// Elementary address intervals with their bitset offsets, searched by binary search.
+/// Elementary address intervals with their classes, searched by binary search.
 struct AddressClasses<K: Comparable & Sendable>: Sendable {
     let starts: [K]
     let offsets: [Int32]
@@ -277,15 +338,15 @@ struct AddressClasses<K: Comparable & Sendable>: Sendable {
 }
 
 extension AddressClasses where K == Key128 {
-    init(_ p: (starts: [Key128], offsets: [Int32])) {
+    init(_ p: (starts: [Key128], classes: [Int32])) {
         starts = p.starts
-        offsets = p.offsets
+        offsets = p.classes
     }
 }
 
 extension AddressClasses where K == UInt32 {
-    init(_ p: (starts: [Key128], offsets: [Int32]), v4: Void) {
+    init(_ p: (starts: [Key128], classes: [Int32]), v4: Void) {
         starts = p.starts.map { UInt32($0.lo) }
-        offsets = p.offsets
+        offsets = p.classes
     }
 }

@@ -35,5 +35,6 @@ extension PolicySource {
 /// A policy directory or file that could not be read.
 public struct PolicyLoadError: Error, Sendable, CustomStringConvertible {
     public var message: String
+    public init(message: String) { self.message = message }
     public var description: String { message }
 }
