@@ -10,6 +10,7 @@ let groups: [(name: String, summary: String, run: ([String]) throws -> Void)] = 
         print("alloc: 100 arrays -> \(allocationCount() - before) allocations counted (\(arrays.count))")
     }),
     // Benchmark groups register here, one line each.
+    ("wireguard", "WireGuard handshakes/s, transport GB/s vs raw libsodium, allocations", wireguardBench),
 ]
 
 let argv = Array(CommandLine.arguments.dropFirst())
