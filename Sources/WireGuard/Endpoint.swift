@@ -14,8 +14,8 @@ public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The bytes the cookie MAC covers (whitepaper §5.4.7 "source IP address and UDP port"):
-    /// 4 or 16 address bytes followed by the port, big-endian. Written into `out` (≥ 18 bytes);
-    /// returns the length.
+    /// 4 or 16 address bytes followed by the port, big-endian, replacing the contents of `out`.
+    /// (Only we read these bytes, so the layout need not match other implementations.)
     func writeCookieBytes(into out: inout [UInt8]) {
         out.removeAll(keepingCapacity: true)
         if address.isIPv6 {

@@ -12,6 +12,7 @@ let groups: [(name: String, summary: String, run: ([String]) throws -> Void)] = 
     // Benchmark groups register here, one line each.
     ("packet", "packet parse + flow-table lookup packets/s", packetBench),
     (PolicyBench.name, PolicyBench.summary, PolicyBench.run),
+    ("wireguard", "WireGuard handshakes/s, transport GB/s vs raw libsodium, allocations", wireguardBench),
 ]
 
 let argv = Array(CommandLine.arguments.dropFirst())
