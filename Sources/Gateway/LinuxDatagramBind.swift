@@ -159,9 +159,8 @@ public final class LinuxDatagramBind: DatagramBind {
         let v6First = receiveTurn.wrappingAdd(1, ordering: .relaxed).oldValue & 1 == 1
         let order = v6First ? (ipv6Descriptor, ipv4Descriptor) : (ipv4Descriptor, ipv6Descriptor)
         var n = 0
-        for fd in [order.0, order.1] where fd >= 0 && n < batch.capacity {
-            n += try receive(fd, batch, at: n)
-        }
+        if order.0 >= 0 { n += try receive(order.0, batch, at: n) }
+        if order.1 >= 0 && n < batch.capacity { n += try receive(order.1, batch, at: n) }
         batch.count = n
         return n
     }

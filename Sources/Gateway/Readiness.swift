@@ -1,15 +1,5 @@
 import Glibc
 
-/// What a wait on a device, bind or watcher returned.
-public enum WaitResult: Sendable, Equatable {
-    /// Data is (probably) ready: a nonblocking read should now make progress.
-    case readable
-    /// The timeout passed first.
-    case timedOut
-    /// The object was closed (its shutdown notifier fired); stop using it.
-    case closed
-}
-
 /// `poll(2)` on a few descriptors plus a shutdown notifier, without allocating.
 public enum Readiness {
     /// Waits until one of `descriptors` is readable (or hung up / in error, which a read then

@@ -29,12 +29,3 @@ public protocol TunDevice: AnyObject, Sendable {
     /// Closes the device and wakes a waiting reader with `.closed`. Idempotent.
     func close()
 }
-
-/// Drops a TUN device counts instead of throwing.
-public struct TunDeviceCounters: Sendable, Equatable {
-    /// Packets longer than a batch slot, discarded on read.
-    public var truncatedReads: UInt64 = 0
-    /// Packets the kernel refused on write (malformed, or the interface is down).
-    public var refusedWrites: UInt64 = 0
-    public init() {}
-}

@@ -13,6 +13,7 @@ let groups: [(name: String, summary: String, run: ([String]) throws -> Void)] = 
     ("packet", "packet parse + flow-table lookup packets/s", packetBench),
     (PolicyBench.name, PolicyBench.summary, PolicyBench.run),
     ("wireguard", "WireGuard handshakes/s, transport GB/s vs raw libsodium, allocations", wireguardBench),
+    ("udp", "loopback UDP datagrams/s: batched LinuxDatagramBind (recvmmsg) vs one recvfrom per datagram", UDPBench.run),
 ]
 
 let argv = Array(CommandLine.arguments.dropFirst())

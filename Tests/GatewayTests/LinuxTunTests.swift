@@ -125,6 +125,12 @@ private final class TunReader {
                 let udp = try reader.find { p in p.count >= 28 && p[0] >> 4 == 4 && p[9] == 17 && p[16..<20] == [10, 78, 0, 5] }
                 check(udp != nil && udp![12..<16] == [10, 77, 0, 1], "UDP to the routed prefix via tvt0")
 
+                // A packet that is neither IPv4 nor IPv6 is refused by the kernel: counted, not thrown.
+                batch.set(0, bytes: [0x00, 1, 2, 3])
+                batch.count = 1
+                check(try tun.writePackets(batch) == 1, "malformed write consumed")
+                check(tun.counters.refusedWrites == 1, "malformed write counted: \(tun.counters)")
+
                 let errors = cfg.tearDown()
                 check(errors.isEmpty, "tear-down: \(errors)")
                 check(cfg.journal.isEmpty, "journal emptied")
