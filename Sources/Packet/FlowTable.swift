@@ -3,9 +3,11 @@
 /// way, and a cached verdict slot per flow. Pure: time comes in as `now` (monotonic
 /// milliseconds); nothing here does I/O.
 ///
-/// All storage is allocated once in `init`: a flat array of `capacity` entries, a bucket array
-/// (a power of two ≥ 2 × capacity) of index-chained hash lists, and an intrusive doubly linked
-/// LRU list through the entries. No operation allocates.
+/// All storage is allocated once in `init`: a flat, cache-line aligned array of `capacity`
+/// 128-byte slots (16 bytes of links + the 112-byte `FlowEntry`, so a lookup touches the key's
+/// line and an update the counters' line), a bucket array (a power of two ≥ 2 × capacity) of
+/// index-chained hash lists, and an intrusive doubly linked LRU list through the slots. No
+/// operation allocates.
 ///
 /// Expiry is lazy — an entry found expired by `track`/`lookup` is ended then — plus an
 /// incremental `expire(now:budget:_:)` sweep that the caller runs on a timer, so every idle
@@ -13,13 +15,14 @@
 ///
 /// Not thread-safe: one data-path thread owns it.
 public final class FlowTable {
-    /// Links of one slot: hash, next in its bucket chain (or in the free list), LRU neighbours.
-    @usableFromInline struct Links {
-        @usableFromInline var hash: UInt64 = 0
-        @usableFromInline var chainNext: Int32 = -1
-        @usableFromInline var lruPrev: Int32 = -1
-        @usableFromInline var lruNext: Int32 = -1
-        @usableFromInline var inUse = false
+    /// One slot: links (hash tag, next in its bucket chain or in the free list, LRU neighbours)
+    /// and the entry. A slot is in use when `entry.id != 0`.
+    @usableFromInline struct Slot {
+        @usableFromInline var tag: UInt32
+        @usableFromInline var chainNext: Int32
+        @usableFromInline var lruPrev: Int32
+        @usableFromInline var lruNext: Int32
+        @usableFromInline var entry: FlowEntry
     }
 
     /// The most flows the table holds.
@@ -31,15 +34,14 @@ public final class FlowTable {
     /// Counters since creation.
     public private(set) var stats = FlowTableStats()
 
-    @usableFromInline let entries: UnsafeMutablePointer<FlowEntry>
-    @usableFromInline let links: UnsafeMutablePointer<Links>
+    @usableFromInline let slots: UnsafeMutablePointer<Slot>
     @usableFromInline let buckets: UnsafeMutablePointer<Int32>
     @usableFromInline let bucketMask: UInt64
     /// Most recently used slot (-1 when empty).
     @usableFromInline var lruHead: Int32 = -1
     /// Least recently used slot.
     @usableFromInline var lruTail: Int32 = -1
-    /// First free slot, chained through `Links.chainNext`.
+    /// First free slot, chained through `Slot.chainNext`.
     @usableFromInline var freeHead: Int32
     @usableFromInline var nextID: UInt64 = 1
     @usableFromInline var sweepCursor = 0
@@ -54,28 +56,25 @@ public final class FlowTable {
         bucketMask = UInt64(bucketCount - 1)
         buckets = .allocate(capacity: bucketCount)
         buckets.initialize(repeating: -1, count: bucketCount)
-        entries = .allocate(capacity: capacity)
-        let blank = FlowEntry(
-            key: FlowKey(proto: .tcp, source: IPAddress(v4: 0), sourcePort: 0, destination: IPAddress(v4: 0), destinationPort: 0),
-            id: 0, originReversed: false, firstSeen: 0, lastSeen: 0, packetsOriginal: 0, bytesOriginal: 0,
-            packetsReply: 0, bytesReply: 0, tcp: TCPTracker(firstFlags: []), verdictGeneration: 0, verdictAction: 0,
-            verdictRuleIndex: -1)
-        entries.initialize(repeating: blank, count: capacity)
-        links = .allocate(capacity: capacity)
-        links.initialize(repeating: Links(), count: capacity)
-        for i in 0..<capacity { links[i].chainNext = i + 1 < capacity ? Int32(i + 1) : -1 }
+        slots = UnsafeMutableRawPointer.allocate(byteCount: MemoryLayout<Slot>.stride * capacity, alignment: 64)
+            .bindMemory(to: Slot.self, capacity: capacity)
+        let none = FlowKey(proto: .tcp, source: IPAddress(v4: 0), sourcePort: 0, destination: IPAddress(v4: 0), destinationPort: 0)
+        for i in 0..<capacity {
+            (slots + i).initialize(to: Slot(
+                tag: 0, chainNext: i + 1 < capacity ? Int32(i + 1) : -1, lruPrev: -1, lruNext: -1,
+                entry: FlowEntry(key: none, id: 0, originReversed: false, now: 0, tcpFlags: [])))
+        }
         freeHead = 0
     }
 
     deinit {
         buckets.deallocate()
-        entries.deinitialize(count: capacity)
-        entries.deallocate()
-        links.deallocate()
+        slots.deinitialize(count: capacity)
+        UnsafeMutableRawPointer(slots).deallocate()
     }
 
     /// The entry in slot `handle`.
-    @inlinable public subscript(handle: FlowHandle) -> FlowEntry { entries[Int(handle.index)] }
+    @inlinable public subscript(handle: FlowHandle) -> FlowEntry { slots[Int(handle.index)].entry }
 
     /// Accounts one packet of `length` bytes with key `key` (from `FlowKey.oriented`, `reversed`
     /// its direction bit) and TCP flags `tcpFlags` (ignored for other protocols): finds or opens
@@ -100,20 +99,17 @@ public final class FlowTable {
             slot = insert(key, hash: hash, reversed: reversed, tcpFlags: tcpFlags, now: now)
             opened = true
         }
-        let isReply: Bool
-        do {
-            let e = entries + Int(slot)
-            isReply = reversed != e.pointee.originReversed
-            if isReply {
-                e.pointee.packetsReply &+= 1
-                e.pointee.bytesReply &+= UInt64(truncatingIfNeeded: length)
-            } else {
-                e.pointee.packetsOriginal &+= 1
-                e.pointee.bytesOriginal &+= UInt64(truncatingIfNeeded: length)
-            }
-            e.pointee.lastSeen = now
-            if !opened && key.proto == .tcp { e.pointee.tcp.update(flags: tcpFlags, isReply: isReply) }
+        let e = slots + Int(slot)
+        let isReply = reversed != e.pointee.entry.originReversed
+        if isReply {
+            e.pointee.entry.packetsReply &+= 1
+            e.pointee.entry.bytesReply &+= UInt64(truncatingIfNeeded: length)
+        } else {
+            e.pointee.entry.packetsOriginal &+= 1
+            e.pointee.entry.bytesOriginal &+= UInt64(truncatingIfNeeded: length)
         }
+        e.pointee.entry.lastSeen = now
+        if !opened && key.proto == .tcp { e.pointee.entry.tcp.update(flags: tcpFlags, isReply: isReply) }
         moveToFront(slot)
         return FlowTrackResult(handle: FlowHandle(slot), opened: opened, isReply: isReply, ended: ended)
     }
@@ -129,10 +125,10 @@ public final class FlowTable {
 
     /// Stores the verdict taken for a flow under policy `generation`.
     public func setVerdict(_ handle: FlowHandle, generation: UInt64, action: UInt8, ruleIndex: Int32) {
-        let e = entries + Int(handle.index)
-        e.pointee.verdictGeneration = generation
-        e.pointee.verdictAction = action
-        e.pointee.verdictRuleIndex = ruleIndex
+        let e = slots + Int(handle.index)
+        e.pointee.entry.verdictGeneration = generation
+        e.pointee.entry.verdictAction = action
+        e.pointee.entry.verdictRuleIndex = ruleIndex
     }
 
     /// Removes a flow (e.g. when its peer goes away) and returns its final record.
@@ -147,7 +143,7 @@ public final class FlowTable {
         for _ in 0..<min(max(budget, 0), capacity) {
             let slot = Int32(sweepCursor)
             sweepCursor = sweepCursor + 1 == capacity ? 0 : sweepCursor + 1
-            if links[Int(slot)].inUse && isExpired(slot, now: now) {
+            if slots[Int(slot)].entry.id != 0 && isExpired(slot, now: now) {
                 onEnd(unlink(slot, reason: .expired))
                 ended += 1
             }
@@ -159,72 +155,70 @@ public final class FlowTable {
     public func forEach(_ body: (FlowHandle, FlowEntry) -> Void) {
         var i = lruHead
         while i >= 0 {
-            body(FlowHandle(i), entries[Int(i)])
-            i = links[Int(i)].lruNext
+            body(FlowHandle(i), slots[Int(i)].entry)
+            i = slots[Int(i)].lruNext
         }
     }
 
     // MARK: - Internals
 
     @inlinable func find(_ key: FlowKey, hash: UInt64) -> Int32 {
+        let tag = UInt32(truncatingIfNeeded: hash >> 32)
         var i = buckets[Int(hash & bucketMask)]
         while i >= 0 {
-            if links[Int(i)].hash == hash && entries[Int(i)].key == key { return i }
-            i = links[Int(i)].chainNext
+            let s = slots + Int(i)
+            if s.pointee.tag == tag && s.pointee.entry.key == key { return i }
+            i = s.pointee.chainNext
         }
         return -1
     }
 
     @inlinable func isExpired(_ slot: Int32, now: Int64) -> Bool {
-        let e = entries + Int(slot)
-        return now &- e.pointee.lastSeen >= timeouts.timeout(for: e.pointee)
+        let e = slots + Int(slot)
+        return now &- e.pointee.entry.lastSeen >= timeouts.timeout(for: e.pointee.entry)
     }
 
     @usableFromInline func insert(_ key: FlowKey, hash: UInt64, reversed: Bool, tcpFlags: TCPFlags, now: Int64) -> Int32 {
         let slot = freeHead
-        let l = links + Int(slot)
-        freeHead = l.pointee.chainNext
+        let s = slots + Int(slot)
+        freeHead = s.pointee.chainNext
         let b = Int(hash & bucketMask)
-        l.pointee.hash = hash
-        l.pointee.chainNext = buckets[b]
-        l.pointee.inUse = true
-        l.pointee.lruPrev = -1
-        l.pointee.lruNext = -1
+        s.pointee.tag = UInt32(truncatingIfNeeded: hash >> 32)
+        s.pointee.chainNext = buckets[b]
         buckets[b] = slot
-        entries[Int(slot)] = FlowEntry(
-            key: key, id: nextID, originReversed: reversed, firstSeen: now, lastSeen: now, packetsOriginal: 0,
-            bytesOriginal: 0, packetsReply: 0, bytesReply: 0, tcp: TCPTracker(firstFlags: tcpFlags),
-            verdictGeneration: 0, verdictAction: 0, verdictRuleIndex: -1)
+        s.pointee.entry = FlowEntry(key: key, id: nextID, originReversed: reversed, now: now, tcpFlags: tcpFlags)
         nextID &+= 1
         count += 1
         stats.opened &+= 1
         // Link at the LRU head.
-        l.pointee.lruNext = lruHead
-        if lruHead >= 0 { links[Int(lruHead)].lruPrev = slot } else { lruTail = slot }
+        s.pointee.lruPrev = -1
+        s.pointee.lruNext = lruHead
+        if lruHead >= 0 { slots[Int(lruHead)].lruPrev = slot } else { lruTail = slot }
         lruHead = slot
         return slot
     }
 
     @usableFromInline func unlink(_ slot: Int32, reason: FlowEndReason) -> FlowRecord {
-        let s = Int(slot)
-        precondition(links[s].inUse, "FlowTable: handle of a slot that holds no flow")
+        let s = slots + Int(slot)
+        precondition(s.pointee.entry.id != 0, "FlowTable: handle of a slot that holds no flow")
         // Bucket chain.
-        let b = Int(links[s].hash & bucketMask)
+        let b = Int(s.pointee.entry.key.hash64 & bucketMask)
         if buckets[b] == slot {
-            buckets[b] = links[s].chainNext
+            buckets[b] = s.pointee.chainNext
         } else {
             var i = buckets[b]
-            while links[Int(i)].chainNext != slot { i = links[Int(i)].chainNext }
-            links[Int(i)].chainNext = links[s].chainNext
+            while slots[Int(i)].chainNext != slot { i = slots[Int(i)].chainNext }
+            slots[Int(i)].chainNext = s.pointee.chainNext
         }
         // LRU list.
-        let prev = links[s].lruPrev
-        let next = links[s].lruNext
-        if prev >= 0 { links[Int(prev)].lruNext = next } else { lruHead = next }
-        if next >= 0 { links[Int(next)].lruPrev = prev } else { lruTail = prev }
+        let prev = s.pointee.lruPrev
+        let next = s.pointee.lruNext
+        if prev >= 0 { slots[Int(prev)].lruNext = next } else { lruHead = next }
+        if next >= 0 { slots[Int(next)].lruPrev = prev } else { lruTail = prev }
+        let record = FlowRecord(entry: s.pointee.entry, reason: reason)
         // Free list.
-        links[s].inUse = false
-        links[s].chainNext = freeHead
+        s.pointee.entry.id = 0
+        s.pointee.chainNext = freeHead
         freeHead = slot
         count -= 1
         switch reason {
@@ -232,20 +226,20 @@ public final class FlowTable {
         case .evicted: stats.evicted &+= 1
         case .removed: stats.removed &+= 1
         }
-        return FlowRecord(entry: entries[s], reason: reason)
+        return record
     }
 
     @inlinable func moveToFront(_ slot: Int32) {
         if lruHead == slot { return }
-        let l = links + Int(slot)
-        let prev = l.pointee.lruPrev
-        let next = l.pointee.lruNext
+        let s = slots + Int(slot)
+        let prev = s.pointee.lruPrev
+        let next = s.pointee.lruNext
         // Not the head, so prev >= 0.
-        links[Int(prev)].lruNext = next
-        if next >= 0 { links[Int(next)].lruPrev = prev } else { lruTail = prev }
-        l.pointee.lruPrev = -1
-        l.pointee.lruNext = lruHead
-        links[Int(lruHead)].lruPrev = slot
+        slots[Int(prev)].lruNext = next
+        if next >= 0 { slots[Int(next)].lruPrev = prev } else { lruTail = prev }
+        s.pointee.lruPrev = -1
+        s.pointee.lruNext = lruHead
+        slots[Int(lruHead)].lruPrev = slot
         lruHead = slot
     }
 }

@@ -3,8 +3,8 @@ import Foundation
 import Packet
 
 /// Packet parse + FlowTable.track packets/s, single thread, with the allocation count of the
-/// measured loop. Options: `--flows N` (10000), `--capacity N` (65536), `--packets N` (131072
-/// distinct packets in the pool), `--rounds N` (200 passes over the pool), `--burst N` (mean
+/// measured loop. Options: `--flows N` (10000), `--capacity N` (65536), `--packets N` (65536
+/// distinct packets in the pool), `--rounds N` (300 passes over the pool), `--burst N` (mean
 /// packets of one flow in a row, 4; 1 makes every packet hit a random flow — the cache-hostile
 /// worst case).
 ///
@@ -17,24 +17,32 @@ func packetBench(_ args: [String]) throws {
     }
     let flows = option("--flows", 10_000)
     let capacity = option("--capacity", 65_536)
-    let packets = option("--packets", 131_072)
-    let rounds = option("--rounds", 200)
+    let packets = option("--packets", 65_536)
+    let rounds = option("--rounds", 300)
     let burst = max(1, option("--burst", 4))
-    let stride = 128
+    let slotSize = 128
 
     // The pool: 45% IPv4 TCP, 25% IPv4 UDP, 20% IPv6 TCP, 10% IPv6 UDP, both directions, 0-40
     // bytes of payload, one packet per 128-byte slot.
-    let pool = UnsafeMutableRawBufferPointer.allocate(byteCount: packets * stride, alignment: 16)
+    let pool = UnsafeMutableRawBufferPointer.allocate(byteCount: packets * slotSize, alignment: 16)
     defer { pool.deallocate() }
     pool.initializeMemory(as: UInt8.self, repeating: 0)
     let lengths = UnsafeMutablePointer<Int>.allocate(capacity: packets)
     defer { lengths.deallocate() }
     var rng = BenchRandom(seed: 42)
+    // Flows are drawn from shuffled decks of all `flows` ids, so every flow is in the pool.
+    var deck = Array(0..<flows)
+    var dealt = flows
     var flow = 0
     var left = 0
     for i in 0..<packets {
         if left == 0 {
-            flow = Int(rng.next() % UInt64(flows))
+            if dealt == flows {
+                for j in stride(from: flows - 1, to: 0, by: -1) { deck.swapAt(j, Int(rng.next() % UInt64(j + 1))) }
+                dealt = 0
+            }
+            flow = deck[dealt]
+            dealt += 1
             left = 1 + Int(rng.next() % UInt64(2 * burst - 1))  // 1 ... 2·burst-1, mean `burst`
         }
         left -= 1
@@ -43,7 +51,7 @@ func packetBench(_ args: [String]) throws {
         let tcp = kind < 9 || (kind >= 14 && kind < 18)
         let reply = rng.next() % 3 == 0
         let payload = Int(rng.next() % 41)
-        let p = UnsafeMutableRawBufferPointer(rebasing: pool[(i * stride)..<((i + 1) * stride)])
+        let p = UnsafeMutableRawBufferPointer(rebasing: pool[(i * slotSize)..<((i + 1) * slotSize)])
         lengths[i] = writeBenchPacket(p, flow: flow, v6: v6, tcp: tcp, reply: reply, payload: payload)
     }
 
@@ -52,7 +60,7 @@ func packetBench(_ args: [String]) throws {
     var errors = 0
     func pass(now: Int64, track: Bool) {
         for i in 0..<packets {
-            let bytes = UnsafeRawBufferPointer(start: pool.baseAddress! + i * stride, count: lengths[i])
+            let bytes = UnsafeRawBufferPointer(start: pool.baseAddress! + i * slotSize, count: lengths[i])
             do {
                 let parsed = try PacketParser.parse(bytes)
                 if track {

@@ -35,9 +35,7 @@ struct SlowFlowTable {
                 let victim = lru.last!
                 ended = end(victim, expired(entries[victim]!, now) ? .expired : .evicted)
             }
-            entries[k] = FlowEntry(key: k, id: nextID, originReversed: reversed, firstSeen: now, lastSeen: now,
-                                   packetsOriginal: 0, bytesOriginal: 0, packetsReply: 0, bytesReply: 0,
-                                   tcp: TCPTracker(firstFlags: flags), verdictGeneration: 0, verdictAction: 0, verdictRuleIndex: -1)
+            entries[k] = FlowEntry(key: k, id: nextID, originReversed: reversed, now: now, tcpFlags: flags)
             nextID += 1
             stats.opened += 1
             opened = true

@@ -125,3 +125,12 @@ func reply(_ k: (FlowKey, Bool)) -> (FlowKey, Bool) { (k.0, !k.1) }
         }
     }
 }
+
+@Suite struct FlowTableLayoutTests {
+    /// The slot layout the table's cache-line argument relies on.
+    @Test func slotIsTwoCacheLines() {
+        #expect(MemoryLayout<FlowEntry>.size == 112)
+        #expect(MemoryLayout<FlowTable.Slot>.stride == 128)
+        #expect(MemoryLayout<FlowTable.Slot>.offset(of: \.entry) == 16)
+    }
+}

@@ -1,0 +1,83 @@
+/// Finds the server name (SNI, RFC 6066 §3) in a TLS ClientHello (RFC 8446 §4.1.2, RFC 5246
+/// §7.4.1.2) at the start of a TCP payload. Pure and bounded: it reads only the bytes given,
+/// never past a length field, and allocates nothing.
+///
+/// A ClientHello larger than one segment (common with post-quantum key shares) is parsed as far
+/// as the bytes go: the name is found if it lies in them, else `.needMoreData`. Only the first
+/// TLS record is read (a ClientHello fragmented over several records is `.needMoreData`
+/// until the caller gives up).
+public enum TLSClientHello {
+    /// Looks for the SNI host name in `payload`.
+    public static func serverName(in payload: UnsafeRawBufferPointer) -> HostExtraction {
+        let n = payload.count
+        if n == 0 { return .needMoreData }
+        guard payload[0] == 22 else { return .notPresent }  // handshake record
+        if n < 3 { return .needMoreData }
+        guard payload[1] == 3, payload[2] <= 4 else { return .notPresent }  // TLS 1.0...1.3 record versions
+        if n < 6 { return .needMoreData }
+        let recordLength = Int(payload.be16(3))
+        guard recordLength >= 4 else { return .malformed }
+        guard payload[5] == 1 else { return .notPresent }  // not a ClientHello
+        // Everything below stays inside the record and the handshake message.
+        var end = min(n, 5 + recordLength)
+        if end < 9 { return .needMoreData }
+        let helloLength = Int(payload[6]) << 16 | Int(payload.be16(7))
+        end = min(end, 9 + helloLength)
+        let complete = n >= 5 + recordLength && 5 + recordLength >= 9 + helloLength
+        var i = 9
+        // legacy_version (2), random (32)
+        i += 34
+        // legacy_session_id
+        guard i < end else { return complete ? .malformed : .needMoreData }
+        let sessionLength = Int(payload[i])
+        guard sessionLength <= 32 else { return .malformed }
+        i += 1 + sessionLength
+        // cipher_suites
+        guard i + 2 <= end else { return complete ? .malformed : .needMoreData }
+        let suitesLength = Int(payload.be16(i))
+        guard suitesLength >= 2, suitesLength % 2 == 0 else { return .malformed }
+        i += 2 + suitesLength
+        // legacy_compression_methods
+        guard i < end else { return complete ? .malformed : .needMoreData }
+        i += 1 + Int(payload[i])
+        // extensions (absent in very old ClientHellos: then there is no SNI)
+        if i == end && complete { return .notPresent }
+        guard i + 2 <= end else { return complete ? .malformed : .needMoreData }
+        let extensionsEnd = i + 2 + Int(payload.be16(i))
+        i += 2
+        if complete && extensionsEnd > end { return .malformed }
+        while i < extensionsEnd {
+            guard i + 4 <= end else { return complete ? .malformed : .needMoreData }
+            let type = payload.be16(i)
+            let length = Int(payload.be16(i + 2))
+            let body = i + 4
+            guard body + length <= extensionsEnd else { return .malformed }
+            if type == 0 {  // server_name
+                guard body + length <= end else { return complete ? .malformed : .needMoreData }
+                return serverNameExtension(payload, body, body + length)
+            }
+            i = body + length
+        }
+        return .notPresent
+    }
+
+    /// The ServerNameList of RFC 6066 §3: the first `host_name` entry.
+    static func serverNameExtension(_ p: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> HostExtraction {
+        guard start + 2 <= end else { return .malformed }
+        let listEnd = start + 2 + Int(p.be16(start))
+        guard listEnd <= end else { return .malformed }
+        var i = start + 2
+        while i + 3 <= listEnd {
+            let nameType = p[i]
+            let length = Int(p.be16(i + 1))
+            let name = i + 3
+            guard name + length <= listEnd else { return .malformed }
+            if nameType == 0 {
+                let bytes = UnsafeRawBufferPointer(rebasing: p[name..<(name + length)])
+                return HostExtraction.isValidHostName(bytes) ? .found(name..<(name + length)) : .malformed
+            }
+            i = name + length
+        }
+        return .notPresent
+    }
+}
