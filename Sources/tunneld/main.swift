@@ -1,4 +1,4 @@
-// tunneld: the gateway daemon (filled by the gateway issue).
+// tunneld: the gateway daemon. Everything lives in the Gateway module (Tunneld.swift).
 import Gateway
 import Glibc
 
@@ -7,4 +7,4 @@ if arguments.first == "--selftest-bringup" {
     // Hidden diagnostic mode for scripts/e2e/netlink.sh (see Gateway/BringUpSelfTest.swift).
     exit(BringUpSelfTest.run(Array(arguments.dropFirst())))
 }
-print("tunneld: not yet implemented")
+exit(Tunneld.main(arguments))

@@ -4,4 +4,5 @@
 #define CSHIMS_H
 #include "tv_atomic.h"
 #include "tv_sys.h"
+#include "tv_thread.h"
 #endif

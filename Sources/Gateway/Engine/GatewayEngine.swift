@@ -1,0 +1,261 @@
+// The gateway's data path.
+//
+// Three dedicated threads move packets; nothing on them allocates per packet or holds a lock
+// across I/O:
+//
+//   inbound  (UDP → TUN): recvmmsg a batch → WireGuardDevice.receive decrypts each datagram in
+//            place (handshakes are answered into a send batch) → under the flow lock, once per
+//            batch: parse the inner packet, drop it unless its source is in the sending peer's
+//            AllowedIPs (cryptokey routing), track its flow, take or reuse the flow's verdict
+//            (allow: copy to the TUN batch; block: drop; reject: build an RST / ICMP unreachable
+//            that goes back through the tunnel) → write the TUN batch → encrypt and sendmmsg the
+//            replies, and any packets that were waiting for the handshake that just completed.
+//   outbound (TUN → UDP): read a batch from the TUN device at 16 bytes of headroom → under the
+//            flow lock: parse, find the destination peer in the AllowedIPs trie, track the flow,
+//            verdict → outside the lock: encrypt each packet in place → sendmmsg runs of slots.
+//            A peer without a session gets the packet queued (bounded) and a handshake started.
+//   timers   every 100 ms: WireGuardDevice.tick (handshake retries, keepalives, key expiry),
+//            an incremental flow-expiry sweep, and the policy's next `during` boundary.
+//
+// The flow table and policy verdicts are shared by the first two threads behind one mutex taken
+// once per batch. The policy in force and the AllowedIPs trie are immutable snapshots swapped
+// under their own mutexes and read once per batch.
+import Control
+import Packet
+import Policy
+import Synchronization
+import WireGuard
+
+/// Tunables of the data path.
+public struct GatewayOptions: Sendable {
+    /// Packets per batch (recvmmsg/sendmmsg/TUN reads).
+    public var batchSize = 64
+    /// Most flows tracked at once (least recently used evicted beyond).
+    public var flowCapacity = 65_536
+    /// Packets queued per peer while its handshake is in progress.
+    public var pendingPerPeer = 64
+    /// Period of the timer thread.
+    public var tickMilliseconds: Int32 = 100
+    /// Flow-table entries examined per timer tick by the expiry sweep.
+    public var expiryBudget = 2_048
+    /// Handshake messages per second above which the device is "under load" (cookies, rate limit).
+    public var underLoadHandshakesPerSecond = 256
+    public init() {}
+}
+
+/// A configured peer as the gateway knows it.
+public struct GatewayPeer: Sendable, Hashable {
+    public var name: String
+    public var handle: PeerHandle
+    public var publicKey: WireGuard.PublicKey
+    public var presharedKey: [UInt8]?
+    public var allowedIPs: [IPPrefix]
+    public var tier: PeerTier
+    public var persistentKeepalive: UInt16
+}
+
+/// The daemon engine: a WireGuard device, a TUN device and a datagram bind, joined by the flow
+/// table and the policy. Written against `TunDevice`, `DatagramBind` and `GatewayClock`, so tests
+/// run it over in-memory fakes (`TestSupport`) and the daemon over Linux.
+public final class GatewayEngine: @unchecked Sendable {
+    // Safe: mutable state lives behind the Mutexes below or in atomics; the thread handles are
+    // touched only by start/stop on the owning thread.
+    public let device: WireGuardDevice
+    let tun: any TunDevice
+    let bind: any DatagramBind
+    let clock: any GatewayClock
+    let log: Logger
+    public let options: GatewayOptions
+    public let counters = GatewayCounters()
+    /// Wall-clock time the engine started (epoch ms).
+    public let startedAtMs: Int64
+
+    let policyState: Mutex<ActivePolicy>
+    let routes = Mutex(AllowedIPs())
+    let flows: Mutex<FlowTable>
+    let pending = Mutex<[UInt32: PendingPackets]>([:])
+    let peerTable = Mutex<[UInt32: GatewayPeer]>([:])
+    let handshakeWindow = Mutex<(second: UInt64, count: Int)>((0, 0))
+    let running = Atomic<Bool>(false)
+    private var threads: [GatewayThread] = []
+
+    /// An engine over the given devices. `policy` is the compiled policy to start with (generation 1).
+    public init(device: WireGuardDevice, tun: any TunDevice, bind: any DatagramBind, clock: any GatewayClock,
+                policy: (PolicySet, CompiledPolicy), options: GatewayOptions = GatewayOptions(), log: Logger)
+    {
+        self.device = device
+        self.tun = tun
+        self.bind = bind
+        self.clock = clock
+        self.log = log
+        self.options = options
+        startedAtMs = clock.wallMilliseconds()
+        flows = Mutex(FlowTable(capacity: options.flowCapacity))
+        let now = clock.wallMilliseconds()
+        policyState = Mutex(ActivePolicy(
+            compiled: policy.1, set: policy.0, generation: 1, loadedAtMs: now, peers: [],
+            nextBoundary: GatewayEngine.boundary(policy.1, nowMs: now)))
+    }
+
+    // MARK: Peers
+
+    /// Adds (or updates) a peer: WireGuard identity, AllowedIPs routes and its tier for policy.
+    @discardableResult
+    public func addPeer(name: String, publicKey: WireGuard.PublicKey, presharedKey: [UInt8]?, allowedIPs: [IPPrefix],
+                        endpoint: WireGuard.Endpoint?, persistentKeepalive: UInt16, tier: PeerTier) -> PeerHandle
+    {
+        let handle = device.addPeer(PeerConfiguration(
+            publicKey: publicKey, presharedKey: presharedKey, persistentKeepaliveSeconds: persistentKeepalive,
+            endpoint: endpoint))
+        routes.withLock { trie in
+            _ = trie.removeAll(peer: Int32(handle.rawValue))
+            for p in allowedIPs { trie.insert(p, peer: Int32(handle.rawValue)) }
+        }
+        peerTable.withLock {
+            $0[handle.rawValue] = GatewayPeer(
+                name: name, handle: handle, publicKey: publicKey, presharedKey: presharedKey, allowedIPs: allowedIPs,
+                tier: tier, persistentKeepalive: persistentKeepalive)
+        }
+        restampPolicy()
+        return handle
+    }
+
+    /// Removes a peer: its keys, routes, queued packets and flows' policy identity.
+    public func removePeer(_ handle: PeerHandle) {
+        device.removePeer(handle)
+        routes.withLock { _ = $0.removeAll(peer: Int32(handle.rawValue)) }
+        pending.withLock { $0[handle.rawValue] = nil }
+        peerTable.withLock { $0[handle.rawValue] = nil }
+        restampPolicy()
+    }
+
+    /// Replaces a peer's AllowedIPs (UAPI `replace_allowed_ips` / `allowed_ip`).
+    public func setAllowedIPs(_ handle: PeerHandle, _ prefixes: [IPPrefix], replace: Bool) {
+        routes.withLock { trie in
+            if replace { _ = trie.removeAll(peer: Int32(handle.rawValue)) }
+            for p in prefixes { trie.insert(p, peer: Int32(handle.rawValue)) }
+        }
+        peerTable.withLock { table in
+            guard var p = table[handle.rawValue] else { return }
+            p.allowedIPs = replace ? prefixes : p.allowedIPs + prefixes.filter { !p.allowedIPs.contains($0) }
+            table[handle.rawValue] = p
+        }
+    }
+
+    /// Every configured peer, by handle.
+    public var peers: [GatewayPeer] { peerTable.withLock { $0.values.sorted { $0.handle < $1.handle } } }
+
+    /// The peer called `name`.
+    public func peer(named name: String) -> GatewayPeer? { peerTable.withLock { $0.values.first { $0.name == name } } }
+
+    // MARK: Policy
+
+    /// The policy in force.
+    public var policy: ActivePolicy { policyState.withLock { $0 } }
+
+    /// Installs a newly loaded policy under the next generation; existing flows re-evaluate on
+    /// their next packet. Returns the new generation.
+    @discardableResult
+    public func install(policy: (PolicySet, CompiledPolicy)) -> UInt64 {
+        let now = clock.wallMilliseconds()
+        let peers = policyPeers()
+        return policyState.withLock { current in
+            current = ActivePolicy(
+                compiled: policy.1, set: policy.0, generation: current.generation + 1, loadedAtMs: now, peers: peers,
+                nextBoundary: GatewayEngine.boundary(policy.1, nowMs: now))
+            return current.generation
+        }
+    }
+
+    /// Same rules, next generation, current peers (after peer changes or a time boundary).
+    func restampPolicy() {
+        let now = clock.wallMilliseconds()
+        let peers = policyPeers()
+        policyState.withLock { current in
+            current = current.restamped(
+                generation: current.generation + 1, peers: peers,
+                nextBoundary: GatewayEngine.boundary(current.compiled, nowMs: now))
+        }
+    }
+
+    private func policyPeers() -> [(handle: UInt32, name: String, tier: PolicyTier)] {
+        peerTable.withLock { table in
+            table.values.map { ($0.handle.rawValue, $0.name, $0.tier == .premium ? PolicyTier.premium : .free) }
+        }
+    }
+
+    static func boundary(_ compiled: CompiledPolicy, nowMs: Int64) -> Int64? {
+        let s = nowMs / 1000
+        return compiled.nextBoundary(afterEpochSeconds: s, utcOffsetSeconds: ActivePolicy.localUTCOffset(epochSeconds: s))
+    }
+
+    // MARK: Life cycle
+
+    /// Starts the inbound, outbound and timer threads.
+    public func start() {
+        guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        threads = [
+            GatewayThread(name: "tv-inbound") { [self] in inboundLoop() },
+            GatewayThread(name: "tv-outbound") { [self] in outboundLoop() },
+            GatewayThread(name: "tv-timers") { [self] in timerLoop() },
+        ]
+    }
+
+    /// Stops the threads (closing the TUN device and the bind wakes them) and waits for them.
+    public func stop() {
+        guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        tun.close()
+        bind.close()
+        for t in threads { t.join() }
+        threads = []
+    }
+
+    /// Ends a peer's session now: keys dropped, queued packets discarded. The peer may handshake
+    /// again (unless refused).
+    public func kick(_ handle: PeerHandle) {
+        device.dropKeys(handle)
+        pending.withLock { $0[handle.rawValue]?.removeAll() }
+    }
+
+    /// Number of flows tracked now.
+    public var flowCount: Int { flows.withLock { $0.count } }
+
+    // MARK: Helpers shared by the loops
+
+    /// True when handshake messages arrive faster than the configured rate (cookies and the
+    /// per-source rate limit engage).
+    func noteHandshake(now: UInt64) -> Bool {
+        let second = now / 1_000_000_000
+        return handshakeWindow.withLock { w in
+            if w.second != second { w = (second, 0) }
+            w.count += 1
+            return w.count > options.underLoadHandshakesPerSecond
+        }
+    }
+
+    /// Wall clock in nanoseconds since 1970, for TAI64N timestamps.
+    func wallNanoseconds() -> UInt64 { UInt64(max(0, clock.wallMilliseconds())) &* 1_000_000 }
+
+    /// Queues a packet for `peer` until its handshake completes.
+    func enqueuePending(_ peer: PeerHandle, _ packet: UnsafeRawBufferPointer) {
+        let kept = pending.withLock { queues -> Bool in
+            let q: PendingPackets
+            if let existing = queues[peer.rawValue] {
+                q = existing
+            } else {
+                q = PendingPackets(capacity: options.pendingPerPeer, mtu: tun.mtu)
+                queues[peer.rawValue] = q
+            }
+            return q.push(packet)
+        }
+        if !kept { counters.drop(.handshakeQueueFull) }
+    }
+}
+
+extension UDPEndpoint {
+    @inline(__always) init(_ e: WireGuard.Endpoint) { self.init(address: e.address, port: e.port) }
+}
+
+extension WireGuard.Endpoint {
+    @inline(__always) init(_ e: UDPEndpoint) { self.init(address: e.address, port: e.port) }
+}

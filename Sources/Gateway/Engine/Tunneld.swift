@@ -1,0 +1,173 @@
+// `tunneld`: the program around the engine — arguments, config, interface bring-up, servers,
+// signals, tear-down. tunneld/main.swift only calls `Tunneld.main`.
+import Control
+import Foundation
+import Glibc
+import Packet
+import Policy
+import WireGuard
+
+/// The gateway daemon's entry point and life cycle.
+public enum Tunneld {
+    public static let version = "0.1.0"
+
+    static let usage = """
+        usage: tunneld [--config PATH] [--foreground] [--check-config] [--verbose]
+
+          --config PATH    configuration file (default \(TunnelConfig.defaultPath))
+          --foreground     log to stderr with syslog priority prefixes (journald reads them); this is
+                           also the default: tunneld never forks, run it under systemd or a supervisor
+          --check-config   parse the configuration and the policy directory, print problems, exit
+          --verbose        also log debug messages
+        """
+
+    /// Runs the daemon with `arguments` (without the program name); returns the exit status.
+    public static func main(_ arguments: [String]) -> Int32 {
+        var configPath = TunnelConfig.defaultPath
+        var checkOnly = false
+        var verbose = false
+        var i = 0
+        while i < arguments.count {
+            switch arguments[i] {
+            case "--config":
+                guard i + 1 < arguments.count else { return fail("--config needs a path\n\n\(usage)", 2) }
+                configPath = arguments[i + 1]
+                i += 1
+            case "--foreground": break
+            case "--check-config": checkOnly = true
+            case "--verbose": verbose = true
+            case "--version":
+                print("tunneld \(version)")
+                return 0
+            case "--help", "-h":
+                print(usage)
+                return 0
+            default:
+                return fail("unknown argument '\(arguments[i])'\n\n\(usage)", 2)
+            }
+            i += 1
+        }
+        let log = Logger.standardError(minimum: verbose ? .debug : .info)
+
+        let config: TunnelConfig
+        do {
+            config = try TunnelConfig.load(path: configPath)
+        } catch {
+            return fail("\(error)\n(tunneld --check-config --config \(configPath) shows every problem)", 1)
+        }
+        for w in config.warnings { log.warning("\(w)") }
+        let loaded: (PolicySet, CompiledPolicy)
+        switch ActivePolicy.load(directory: config.interface.policyDirectory) {
+        case .success(let p): loaded = p
+        case .failure(let f):
+            return fail("policy \(config.interface.policyDirectory) has errors; refusing to start:\n\(f)", 1)
+        }
+        for w in loaded.0.warnings { log.warning("policy: \(w)") }
+        if checkOnly {
+            print("\(configPath): OK — interface \(config.interface.name), \(config.peers.count) peer(s), "
+                + "policy \(config.interface.policyDirectory): \(loaded.1.rules.count) rule(s) in \(loaded.0.files.count) file(s)")
+            return 0
+        }
+        do {
+            return try run(config: config, policy: loaded, log: log)
+        } catch {
+            log.error("\(error)")
+            return 1
+        }
+    }
+
+    static func fail(_ message: String, _ code: Int32) -> Int32 {
+        FileHandle.standardError.write(Data(("tunneld: " + message + "\n").utf8))
+        return code
+    }
+
+    /// Brings the gateway up, serves until SIGTERM/SIGINT, tears everything down.
+    static func run(config: TunnelConfig, policy: (PolicySet, CompiledPolicy), log: Logger) throws -> Int32 {
+        let iface = config.interface
+        guard let key = iface.privateKey, let device = WireGuardDevice(privateKey: key.bytes, mtu: iface.mtu) else {
+            return fail("the private key is missing or invalid", 1)
+        }
+        for dir in [iface.runtimeDirectory, iface.stateDirectory] {
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o750])
+        }
+        // Signals first, so a SIGTERM during bring-up still tears down cleanly.
+        let signals = try SignalWatcher(signals: [SIGHUP, SIGTERM, SIGINT])
+
+        let tun = try LinuxTun(name: iface.name, mtu: iface.mtu)
+        let netlink = try NetlinkInterfaceConfigurator()
+        let addresses = iface.addresses.compactMap { InterfaceAddress($0.address, prefixLength: $0.prefixLength) }
+        let routes = InterfaceAddress.routesOutsideSubnets(config.peers.flatMap(\.allowedIPs), of: addresses)
+        do {
+            try netlink.bringUp(name: tun.name, mtu: iface.mtu, addresses: addresses, routes: routes)
+        } catch {
+            log.error("interface \(tun.name): \(error)")
+            _ = netlink.tearDown()
+            return 1
+        }
+        defer {
+            for e in netlink.tearDown() { log.warning("tear-down: \(e)") }
+        }
+        for step in netlink.journal { log.info("interface: \(step)") }
+
+        let bind = try LinuxDatagramBind(port: iface.listenPort)
+        log.info("listening on UDP port \(bind.port) (\(bind.buffers))")
+        let engine = GatewayEngine(device: device, tun: tun, bind: bind, clock: SystemClock(), policy: policy, log: log)
+        for p in config.peers {
+            guard let pub = WireGuard.PublicKey(p.publicKey.bytes) else { continue }
+            let endpoint = p.endpoint.flatMap { e in e.address.map { WireGuard.Endpoint(address: $0, port: e.port) } }
+            engine.addPeer(name: p.name, publicKey: pub, presharedKey: p.presharedKey?.bytes, allowedIPs: p.allowedIPs,
+                           endpoint: endpoint, persistentKeepalive: p.persistentKeepalive ?? 0, tier: p.tier)
+        }
+        engine.start()
+        defer { engine.stop() }
+
+        let addressTexts = iface.addresses.map(\.description)
+        let control = try ControlServer(path: iface.controlSocketPath) { request, _ in
+            switch request {
+            case .status:
+                return .status(engine.statusReply(interface: tun.name, addresses: addressTexts, listenPort: bind.port,
+                                                  version: version))
+            case .peers:
+                return .peers(engine.peerStatuses())
+            case .policyReload:
+                return .policyReload(engine.reloadPolicy(directory: iface.policyDirectory))
+            case .policyShow:
+                return .policyShow(engine.policyShowReply())
+            case .kick(let name):
+                guard let p = engine.peer(named: name) else {
+                    return .failure(.notFound, "no peer named '\(name)' (tunnelctl peers lists them)")
+                }
+                let had = engine.device.status(of: p.handle)?.hasCurrentKeypair ?? false
+                engine.kick(p.handle)
+                log.notice("peer \(name): kicked by admin")
+                return .kick(KickReply(peer: name, endedSession: had))
+            case .unknown(let type):
+                return .failure(.unknownRequest, "unknown request '\(type)'")
+            }
+        }
+        defer { control.stop() }
+        let uapi = try UAPIServer(
+            interfaceName: tun.name,
+            get: { engine.uapiSnapshot(privateKey: key, listenPort: bind.port) },
+            set: { engine.uapiSet($0, listenPort: bind.port) })
+        defer { uapi.stop() }
+        log.notice("tunneld \(version) up: interface \(tun.name), \(config.peers.count) peer(s), "
+            + "policy generation \(engine.policy.generation) (\(policy.1.rules.count) rules)")
+
+        let wake = try EventNotifier()
+        while true {
+            guard let signal = try signals.wait(timeoutMilliseconds: -1, shutdown: wake) else { continue }
+            if signal == SIGHUP {
+                let reply = engine.reloadPolicy(directory: iface.policyDirectory)
+                if !reply.succeeded {
+                    for e in reply.errors { log.error("policy: \(e)") }
+                }
+                continue
+            }
+            log.notice("signal \(signal): shutting down")
+            break
+        }
+        return 0
+    }
+}
