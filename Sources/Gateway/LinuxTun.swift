@@ -2,7 +2,8 @@ import CShims
 import Glibc
 import Synchronization
 
-/// The Linux TUN device: `/dev/net/tun` with `IFF_TUN | IFF_NO_PI`, nonblocking, one queue.
+/// The Linux TUN device: `/dev/net/tun` with `IFF_TUN | IFF_NO_PI`, nonblocking, one queue
+/// (optionally `IFF_MULTI_QUEUE`).
 ///
 /// Opening creates the interface (or attaches to an existing persistent one); closing the
 /// descriptor removes a non-persistent interface together with its addresses and routes.
@@ -25,11 +26,13 @@ public final class LinuxTun: TunDevice {
     private let state = Mutex<(closed: Bool, counters: TunDeviceCounters)>((false, TunDeviceCounters()))
 
     /// Opens `/dev/net/tun` and attaches to interface `name` (at most 15 bytes; empty = kernel picks).
+    /// With `multiQueue`, the interface is created with `IFF_MULTI_QUEUE` and each further
+    /// `LinuxTun` opened on the same name is one more queue (one reader thread per queue).
     /// Needs CAP_NET_ADMIN. Throws e.g. `open TUN tv0: Operation not permitted (EPERM)`.
-    public init(name: String, mtu: Int) throws(SystemError) {
+    public init(name: String, mtu: Int, multiQueue: Bool = false) throws(SystemError) {
         var out = [CChar](repeating: 0, count: Int(TV_IFNAMSIZ))
         descriptor = try Sys.shim("open TUN \(name.isEmpty ? "(any)" : name)") {
-            name.withCString { tv_tun_open($0, 0, &out) }
+            name.withCString { tv_tun_open($0, multiQueue ? 1 : 0, &out) }
         }
         do {
             shutdown = try EventNotifier()
