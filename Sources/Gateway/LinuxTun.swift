@@ -23,7 +23,9 @@ public final class LinuxTun: TunDevice {
     /// The TUN descriptor (nonblocking, close-on-exec). Valid until ``close()``.
     public let descriptor: Int32
     private let shutdown: EventNotifier
-    private let state = Mutex<(closed: Bool, counters: TunDeviceCounters)>((false, TunDeviceCounters()))
+    private let closed = Atomic<Bool>(false)
+    private let truncatedReads = Atomic<UInt64>(0)
+    private let refusedWrites = Atomic<UInt64>(0)
 
     /// Opens `/dev/net/tun` and attaches to interface `name` (at most 15 bytes; empty = kernel picks).
     /// With `multiQueue`, the interface is created with `IFF_MULTI_QUEUE` and each further
@@ -50,12 +52,17 @@ public final class LinuxTun: TunDevice {
     }
 
     /// Packets dropped instead of thrown so far.
-    public var counters: TunDeviceCounters { state.withLock { $0.counters } }
+    public var counters: TunDeviceCounters {
+        var c = TunDeviceCounters()
+        c.truncatedReads = truncatedReads.load(ordering: .relaxed)
+        c.refusedWrites = refusedWrites.load(ordering: .relaxed)
+        return c
+    }
 
     public func readPackets(into batch: PacketBatch) throws(SystemError) -> Int {
         var n = 0
         batch.count = 0
-        if state.withLock({ $0.closed }) { return 0 }
+        if closed.load(ordering: .relaxed) { return 0 }
         var truncated: UInt64 = 0
         while n < batch.capacity {
             let room = batch.readRoom(n)
@@ -69,14 +76,14 @@ public final class LinuxTun: TunDevice {
             batch.lengths[n] = got
             n += 1
         }
-        if truncated > 0 { state.withLock { $0.counters.truncatedReads += truncated } }
+        if truncated > 0 { truncatedReads.add(truncated, ordering: .relaxed) }
         batch.count = n
         return n
     }
 
     public func writePackets(_ batch: PacketBatch) throws(SystemError) -> Int {
         var written = 0
-        if state.withLock({ $0.closed }) { return 0 }
+        if closed.load(ordering: .relaxed) { return 0 }
         var refused: UInt64 = 0
         while written < batch.count {
             let packet = UnsafeRawBufferPointer(batch.packet(written))
@@ -87,21 +94,17 @@ public final class LinuxTun: TunDevice {
             }
             written += 1
         }
-        if refused > 0 { state.withLock { $0.counters.refusedWrites += refused } }
+        if refused > 0 { refusedWrites.add(refused, ordering: .relaxed) }
         return written
     }
 
     public func waitReadable(timeoutMilliseconds: Int32) throws(SystemError) -> WaitResult {
-        if state.withLock({ $0.closed }) { return .closed }
+        if closed.load(ordering: .relaxed) { return .closed }
         return try Readiness.wait((descriptor, nil), shutdown, timeoutMilliseconds: timeoutMilliseconds)
     }
 
     public func close() {
-        let first = state.withLock { s in
-            defer { s.closed = true }
-            return !s.closed
-        }
-        guard first else { return }
+        if closed.exchange(true, ordering: .relaxed) { return }
         shutdown.signal()
     }
 }
