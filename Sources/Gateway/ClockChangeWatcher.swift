@@ -7,8 +7,8 @@ import Glibc
 /// (DESIGN.md §6.4) instead of waiting for its next tick.
 ///
 /// Poll ``descriptor`` (or call ``wait(timeoutMilliseconds:)``), then call ``consumeChange()``.
-/// One thread uses it at a time.
-public final class ClockChangeWatcher {
+/// One thread waits on it at a time.
+public final class ClockChangeWatcher: Sendable {
     /// The timerfd (nonblocking); it becomes readable when the clock was set.
     public let descriptor: Int32
 

@@ -2,7 +2,8 @@ import CShims
 import Glibc
 import Synchronization
 
-/// The Linux TUN device: `/dev/net/tun` with `IFF_TUN | IFF_NO_PI`, nonblocking, one queue.
+/// The Linux TUN device: `/dev/net/tun` with `IFF_TUN | IFF_NO_PI`, nonblocking, one queue
+/// (optionally `IFF_MULTI_QUEUE`).
 ///
 /// Opening creates the interface (or attaches to an existing persistent one); closing the
 /// descriptor removes a non-persistent interface together with its addresses and routes.
@@ -22,14 +23,18 @@ public final class LinuxTun: TunDevice {
     /// The TUN descriptor (nonblocking, close-on-exec). Valid until ``close()``.
     public let descriptor: Int32
     private let shutdown: EventNotifier
-    private let state = Mutex<(closed: Bool, counters: TunDeviceCounters)>((false, TunDeviceCounters()))
+    private let closed = Atomic<Bool>(false)
+    private let truncatedReads = Atomic<UInt64>(0)
+    private let refusedWrites = Atomic<UInt64>(0)
 
     /// Opens `/dev/net/tun` and attaches to interface `name` (at most 15 bytes; empty = kernel picks).
+    /// With `multiQueue`, the interface is created with `IFF_MULTI_QUEUE` and each further
+    /// `LinuxTun` opened on the same name is one more queue (one reader thread per queue).
     /// Needs CAP_NET_ADMIN. Throws e.g. `open TUN tv0: Operation not permitted (EPERM)`.
-    public init(name: String, mtu: Int) throws(SystemError) {
+    public init(name: String, mtu: Int, multiQueue: Bool = false) throws(SystemError) {
         var out = [CChar](repeating: 0, count: Int(TV_IFNAMSIZ))
         descriptor = try Sys.shim("open TUN \(name.isEmpty ? "(any)" : name)") {
-            name.withCString { tv_tun_open($0, 0, &out) }
+            name.withCString { tv_tun_open($0, multiQueue ? 1 : 0, &out) }
         }
         do {
             shutdown = try EventNotifier()
@@ -47,12 +52,17 @@ public final class LinuxTun: TunDevice {
     }
 
     /// Packets dropped instead of thrown so far.
-    public var counters: TunDeviceCounters { state.withLock { $0.counters } }
+    public var counters: TunDeviceCounters {
+        var c = TunDeviceCounters()
+        c.truncatedReads = truncatedReads.load(ordering: .relaxed)
+        c.refusedWrites = refusedWrites.load(ordering: .relaxed)
+        return c
+    }
 
     public func readPackets(into batch: PacketBatch) throws(SystemError) -> Int {
         var n = 0
         batch.count = 0
-        if state.withLock({ $0.closed }) { return 0 }
+        if closed.load(ordering: .relaxed) { return 0 }
         var truncated: UInt64 = 0
         while n < batch.capacity {
             let room = batch.readRoom(n)
@@ -66,14 +76,14 @@ public final class LinuxTun: TunDevice {
             batch.lengths[n] = got
             n += 1
         }
-        if truncated > 0 { state.withLock { $0.counters.truncatedReads += truncated } }
+        if truncated > 0 { truncatedReads.add(truncated, ordering: .relaxed) }
         batch.count = n
         return n
     }
 
     public func writePackets(_ batch: PacketBatch) throws(SystemError) -> Int {
         var written = 0
-        if state.withLock({ $0.closed }) { return 0 }
+        if closed.load(ordering: .relaxed) { return 0 }
         var refused: UInt64 = 0
         while written < batch.count {
             let packet = UnsafeRawBufferPointer(batch.packet(written))
@@ -84,21 +94,17 @@ public final class LinuxTun: TunDevice {
             }
             written += 1
         }
-        if refused > 0 { state.withLock { $0.counters.refusedWrites += refused } }
+        if refused > 0 { refusedWrites.add(refused, ordering: .relaxed) }
         return written
     }
 
     public func waitReadable(timeoutMilliseconds: Int32) throws(SystemError) -> WaitResult {
-        if state.withLock({ $0.closed }) { return .closed }
+        if closed.load(ordering: .relaxed) { return .closed }
         return try Readiness.wait((descriptor, nil), shutdown, timeoutMilliseconds: timeoutMilliseconds)
     }
 
     public func close() {
-        let first = state.withLock { s in
-            defer { s.closed = true }
-            return !s.closed
-        }
-        guard first else { return }
+        if closed.exchange(true, ordering: .relaxed) { return }
         shutdown.signal()
     }
 }

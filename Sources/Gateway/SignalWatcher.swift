@@ -8,7 +8,7 @@ import Glibc
 /// *every* thread, which the Swift runtime's and our own threads make hard to guarantee; a handler
 /// that `write(2)`s one byte (async-signal-safe) works whichever thread the kernel picks.
 /// Handlers are process-wide: create one watcher per process.
-public final class SignalWatcher {
+public final class SignalWatcher: Sendable {
     /// The pipe's read end; readable when a signal arrived.
     public let descriptor: Int32
 

@@ -8,6 +8,7 @@ import Synchronization
 /// `CLOCK_BOOTTIME`-like); ``setWall(milliseconds:)`` steps only the wall clock (an NTP step or
 /// `date -s`), which is what ``ClockChangeWatcher`` reports on a real system.
 public final class ManualClock: GatewayClock {
+    /// Monotonic ns, wall ns, number of wall steps.
     private let state: Mutex<(mono: UInt64, wall: Int64, steps: Int)>
 
     /// 2026-01-01T00:00:00Z in Unix epoch milliseconds.
@@ -15,11 +16,11 @@ public final class ManualClock: GatewayClock {
 
     /// A clock at the given start values.
     public init(monotonicNanoseconds: UInt64 = 1_000_000_000, wallMilliseconds: Int64 = ManualClock.defaultWallStart) {
-        state = Mutex((monotonicNanoseconds, wallMilliseconds, 0))
+        state = Mutex((monotonicNanoseconds, wallMilliseconds * 1_000_000, 0))
     }
 
     public func monotonicNanoseconds() -> UInt64 { state.withLock { $0.mono } }
-    public func wallMilliseconds() -> Int64 { state.withLock { $0.wall } }
+    public func wallNanoseconds() -> Int64 { state.withLock { $0.wall } }
 
     /// Moves both clocks forward by `duration` (must not be negative).
     public func advance(by duration: Duration) {
@@ -28,14 +29,14 @@ public final class ManualClock: GatewayClock {
         let nanos = UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
         state.withLock { s in
             s.mono += nanos
-            s.wall += Int64(nanos / 1_000_000)
+            s.wall += Int64(nanos)
         }
     }
 
     /// Sets the wall clock to `milliseconds` (forwards or backwards) without moving the monotonic one.
     public func setWall(milliseconds: Int64) {
         state.withLock { s in
-            s.wall = milliseconds
+            s.wall = milliseconds * 1_000_000
             s.steps += 1
         }
     }

@@ -118,6 +118,7 @@ import TestSupport
         clock.advance(by: .seconds(5) + .milliseconds(250))
         #expect(clock.monotonicNanoseconds() - mono == 5_250_000_000)
         #expect(clock.wallMilliseconds() - wall == 5_250)
+        #expect(clock.wallNanoseconds() == clock.wallMilliseconds() * 1_000_000)
         clock.setWall(milliseconds: wall - 3_600_000)
         #expect(clock.wallMilliseconds() == wall - 3_600_000)
         #expect(clock.monotonicNanoseconds() - mono == 5_250_000_000)

@@ -131,6 +131,12 @@ private final class TunReader {
                 check(try tun.writePackets(batch) == 1, "malformed write consumed")
                 check(tun.counters.refusedWrites == 1, "malformed write counted: \(tun.counters)")
 
+                // Multi-queue: a second open of the same name is a second queue of one interface.
+                let q1 = try LinuxTun(name: "tvmq0", mtu: 1400, multiQueue: true)
+                let q2 = try LinuxTun(name: "tvmq0", mtu: 1400, multiQueue: true)
+                check(q1.name == "tvmq0" && q2.name == "tvmq0", "multi-queue names")
+                check(try NetlinkSocket().link(named: "tvmq0").index > 0, "multi-queue interface exists")
+
                 let errors = cfg.tearDown()
                 check(errors.isEmpty, "tear-down: \(errors)")
                 check(cfg.journal.isEmpty, "journal emptied")
