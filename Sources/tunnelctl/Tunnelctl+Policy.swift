@@ -12,38 +12,50 @@ extension Tunnelctl {
     static let policyUsage = """
         usage: tunnelctl policy check [DIR] [--json] [--policies DIR] [--config PATH]
                tunnelctl policy test 'FLOW' [--json] [--policies DIR] [--config PATH]
+               tunnelctl policy reload [--json] [--config PATH]     (asks the running daemon)
+               tunnelctl policy show [--json] [--config PATH]       (rules in force with hit counters)
 
         FLOW: \(PolicyFlow.syntax)
         The policy directory is DIR or --policies DIR, else ./policies if it exists, else /etc/tunnelvision/policies.
-        (--config is accepted and not yet read.) test exits 0 when the flow is allowed, 1 when blocked or rejected.
+        --config PATH takes PolicyDirectory from that tunneld configuration. test exits 0 when the flow is allowed, 1 when blocked or rejected.
         """
 
     static func policy(_ args: inout Arguments, _ console: Console) throws -> ExitCode {
         guard let sub = args.next() else { throw CLIError.usage("missing subcommand\n\n" + policyUsage) }
         let json = args.flag("--json")
         let dirOption = try args.option("--policies")
-        _ = try args.option("--config")  // PolicyDirectory from the config file: wired later.
         switch sub {
         case "check":
+            let fromConfig = try configuredPolicyDirectory(&args)
             let positional = args.next()
             try args.finish()
-            return try policyCheck(directory: positional ?? dirOption ?? defaultPolicyDirectory(), json: json, console)
+            return try policyCheck(directory: positional ?? dirOption ?? fromConfig ?? defaultPolicyDirectory(), json: json, console)
         case "test":
+            let fromConfig = try configuredPolicyDirectory(&args)
             var words: [String] = []
             while let w = args.next() {
                 if w.hasPrefix("--") { throw CLIError.usage("unknown option '\(w)'") }
                 words.append(w)
             }
             guard !words.isEmpty else { throw CLIError.usage("missing FLOW: \(PolicyFlow.syntax)") }
-            return try policyTest(flowText: words.joined(separator: " "), directory: dirOption ?? defaultPolicyDirectory(), json: json, console)
+            return try policyTest(flowText: words.joined(separator: " "), directory: dirOption ?? fromConfig ?? defaultPolicyDirectory(), json: json, console)
         case "--help", "-h", "help":
             console.print(policyUsage)
             return .ok
-        case "reload", "show":
-            throw CLIError.usage("'policy \(sub)' needs the daemon and is not available yet")
+        case "reload":
+            if let dirOption { throw CLIError.usage("policy reload reads the daemon's PolicyDirectory; --policies \(dirOption) does not apply") }
+            return try policyReload(&args, json: json, console)
+        case "show":
+            return try policyShow(&args, json: json, console)
         default:
             throw CLIError.usage("unknown subcommand '\(sub)'\(didYouMean(sub, ["check", "test"]))\n\n" + policyUsage)
         }
+    }
+
+    /// The `PolicyDirectory` of the configuration named by `--config PATH`, when given.
+    static func configuredPolicyDirectory(_ args: inout Arguments) throws -> String? {
+        guard args.words.contains(where: { $0 == "--config" || $0.hasPrefix("--config=") }) else { return nil }
+        return try cliConfig(&args).interface.policyDirectory
     }
 
     /// ./policies when it exists, else /etc/tunnelvision/policies.

@@ -17,7 +17,10 @@ enum Tunnelctl {
     /// Every command group, in the order `tunnelctl --help` lists them.
     static let commands: [Command] = [
         // Command groups register here, one line each.
+        statusCommand,
+        peersCommand,
         policyCommand,
+        kickCommand,
     ]
 
     static func main() {

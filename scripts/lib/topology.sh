@@ -133,6 +133,8 @@ PY
       cat >"$TV_DIR/policies/10-e2e.rules" <<'RULES'
 # End-to-end test policy: one blocked and one rejected TCP port on the server.
 default allow
+default in block
+allow in proto icmp,icmpv6 reason "e2e: the server may ping the client"
 block proto tcp port 7001 reason "e2e: blocked port"
 reject proto tcp,udp port 7002 reason "e2e: rejected port"
 RULES

@@ -1,0 +1,188 @@
+import Control
+import Foundation
+
+/// Commands that ask the running daemon over `control.sock`: `status`, `peers`, `kick`, and the
+/// `policy reload` / `policy show` subcommands. They exit 3 with a clear message when the daemon
+/// is not running (DESIGN.md §9).
+extension Tunnelctl {
+    static let statusCommand = Command(name: "status", summary: "daemon, interface, peers, flows, drops, policy generation") { args, console in
+        let json = args.flag("--json")
+        let config = try cliConfig(&args)
+        try args.finish()
+        let reply = try ask(config, .status)
+        guard case .status(let s) = reply else { throw unexpected(reply) }
+        if json {
+            console.print(try encodeJSON(s))
+            return .ok
+        }
+        console.print(renderStatus(s))
+        return .ok
+    }
+
+    static let peersCommand = Command(name: "peers", summary: "peers: tier, endpoint, last handshake, rx/tx, session state") { args, console in
+        let json = args.flag("--json")
+        let config = try cliConfig(&args)
+        try args.finish()
+        let reply = try ask(config, .peers)
+        guard case .peers(let peers) = reply else { throw unexpected(reply) }
+        if json {
+            console.print(try encodeJSON(peers))
+            return .ok
+        }
+        console.print(renderPeers(peers, now: Int64(Date().timeIntervalSince1970 * 1000)))
+        return .ok
+    }
+
+    static let kickCommand = Command(name: "kick", summary: "end a peer's session now (it may reconnect unless refused)") { args, console in
+        let json = args.flag("--json")
+        let config = try cliConfig(&args)
+        guard let name = args.next() else { throw CLIError.usage("usage: tunnelctl kick PEER") }
+        try args.finish()
+        let reply = try ask(config, .kick(peer: name))
+        guard case .kick(let k) = reply else { throw unexpected(reply) }
+        if json {
+            console.print(try encodeJSON(k))
+        } else {
+            console.print(k.endedSession ? "\(k.peer): session ended" : "\(k.peer): had no session")
+        }
+        return .ok
+    }
+
+    /// `tunnelctl policy reload`: the new generation, or the errors (exit 1) while the old policy keeps running.
+    static func policyReload(_ args: inout Arguments, json: Bool, _ console: Console) throws -> ExitCode {
+        let config = try cliConfig(&args)
+        try args.finish()
+        let reply = try ask(config, .policyReload)
+        guard case .policyReload(let r) = reply else { throw unexpected(reply) }
+        if json {
+            console.print(try encodeJSON(r))
+            return r.succeeded ? .ok : .failure
+        }
+        for w in r.warnings { console.print("warning: \(w)") }
+        if r.succeeded {
+            console.print("policy reloaded: generation \(r.policy.generation), \(r.policy.ruleCount) rules from \(r.policy.files.count) file(s)")
+            return .ok
+        }
+        for e in r.errors { console.error("error: \(e)") }
+        console.error("policy NOT reloaded: generation \(r.policy.generation) keeps running; fix the errors and reload again")
+        return .failure
+    }
+
+    /// `tunnelctl policy show`: the running rules with hit counters.
+    static func policyShow(_ args: inout Arguments, json: Bool, _ console: Console) throws -> ExitCode {
+        let config = try cliConfig(&args)
+        try args.finish()
+        let reply = try ask(config, .policyShow)
+        guard case .policyShow(let r) = reply else { throw unexpected(reply) }
+        if json {
+            console.print(try encodeJSON(r))
+            return .ok
+        }
+        console.print("policy generation \(r.policy.generation): \(r.policy.ruleCount) rules from \(r.policy.files.joined(separator: ", "))")
+        let width = r.rules.map { "\($0.file):\($0.line)".count }.max() ?? 0
+        console.print("\("HITS".leftPad(10))  \("WHERE".padding(toLength: width, withPad: " ", startingAt: 0))  RULE")
+        for rule in r.rules {
+            let at = "\(rule.file):\(rule.line)".padding(toLength: width, withPad: " ", startingAt: 0)
+            console.print("\(String(rule.hits).leftPad(10))  \(at)  \(rule.text)")
+        }
+        return .ok
+    }
+
+    // MARK: shared
+
+    /// The configuration named by `--config PATH` (default /etc/tunnelvision/tunneld.conf), parsed
+    /// without reading the private key (tunnelctl never needs it).
+    static func cliConfig(_ args: inout Arguments) throws -> TunnelConfig {
+        let path = try args.option("--config") ?? TunnelConfig.defaultPath
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw CLIError.failure("cannot read the configuration \(path) (use --config PATH)")
+        }
+        do {
+            let dir = (path as NSString).deletingLastPathComponent
+            return try TunnelConfig.parse(String(decoding: data, as: UTF8.self), file: path, baseDirectory: dir)
+        } catch {
+            throw CLIError.failure("\(error)")
+        }
+    }
+
+    /// Sends one request to the daemon; a daemon that is not running is exit status 3.
+    static func ask(_ config: TunnelConfig, _ request: ControlRequest) throws -> ControlResponse {
+        let client = ControlClient(socketPath: config.interface.controlSocketPath)
+        let reply: ControlResponse
+        do {
+            reply = try client.send(request)
+        } catch {
+            if case .daemonNotRunning = error {
+                throw CLIError(message: "tunneld is not running (no control socket at \(client.socketPath)); start it with `tunneld --config …` or `systemctl start tunneld`", code: .daemonNotRunning)
+            }
+            throw CLIError.failure("\(error)")
+        }
+        if case .error(let e) = reply {
+            throw CLIError(message: e.message, code: e.code == .notFound ? .failure : .failure)
+        }
+        return reply
+    }
+
+    static func unexpected(_ reply: ControlResponse) -> CLIError {
+        CLIError.failure("the daemon answered '\(reply.type)', which this tunnelctl does not expect (version mismatch?)")
+    }
+
+    static func renderStatus(_ s: StatusReply) -> String {
+        var lines = [
+            "tunneld \(s.version), pid \(s.pid), up \(formatDuration(s.uptimeSeconds))",
+            "interface \(s.interface), UDP port \(s.listenPort), addresses \(s.addresses.joined(separator: ", "))",
+            "peers: \(s.peersConnected) connected of \(s.peersConfigured) configured",
+            "flows: \(s.flowsActive) active",
+            "policy: generation \(s.policy.generation), \(s.policy.ruleCount) rules from \(s.policy.files.count) file(s)",
+            "store queue drops: \(s.storeQueueDrops)",
+        ]
+        if s.drops.isEmpty {
+            lines.append("drops: none")
+        } else {
+            lines.append("drops:")
+            for (reason, n) in s.drops.sorted(by: { $0.key < $1.key }) { lines.append("  \(reason): \(n)") }
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    static func renderPeers(_ peers: [PeerStatus], now: Int64) -> String {
+        var rows = [["PEER", "TIER", "SESSION", "ENDPOINT", "HANDSHAKE", "RX", "TX", "ALLOWED IPS"]]
+        for p in peers {
+            let hs = p.lastHandshakeMs.map { formatDuration(max(0, (now - $0) / 1000)) + " ago" } ?? "never"
+            rows.append([p.name, p.tier.rawValue, p.session.rawValue, p.endpoint ?? "-", hs, formatBytes(p.rxBytes),
+                         formatBytes(p.txBytes), p.allowedIPs.joined(separator: ",")])
+        }
+        return table(rows)
+    }
+
+    /// Left-aligned columns separated by two spaces.
+    static func table(_ rows: [[String]]) -> String {
+        guard let first = rows.first else { return "" }
+        let widths = (0..<first.count).map { c in rows.map { $0[c].count }.max() ?? 0 }
+        return rows.map { row in
+            row.enumerated().map { c, cell in c == row.count - 1 ? cell : cell.padding(toLength: widths[c], withPad: " ", startingAt: 0) }
+                .joined(separator: "  ")
+        }.joined(separator: "\n")
+    }
+
+    /// `1h02m03s`, `5m10s`, `42s`.
+    static func formatDuration(_ seconds: Int64) -> String {
+        let h = seconds / 3600, m = seconds / 60 % 60, s = seconds % 60
+        if h > 0 { return "\(h)h\(String(format: "%02d", m))m\(String(format: "%02d", s))s" }
+        if m > 0 { return "\(m)m\(String(format: "%02d", s))s" }
+        return "\(s)s"
+    }
+
+    /// `512 B`, `1.5 KiB`, `2.0 GiB`.
+    static func formatBytes(_ n: UInt64) -> String {
+        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
+        var v = Double(n)
+        var u = 0
+        while v >= 1024 && u < units.count - 1 { v /= 1024; u += 1 }
+        return u == 0 ? "\(n) B" : String(format: "%.1f", v) + " " + units[u]
+    }
+}
+
+extension String {
+    func leftPad(_ n: Int) -> String { count >= n ? self : String(repeating: " ", count: n - count) + self }
+}
