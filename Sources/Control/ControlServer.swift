@@ -30,12 +30,17 @@ public final class ControlServer: @unchecked Sendable {
     ///   - group: gid for `ControlGroup` (socket 0660); nil for 0600.
     ///   - ioTimeout: per-connection deadline for reading the request and writing the reply.
     ///   - handler: answers requests.
-    public init(path: String, group: UInt32? = nil, ioTimeout: Duration = .seconds(2), handler: @escaping Handler) throws(SocketError) {
+    ///   - log: receives one line per refused caller (for the daemon's log), e.g.
+    ///     `control.sock: refused uid 1001 (pid 4242)`.
+    public init(
+        path: String, group: UInt32? = nil, ioTimeout: Duration = .seconds(2), log: (@Sendable (String) -> Void)? = nil,
+        handler: @escaping Handler
+    ) throws(SocketError) {
         self.path = path
         let ownUID = UInt32(geteuid())
         let timeoutMs = SocketIO.ms(ioTimeout)
         listener = try SocketListener(path: path, mode: group == nil ? 0o600 : 0o660, gid: group) { fd, creds in
-            ControlServer.serve(fd: fd, creds: creds, ownUID: ownUID, group: group, timeoutMs: timeoutMs, handler: handler)
+            ControlServer.serve(fd: fd, creds: creds, ownUID: ownUID, group: group, timeoutMs: timeoutMs, log: log, handler: handler)
         }
         listener.start(name: "tunneld-control")
     }
@@ -50,7 +55,10 @@ public final class ControlServer: @unchecked Sendable {
         creds.uid == 0 || creds.uid == ownUID || (group != nil && creds.gid == group)
     }
 
-    static func serve(fd: Int32, creds: PeerCredentials?, ownUID: UInt32, group: UInt32?, timeoutMs: Int64, handler: Handler) {
+    static func serve(
+        fd: Int32, creds: PeerCredentials?, ownUID: UInt32, group: UInt32?, timeoutMs: Int64, log: (@Sendable (String) -> Void)?,
+        handler: Handler
+    ) {
         let deadline = SocketIO.nowMs() + timeoutMs
         func reply(_ r: ControlResponse) { _ = SocketIO.writeAll(fd, ControlWire.encode(r), deadlineMs: deadline) }
         var reader = LineReader(fd: fd, limit: ControlWire.maxRequestBytes)
@@ -76,6 +84,7 @@ public final class ControlServer: @unchecked Sendable {
             return
         }
         guard isAuthorized(creds, ownUID: ownUID, group: group) else {
+            log?("control.sock: refused uid \(creds.uid) (pid \(creds.pid))")
             reply(.failure(.permissionDenied, "uid \(creds.uid) may not use the control socket"))
             return
         }

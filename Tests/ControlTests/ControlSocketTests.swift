@@ -8,6 +8,8 @@ import Glibc
 
 /// Client and server over a socket in a temporary directory; no root needed.
 @Suite struct ControlSocketTests {
+    let logged = Locked<[String]>([])
+
     /// A server answering status with `sampleStatus` and kick per name; records what it saw.
     func withServer(
         group: UInt32? = nil, handler: ControlServer.Handler? = nil,
@@ -17,7 +19,7 @@ import Glibc
         defer { cleanup() }
         let path = dir + "/control.sock"
         let seen = Locked<[(ControlRequest, PeerCredentials)]>([])
-        let server = try ControlServer(path: path, group: group) { request, creds in
+        let server = try ControlServer(path: path, group: group, log: { line in logged.mutate { $0.append(line) } }) { request, creds in
             seen.mutate { $0.append((request, creds)) }
             if let handler { return handler(request, creds) }
             switch request {
@@ -205,6 +207,8 @@ import Glibc
             #expect(out.contains(#""code":"permissionDenied""#), "got: \(out)")
             #expect(out.contains("uid 65534 may not use the control socket"))
             #expect(seen.get().isEmpty)
+            #expect(logged.get().count == 1)
+            #expect(logged.get().first?.hasPrefix("control.sock: refused uid 65534 (pid ") == true)
         }
     }
 }
