@@ -50,6 +50,16 @@ public final class ControlServer: @unchecked Sendable {
 
     deinit { listener.stop() }
 
+    /// The gid of the group called `name` (for `ControlGroup`), or nil when there is none.
+    public static func groupID(named name: String) -> UInt32? {
+        var group = group()
+        var result: UnsafeMutablePointer<group>?
+        var buffer = [CChar](repeating: 0, count: 16384)
+        let rc = getgrnam_r(name, &group, &buffer, buffer.count, &result)
+        guard rc == 0, result != nil else { return nil }
+        return UInt32(group.gr_gid)
+    }
+
     /// True when `creds` may use the socket (see the type's documentation).
     public static func isAuthorized(_ creds: PeerCredentials, ownUID: UInt32, group: UInt32?) -> Bool {
         creds.uid == 0 || creds.uid == ownUID || (group != nil && creds.gid == group)

@@ -185,6 +185,11 @@ import Glibc
         #expect(e?.errno == ENAMETOOLONG)
     }
 
+    @Test func groupLookup() {
+        #expect(ControlServer.groupID(named: "root") == 0)
+        #expect(ControlServer.groupID(named: "no-such-group-\(getpid())") == nil)
+    }
+
     @Test func authorization() {
         let me: UInt32 = 1000
         #expect(ControlServer.isAuthorized(PeerCredentials(pid: 1, uid: 0, gid: 0), ownUID: me, group: nil))
