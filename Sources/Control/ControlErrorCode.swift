@@ -21,5 +21,6 @@ public struct ControlErrorCode: RawRepresentable, Hashable, Sendable, Codable, C
     /// The daemon failed to carry out a valid request.
     public static let failed = ControlErrorCode(rawValue: "failed")
 
+    /// The wire string.
     public var description: String { rawValue }
 }

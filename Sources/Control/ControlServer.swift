@@ -30,12 +30,17 @@ public final class ControlServer: @unchecked Sendable {
     ///   - group: gid for `ControlGroup` (socket 0660); nil for 0600.
     ///   - ioTimeout: per-connection deadline for reading the request and writing the reply.
     ///   - handler: answers requests.
-    public init(path: String, group: UInt32? = nil, ioTimeout: Duration = .seconds(2), handler: @escaping Handler) throws(SocketError) {
+    ///   - log: receives one line per refused caller (for the daemon's log), e.g.
+    ///     `control.sock: refused uid 1001 (pid 4242)`.
+    public init(
+        path: String, group: UInt32? = nil, ioTimeout: Duration = .seconds(2), log: (@Sendable (String) -> Void)? = nil,
+        handler: @escaping Handler
+    ) throws(SocketError) {
         self.path = path
         let ownUID = UInt32(geteuid())
         let timeoutMs = SocketIO.ms(ioTimeout)
         listener = try SocketListener(path: path, mode: group == nil ? 0o600 : 0o660, gid: group) { fd, creds in
-            ControlServer.serve(fd: fd, creds: creds, ownUID: ownUID, group: group, timeoutMs: timeoutMs, handler: handler)
+            ControlServer.serve(fd: fd, creds: creds, ownUID: ownUID, group: group, timeoutMs: timeoutMs, log: log, handler: handler)
         }
         listener.start(name: "tunneld-control")
     }
@@ -45,12 +50,25 @@ public final class ControlServer: @unchecked Sendable {
 
     deinit { listener.stop() }
 
+    /// The gid of the group called `name` (for `ControlGroup`), or nil when there is none.
+    public static func groupID(named name: String) -> UInt32? {
+        var group = group()
+        var result: UnsafeMutablePointer<group>?
+        var buffer = [CChar](repeating: 0, count: 16384)
+        let rc = getgrnam_r(name, &group, &buffer, buffer.count, &result)
+        guard rc == 0, result != nil else { return nil }
+        return UInt32(group.gr_gid)
+    }
+
     /// True when `creds` may use the socket (see the type's documentation).
     public static func isAuthorized(_ creds: PeerCredentials, ownUID: UInt32, group: UInt32?) -> Bool {
         creds.uid == 0 || creds.uid == ownUID || (group != nil && creds.gid == group)
     }
 
-    static func serve(fd: Int32, creds: PeerCredentials?, ownUID: UInt32, group: UInt32?, timeoutMs: Int64, handler: Handler) {
+    static func serve(
+        fd: Int32, creds: PeerCredentials?, ownUID: UInt32, group: UInt32?, timeoutMs: Int64, log: (@Sendable (String) -> Void)?,
+        handler: Handler
+    ) {
         let deadline = SocketIO.nowMs() + timeoutMs
         func reply(_ r: ControlResponse) { _ = SocketIO.writeAll(fd, ControlWire.encode(r), deadlineMs: deadline) }
         var reader = LineReader(fd: fd, limit: ControlWire.maxRequestBytes)
@@ -76,6 +94,7 @@ public final class ControlServer: @unchecked Sendable {
             return
         }
         guard isAuthorized(creds, ownUID: ownUID, group: group) else {
+            log?("control.sock: refused uid \(creds.uid) (pid \(creds.pid))")
             reply(.failure(.permissionDenied, "uid \(creds.uid) may not use the control socket"))
             return
         }

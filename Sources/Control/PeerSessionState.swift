@@ -13,5 +13,6 @@ public struct PeerSessionState: RawRepresentable, Hashable, Sendable, Codable, C
     /// Free tier: the window is used up; handshakes are refused until `reconnectAtMs`.
     public static let paused = PeerSessionState(rawValue: "paused")
 
+    /// The wire string.
     public var description: String { rawValue }
 }

@@ -8,8 +8,10 @@ extension TunnelConfig {
     ///
     /// Relative paths inside the file (`PrivateKeyFile`, the directories) are resolved against the
     /// config file's directory, so a test or demo can keep everything in one temporary directory.
+    /// `tunnelctl`, which only needs the paths, passes `readingPrivateKey: false`: the key file is
+    /// then neither read nor checked and `interface.privateKey` stays nil.
     /// - Throws: `ConfigErrors` naming the file, line and key of each problem.
-    public static func load(path: String) throws(ConfigErrors) -> TunnelConfig {
+    public static func load(path: String, readingPrivateKey: Bool = true) throws(ConfigErrors) -> TunnelConfig {
         let text: String
         switch readSmallFile(path, limit: 1 << 20) {
         case .success(let bytes): text = String(decoding: bytes, as: UTF8.self)
@@ -21,7 +23,7 @@ extension TunnelConfig {
             return slash == path.startIndex ? "/" : String(path[..<slash])
         }()
         var config = try parse(text, file: path, baseDirectory: base)
-        if case .file(let keyPath) = config.interface.privateKeySource {
+        if readingPrivateKey, case .file(let keyPath) = config.interface.privateKeySource {
             let line = keyFileLine(text)
             switch readPrivateKeyFile(keyPath) {
             case .success(let key): config.interface.privateKey = key

@@ -30,12 +30,15 @@ public final class UAPIServer: @unchecked Sendable {
     /// The socket path.
     public let path: String
 
+    /// Receives failed operations (for the daemon's log; the protocol only carries the errno).
+    public typealias ErrorLog = @Sendable (UAPIError) -> Void
+
     /// Creates `directory/<interfaceName>.sock` and starts serving.
     /// - Throws: `SocketError` when the name is not a valid interface name, the directory cannot
     ///   be created, or the socket cannot be bound (another process serving the name included).
     public init(
         interfaceName: String, directory: String = UAPIServer.defaultDirectory, ioTimeout: Duration = .seconds(5),
-        get: @escaping GetHandler, set: @escaping SetHandler
+        get: @escaping GetHandler, set: @escaping SetHandler, log: ErrorLog? = nil
     ) throws(SocketError) {
         let path = directory + "/" + interfaceName + ".sock"
         guard (1...15).contains(interfaceName.utf8.count), !interfaceName.contains("/"), interfaceName != ".", interfaceName != ".." else {
@@ -47,7 +50,7 @@ public final class UAPIServer: @unchecked Sendable {
         let timeoutMs = SocketIO.ms(ioTimeout)
         listener = try SocketListener(path: path, mode: 0o600, gid: nil) { fd, creds in
             guard let creds, creds.uid == 0 || creds.uid == ownUID else { return }
-            UAPIServer.serve(fd: fd, timeoutMs: timeoutMs, get: get, set: set)
+            UAPIServer.serve(fd: fd, timeoutMs: timeoutMs, get: get, set: set, log: log)
         }
         listener.start(name: "tunneld-uapi")
     }
@@ -75,7 +78,7 @@ public final class UAPIServer: @unchecked Sendable {
     }
 
     /// Serves operations on one connection until EOF, an error, or an unknown operation.
-    static func serve(fd: Int32, timeoutMs: Int64, get: GetHandler, set: SetHandler) {
+    static func serve(fd: Int32, timeoutMs: Int64, get: GetHandler, set: SetHandler, log: ErrorLog?) {
         var reader = LineReader(fd: fd, limit: maxOperationBytes)
         while true {
             reader.resetLimit()
@@ -89,7 +92,9 @@ public final class UAPIServer: @unchecked Sendable {
                 if blank.isEmpty {
                     reply = UAPICodec.encodeGet(get()) + UAPICodec.statusLine(nil)
                 } else {
-                    reply = UAPICodec.statusLine(.invalid("trailing data after get=1"))
+                    let e = UAPIError.invalid("trailing data after get=1")
+                    log?(e)
+                    reply = UAPICodec.statusLine(e)
                 }
             case "set=1":
                 var lines: [String] = []
@@ -115,6 +120,7 @@ public final class UAPIServer: @unchecked Sendable {
                         failure = error
                     }
                 }
+                if let failure { log?(failure) }
                 reply = UAPICodec.statusLine(failure)
                 if failure?.message.hasPrefix("set operation larger") == true {
                     _ = SocketIO.writeAll(fd, Array(reply.utf8), deadlineMs: deadline)

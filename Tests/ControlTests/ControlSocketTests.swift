@@ -8,6 +8,8 @@ import Glibc
 
 /// Client and server over a socket in a temporary directory; no root needed.
 @Suite struct ControlSocketTests {
+    let logged = Locked<[String]>([])
+
     /// A server answering status with `sampleStatus` and kick per name; records what it saw.
     func withServer(
         group: UInt32? = nil, handler: ControlServer.Handler? = nil,
@@ -17,7 +19,7 @@ import Glibc
         defer { cleanup() }
         let path = dir + "/control.sock"
         let seen = Locked<[(ControlRequest, PeerCredentials)]>([])
-        let server = try ControlServer(path: path, group: group) { request, creds in
+        let server = try ControlServer(path: path, group: group, log: { line in logged.mutate { $0.append(line) } }) { request, creds in
             seen.mutate { $0.append((request, creds)) }
             if let handler { return handler(request, creds) }
             switch request {
@@ -183,6 +185,11 @@ import Glibc
         #expect(e?.errno == ENAMETOOLONG)
     }
 
+    @Test func groupLookup() {
+        #expect(ControlServer.groupID(named: "root") == 0)
+        #expect(ControlServer.groupID(named: "no-such-group-\(getpid())") == nil)
+    }
+
     @Test func authorization() {
         let me: UInt32 = 1000
         #expect(ControlServer.isAuthorized(PeerCredentials(pid: 1, uid: 0, gid: 0), ownUID: me, group: nil))
@@ -193,7 +200,7 @@ import Glibc
     }
 
     /// As root: a process running as another uid gets `permissionDenied`.
-    @Test(.enabled(if: isRoot, "needs root to switch uid")) func otherUsersAreRefused() throws {
+    @Test(.enabled(if: isRoot && access("/usr/bin/setpriv", X_OK) == 0 && access("/usr/bin/python3", X_OK) == 0, "needs root, setpriv and python3")) func otherUsersAreRefused() throws {
         try withServer { (path: String, seen) throws in
             chmod(path, 0o666)  // so only SO_PEERCRED stands in the way
             chmod((path as NSString).deletingLastPathComponent, 0o755)
@@ -205,6 +212,8 @@ import Glibc
             #expect(out.contains(#""code":"permissionDenied""#), "got: \(out)")
             #expect(out.contains("uid 65534 may not use the control socket"))
             #expect(seen.get().isEmpty)
+            #expect(logged.get().count == 1)
+            #expect(logged.get().first?.hasPrefix("control.sock: refused uid 65534 (pid ") == true)
         }
     }
 }

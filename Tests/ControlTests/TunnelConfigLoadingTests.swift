@@ -33,6 +33,16 @@ import Glibc
         #expect(e?.description == "\(dir)/tunneld.conf:2: PrivateKeyFile: '\(dir)/private.key' has mode 0\(octal), so group or others can access the private key; run: chmod 600 \(dir)/private.key")
     }
 
+    @Test func tunnelctlCanLoadWithoutTheKey() throws {
+        let (dir, cleanup) = makeTempDirectory()
+        defer { cleanup() }
+        writeFile(dir + "/private.key", key(9).base64, mode: 0o644)
+        writeFile(dir + "/tunneld.conf", config(keyFile: "private.key") + "RuntimeDirectory = run\n")
+        let c = try TunnelConfig.load(path: dir + "/tunneld.conf", readingPrivateKey: false)
+        #expect(c.interface.privateKey == nil)
+        #expect(c.interface.controlSocketPath == dir + "/run/control.sock")
+    }
+
     @Test func acceptsMode0400() throws {
         let (dir, cleanup) = makeTempDirectory()
         defer { cleanup() }

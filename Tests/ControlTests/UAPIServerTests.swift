@@ -9,6 +9,8 @@ import Glibc
 
 /// The UAPI server spoken to directly over a socket in a temporary directory (no root needed).
 @Suite struct UAPIServerTests {
+    let errorsLogged = Locked<[UAPIError]>([])
+
     /// Sends `text` on one connection and returns the reply lines up to and including the blank
     /// line after each `errno=` line, for `operations` operations.
     func converse(_ path: String, _ text: String, operations: Int = 1) throws -> [String] {
@@ -39,7 +41,7 @@ import Glibc
             set: { r in
                 got.mutate { $0.append(r) }
                 return r.listenPort == 1 ? .portInUse("port 1 is taken") : nil
-            })
+            }, log: { e in errorsLogged.mutate { $0.append(e) } })
         defer { server.stop() }
         try body(sockDir, server.path, got)
     }
@@ -80,6 +82,8 @@ import Glibc
             #expect(try converse(path, "set=1\nnonsense\n\n") == ["errno=-\(EPROTO)", ""])
             #expect(try converse(path, "set=1\npublic_key=\(key(2).hex)\nendpoint=host:1\n\n") == ["errno=-\(EINVAL)", ""])
             #expect(got.get().isEmpty)
+            #expect(errorsLogged.get().map(\.errno) == [EINVAL, EPROTO, EINVAL])
+            #expect(errorsLogged.get().last?.message == "endpoint: 'host:1' is not IP:port or [IPv6]:port")
         }
     }
 
