@@ -32,8 +32,20 @@ enum Tunnelctl {
 
     /// Runs one invocation; tests call this with a capturing `Console`.
     static func run(_ argv: [String], console: Console) -> ExitCode {
-        var args = Arguments(argv)
-        guard let name = args.next() else {
+        // Options may come before the command (`tunnelctl --config PATH status`): the command is
+        // the first word that is neither an option nor the value of one.
+        var rest = argv
+        var commandIndex: Int? = nil
+        var i = 0
+        while i < rest.count {
+            if rest[i] == "--config" { i += 2; continue }
+            if rest[i].hasPrefix("-") && rest[i] != "-h" && rest[i] != "--help" { i += 1; continue }
+            commandIndex = i
+            break
+        }
+        let first = commandIndex.map { rest.remove(at: $0) }
+        var args = Arguments(optionsLast(rest))
+        guard let name = first else {
             console.error(usage)
             return .usage
         }
@@ -54,6 +66,35 @@ enum Tunnelctl {
             console.error("tunnelctl \(name): \(error)")
             return .failure
         }
+    }
+
+    /// Options that take a value (`--since 1h`); every other `-…` word is a flag.
+    static let valueOptions: Set<String> = ["--config", "--policies", "--since", "--peer", "--detail", "--flow", "--filter", "-o"]
+
+    /// The words with positionals first, in order, then the options (with their values), so that
+    /// `tunnelctl --json policy --config X show` reads like `tunnelctl policy show --json --config X`.
+    static func optionsLast(_ words: [String]) -> [String] {
+        var positionals: [String] = []
+        var options: [String] = []
+        var i = 0
+        while i < words.count {
+            let w = words[i]
+            if w == "--" {
+                positionals += words[(i + 1)...]
+                break
+            }
+            if w.hasPrefix("-") && w.count > 1 && Double(w) == nil {
+                options.append(w)
+                if valueOptions.contains(w) && i + 1 < words.count {
+                    options.append(words[i + 1])
+                    i += 1
+                }
+            } else {
+                positionals.append(w)
+            }
+            i += 1
+        }
+        return positionals + options
     }
 
     static var usage: String {
