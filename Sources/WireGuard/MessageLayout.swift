@@ -1,14 +1,5 @@
 // Wire layout of the four WireGuard messages (whitepaper §5.4.2–§5.4.7).
 
-/// Message types (the first byte; the next three are reserved zeros, so the first four bytes read
-/// as a little-endian 32-bit type, as wireguard-go and the kernel read them).
-public enum MessageType: UInt32, Sendable {
-    case initiation = 1
-    case response = 2
-    case cookieReply = 3
-    case transport = 4
-}
-
 /// Offsets and sizes of message fields. All integers are little-endian.
 public enum MessageLayout {
     /// Handshake initiation: type, sender, ephemeral(32), static(32+16), timestamp(12+16), mac1, mac2.
@@ -69,19 +60,6 @@ public enum MessageLayout {
     @inline(__always)
     static func writeLE64(_ p: UnsafeMutableRawPointer, _ offset: Int, _ v: UInt64) {
         p.storeBytes(of: v.littleEndian, toByteOffset: offset, as: UInt64.self)
-    }
-}
-
-extension Array where Element == UInt8 {
-    /// Reads a little-endian UInt32 at `offset`.
-    func le32(_ offset: Int) -> UInt32 {
-        UInt32(self[offset]) | UInt32(self[offset + 1]) << 8 | UInt32(self[offset + 2]) << 16
-            | UInt32(self[offset + 3]) << 24
-    }
-
-    /// Writes a little-endian UInt32 at `offset`.
-    mutating func setLE32(_ offset: Int, _ v: UInt32) {
-        for i in 0..<4 { self[offset + i] = UInt8(truncatingIfNeeded: v >> (8 * UInt32(i))) }
     }
 }
 

@@ -211,3 +211,30 @@ struct HandshakeTests {
         #expect(initiation(pair, fromA: true, now: second + WireGuardProtocol.rekeyTimeout, wall: 3 * second) != nil)
     }
 }
+
+struct HandshakeHygieneTests {
+    @Test func repeatedHandshakesDoNotLeakIndices() {
+        let pair = Pair()
+        var t = second
+        for i in 0..<12 {
+            handshake(pair, initiatorIsA: i % 3 != 0, now: t, wall: t)
+            _ = transfer(pair, fromA: i % 2 == 0, ipv4Packet(40), now: t)
+            _ = transfer(pair, fromA: i % 2 != 0, ipv4Packet(40), now: t)
+            #expect(pair.a.indexCount <= 3 && pair.b.indexCount <= 3, "round \(i)")
+            t += 6 * second
+        }
+    }
+
+    @Test func handshakeSecretsWipedAfterCompletion() {
+        let pair = Pair()
+        _ = initiation(pair, fromA: true, now: second, wall: second)
+        #expect(!pair.a.peer(pair.peerB)!.state.withLock { $0.handshake.secrets.isZero })
+        let (_, _, out) = deliver(initiation(pair, fromA: false, now: second, wall: second)!, to: pair.a, from: endpointB, now: second)
+        _ = out
+        // A answered B's initiation: its own pending initiation was abandoned and wiped.
+        #expect(pair.a.peer(pair.peerB)!.state.withLock { $0.handshake.secrets.isZero && !$0.handshake.initiationSent })
+        let pair2 = Pair()
+        handshake(pair2, initiatorIsA: true, now: second, wall: second)
+        #expect(pair2.a.peer(pair2.peerB)!.state.withLock { $0.handshake.secrets.isZero })
+    }
+}
