@@ -1,8 +1,8 @@
 // The receive path: one datagram in, one decision out.
 //
 // Transport messages (the hot path) are looked up by receiver index, checked against the keypair's
-// age and replay window, decrypted in place without any lock held, then committed: the replay
-// window accepts the counter, a responder's `next` keypair is promoted on first use, timers and
+// age, decrypted in place without any lock held, then committed: the replay window accepts the
+// counter (after the tag verified, as the kernel and wireguard-go do), a responder's `next` keypair is promoted on first use, timers and
 // endpoint are updated. Handshake messages are copied out (they are rare and small), mac1 is always
 // checked, mac2 and the per-source rate limit only under load, and state is changed only after
 // every check passed.
@@ -247,9 +247,6 @@ extension WireGuardDevice {
         }
         let limit = WireGuardProtocol.rejectAfterMessages
         guard !keypair.isExpired(now), counter < limit else { return count(.expiredKeypair) }
-        guard keypair.replay.withLock({ $0.wouldAccept(counter, limit: limit) }) else {
-            return count(.replayedCounter)
-        }
         let header = MessageLayout.Transport.headerSize
         guard AEAD.open(key: keypair.receiveKey, counter: counter, data: base + header, length: length - header,
                         ad: nil, adLength: 0)
