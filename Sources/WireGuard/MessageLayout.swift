@@ -4,63 +4,63 @@
 public enum MessageLayout {
     /// Handshake initiation: type, sender, ephemeral(32), static(32+16), timestamp(12+16), mac1, mac2.
     public enum Initiation {
-        /// `size` field offset (or total size).
+        /// Total message length in bytes.
         public static let size = 148
-        /// `sender` field offset (or total size).
+        /// Byte offset of the `sender` field.
         public static let sender = 4
-        /// `ephemeral` field offset (or total size).
+        /// Byte offset of the `ephemeral` field.
         public static let ephemeral = 8
-        /// `encryptedStatic` field offset (or total size).
+        /// Byte offset of the `encryptedStatic` field.
         public static let encryptedStatic = 40
-        /// `encryptedTimestamp` field offset (or total size).
+        /// Byte offset of the `encryptedTimestamp` field.
         public static let encryptedTimestamp = 88
-        /// `mac1` field offset (or total size).
+        /// Byte offset of the `mac1` field.
         public static let mac1 = 116
-        /// `mac2` field offset (or total size).
+        /// Byte offset of the `mac2` field.
         public static let mac2 = 132
     }
 
     /// Handshake response: type, sender, receiver, ephemeral(32), empty(0+16), mac1, mac2.
     public enum Response {
-        /// `size` field offset (or total size).
+        /// Total message length in bytes.
         public static let size = 92
-        /// `sender` field offset (or total size).
+        /// Byte offset of the `sender` field.
         public static let sender = 4
-        /// `receiver` field offset (or total size).
+        /// Byte offset of the `receiver` field.
         public static let receiver = 8
-        /// `ephemeral` field offset (or total size).
+        /// Byte offset of the `ephemeral` field.
         public static let ephemeral = 12
-        /// `encryptedNothing` field offset (or total size).
+        /// Byte offset of the `encryptedNothing` field.
         public static let encryptedNothing = 44
-        /// `mac1` field offset (or total size).
+        /// Byte offset of the `mac1` field.
         public static let mac1 = 60
-        /// `mac2` field offset (or total size).
+        /// Byte offset of the `mac2` field.
         public static let mac2 = 76
     }
 
     /// Cookie reply: type, receiver, nonce(24), encrypted cookie(16+16).
     public enum CookieReply {
-        /// `size` field offset (or total size).
+        /// Total message length in bytes.
         public static let size = 64
-        /// `receiver` field offset (or total size).
+        /// Byte offset of the `receiver` field.
         public static let receiver = 4
-        /// `nonce` field offset (or total size).
+        /// Byte offset of the `nonce` field.
         public static let nonce = 8
-        /// `encryptedCookie` field offset (or total size).
+        /// Byte offset of the `encryptedCookie` field.
         public static let encryptedCookie = 32
     }
 
     /// Transport data: type, receiver, counter(8), encrypted padded packet + tag.
     public enum Transport {
         /// Header length; also the headroom a caller leaves in front of plaintext for `encrypt`.
-        /// `headerSize` field offset (or total size).
+        /// Byte offset of the `headerSize` field.
         public static let headerSize = 16
-        /// `receiver` field offset (or total size).
+        /// Byte offset of the `receiver` field.
         public static let receiver = 4
-        /// `counter` field offset (or total size).
+        /// Byte offset of the `counter` field.
         public static let counter = 8
         /// The smallest transport message: a keepalive (header + empty ciphertext + tag).
-        /// `minimumSize` field offset (or total size).
+        /// Byte offset of the `minimumSize` field.
         public static let minimumSize = 32
     }
 
