@@ -124,7 +124,7 @@ extension WireGuardDevice {
         Sodium.zero(&keys.receive)
         let response: [UInt8]? = peer.state.withLock { st in
             // Re-check under the lock: another thread may have accepted a newer initiation meanwhile.
-            guard c.timestamp > st.handshake.lastTimestamp, !st.refused else { return nil }
+            guard c.timestamp > st.handshake.lastTimestamp, !st.refused, !st.removed else { return nil }
             st.handshake.lastTimestamp = c.timestamp
             st.handshake.lastInitiationConsumption = now
             let pending = st.handshake.initiationSent ? st.handshake.localIndex : nil
@@ -170,7 +170,7 @@ extension WireGuardDevice {
         let peer = entry.peer
         let privateKey = self.privateKey.read(0, 32)
         let outcome: Result<Void, DropReason>? = peer.state.withLock { st in
-            guard st.handshake.initiationSent, st.handshake.localIndex == receiver else {
+            guard st.handshake.initiationSent, st.handshake.localIndex == receiver, !st.removed else {
                 return .failure(.unexpectedResponse)
             }
             if st.refused { return nil }

@@ -95,6 +95,7 @@ public final class WireGuardDevice: Sendable {
             return p
         }) else { return }
         peer.state.withLock { st in
+            st.removed = true
             eraseKeysLocked(&st)
             st.timers.stopAll()
         }
