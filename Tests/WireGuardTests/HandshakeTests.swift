@@ -238,3 +238,24 @@ struct HandshakeHygieneTests {
         #expect(pair2.a.peer(pair2.peerB)!.state.withLock { $0.handshake.secrets.isZero })
     }
 }
+
+struct RoamingTests {
+    @Test func endpointFollowsAuthenticatedPacketsOnly() {
+        let pair = Pair()
+        handshake(pair, initiatorIsA: true, now: second, wall: second)
+        _ = transfer(pair, fromA: true, ipv4Packet(40), now: second)
+        let roamed = Endpoint(address: IPAddress("2001:db8::7")!, port: 1234)
+        let (_, msg) = seal(pair, fromA: true, ipv4Packet(40), now: 2 * second)
+        // A forged copy from elsewhere does not move the endpoint.
+        var bad = msg
+        bad[20] ^= 1
+        _ = deliver(bad, to: pair.b, from: roamed, now: 2 * second)
+        #expect(pair.b.endpoint(of: pair.peerA) == endpointA)
+        // The authentic packet from the new address does, and B's replies go there.
+        _ = deliver(msg, to: pair.b, from: roamed, now: 2 * second)
+        #expect(pair.b.endpoint(of: pair.peerA) == roamed)
+        let (r, _) = seal(pair, fromA: false, ipv4Packet(40), now: 2 * second)
+        guard case .send(_, let to) = r else { Issue.record("\(r)"); return }
+        #expect(to == roamed)
+    }
+}
