@@ -1,4 +1,5 @@
 // Two devices over in-memory buffers: handshakes in both roles, transport, rotation, rekey.
+import Packet
 import Testing
 @testable import WireGuard
 
