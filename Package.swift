@@ -56,7 +56,7 @@ let package = Package(
         .testTarget(name: "PacketTests", dependencies: ["Packet"], swiftSettings: strict),
         .testTarget(name: "PolicyTests", dependencies: ["Policy", "Packet"], swiftSettings: strict),
         .testTarget(
-            name: "WireGuardTests", dependencies: ["WireGuard", "CSodium", "CBlake2"], exclude: ["vectors"],
+            name: "WireGuardTests", dependencies: ["WireGuard", "Packet", "CSodium", "CBlake2"], exclude: ["vectors"],
             swiftSettings: strict),
         .testTarget(name: "StoreTests", dependencies: ["Store", "CSQLite"], swiftSettings: strict),
         .testTarget(name: "LiveFeedTests", dependencies: ["LiveFeed", "CShims"], swiftSettings: strict),

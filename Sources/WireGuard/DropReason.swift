@@ -38,6 +38,7 @@ public enum DropReason: Int, Error, CaseIterable, Sendable, CustomStringConverti
     /// The caller's output buffer is too small for the reply.
     case outputTooSmall
 
+    /// A short kebab-case name for logs and counters (`bad-mac1`).
     public var description: String {
         switch self {
         case .unknownType: "unknown-type"

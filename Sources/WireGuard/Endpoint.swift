@@ -8,6 +8,7 @@ public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
     /// The UDP port.
     public var port: UInt16
 
+    /// An endpoint from an address and a UDP port.
     public init(address: IPAddress, port: UInt16) {
         self.address = address
         self.port = port
@@ -29,6 +30,7 @@ public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
         out.append(UInt8(port & 0xff))
     }
 
+    /// `192.0.2.1:51820` or `[2001:db8::1]:51820`.
     public var description: String {
         address.isIPv6 ? "[\(address)]:\(port)" : "\(address):\(port)"
     }

@@ -1,12 +1,5 @@
 // Receiver index → pending handshake or keypair.
 
-/// What a local index names: a handshake we sent (waiting for its response), or a session.
-struct IndexEntry {
-    let peer: Peer
-    /// Nil while the index names a pending handshake.
-    let keypair: Keypair?
-}
-
 /// The device-wide map from our 32-bit indices to handshakes and keypairs (whitepaper §5.4.1:
 /// indices are random, so they reveal nothing). Guarded by the device's `indices` mutex, which is
 /// always the innermost lock.

@@ -1,53 +1,66 @@
 // Wire layout of the four WireGuard messages (whitepaper §5.4.2–§5.4.7).
 
-/// Message types (the first byte; the next three are reserved zeros, so the first four bytes read
-/// as a little-endian 32-bit type, as wireguard-go and the kernel read them).
-public enum MessageType: UInt32, Sendable {
-    case initiation = 1
-    case response = 2
-    case cookieReply = 3
-    case transport = 4
-}
-
 /// Offsets and sizes of message fields. All integers are little-endian.
 public enum MessageLayout {
     /// Handshake initiation: type, sender, ephemeral(32), static(32+16), timestamp(12+16), mac1, mac2.
     public enum Initiation {
+        /// Total message length in bytes.
         public static let size = 148
+        /// Byte offset of the `sender` field.
         public static let sender = 4
+        /// Byte offset of the `ephemeral` field.
         public static let ephemeral = 8
+        /// Byte offset of the `encryptedStatic` field.
         public static let encryptedStatic = 40
+        /// Byte offset of the `encryptedTimestamp` field.
         public static let encryptedTimestamp = 88
+        /// Byte offset of the `mac1` field.
         public static let mac1 = 116
+        /// Byte offset of the `mac2` field.
         public static let mac2 = 132
     }
 
     /// Handshake response: type, sender, receiver, ephemeral(32), empty(0+16), mac1, mac2.
     public enum Response {
+        /// Total message length in bytes.
         public static let size = 92
+        /// Byte offset of the `sender` field.
         public static let sender = 4
+        /// Byte offset of the `receiver` field.
         public static let receiver = 8
+        /// Byte offset of the `ephemeral` field.
         public static let ephemeral = 12
+        /// Byte offset of the `encryptedNothing` field.
         public static let encryptedNothing = 44
+        /// Byte offset of the `mac1` field.
         public static let mac1 = 60
+        /// Byte offset of the `mac2` field.
         public static let mac2 = 76
     }
 
     /// Cookie reply: type, receiver, nonce(24), encrypted cookie(16+16).
     public enum CookieReply {
+        /// Total message length in bytes.
         public static let size = 64
+        /// Byte offset of the `receiver` field.
         public static let receiver = 4
+        /// Byte offset of the `nonce` field.
         public static let nonce = 8
+        /// Byte offset of the `encryptedCookie` field.
         public static let encryptedCookie = 32
     }
 
     /// Transport data: type, receiver, counter(8), encrypted padded packet + tag.
     public enum Transport {
         /// Header length; also the headroom a caller leaves in front of plaintext for `encrypt`.
+        /// Byte offset of the `headerSize` field.
         public static let headerSize = 16
+        /// Byte offset of the `receiver` field.
         public static let receiver = 4
+        /// Byte offset of the `counter` field.
         public static let counter = 8
         /// The smallest transport message: a keepalive (header + empty ciphertext + tag).
+        /// Byte offset of the `minimumSize` field.
         public static let minimumSize = 32
     }
 
@@ -69,19 +82,6 @@ public enum MessageLayout {
     @inline(__always)
     static func writeLE64(_ p: UnsafeMutableRawPointer, _ offset: Int, _ v: UInt64) {
         p.storeBytes(of: v.littleEndian, toByteOffset: offset, as: UInt64.self)
-    }
-}
-
-extension Array where Element == UInt8 {
-    /// Reads a little-endian UInt32 at `offset`.
-    func le32(_ offset: Int) -> UInt32 {
-        UInt32(self[offset]) | UInt32(self[offset + 1]) << 8 | UInt32(self[offset + 2]) << 16
-            | UInt32(self[offset + 3]) << 24
-    }
-
-    /// Writes a little-endian UInt32 at `offset`.
-    mutating func setLE32(_ offset: Int, _ v: UInt32) {
-        for i in 0..<4 { self[offset + i] = UInt8(truncatingIfNeeded: v >> (8 * UInt32(i))) }
     }
 }
 

@@ -11,7 +11,9 @@ public enum Noise {
 
     /// Chaining key and hash carried between handshake steps.
     public struct SymmetricState: Sendable {
+        /// The Noise chaining key `C`.
         public var chainKey: [UInt8]
+        /// The Noise handshake hash `H`.
         public var hash: [UInt8]
 
         /// Zeroes both (best effort; called when the state is discarded).
@@ -23,17 +25,25 @@ public enum Noise {
 
     /// What the responder learns from a valid initiation.
     public struct ConsumedInitiation: Sendable {
+        /// The initiator's index (the receiver index of our response).
         public var senderIndex: UInt32
+        /// The initiator's ephemeral public key.
         public var remoteEphemeral: [UInt8]
+        /// The initiator's static public key (its identity).
         public var remoteStatic: PublicKey
+        /// The decrypted TAI64N timestamp (replay check).
         public var timestamp: TAI64N
+        /// Chaining key and hash to continue with.
         public var state: SymmetricState
     }
 
     /// What the initiator learns from a valid response.
     public struct ConsumedResponse: Sendable {
+        /// The responder's index (the receiver index of our transport messages).
         public var senderIndex: UInt32
+        /// Our index, echoed back.
         public var receiverIndex: UInt32
+        /// Final chaining key and hash (transport keys derive from the chaining key).
         public var state: SymmetricState
     }
 

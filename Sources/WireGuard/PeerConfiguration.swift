@@ -12,6 +12,7 @@ public struct PeerConfiguration: Sendable {
     /// Where to send before the peer has been heard from; learnt from authenticated packets after.
     public var endpoint: Endpoint?
 
+    /// A configuration; only the public key is required.
     public init(publicKey: PublicKey, presharedKey: [UInt8]? = nil, persistentKeepaliveSeconds: UInt16 = 0,
                 endpoint: Endpoint? = nil)
     {

@@ -6,9 +6,12 @@ public struct PeerHandle: Hashable, Comparable, Sendable, CustomStringConvertibl
     /// The handle's number (1, 2, 3, …).
     public let rawValue: UInt32
 
+    /// A handle from its number (the device hands these out; tests may build them).
     public init(rawValue: UInt32) { self.rawValue = rawValue }
 
+    /// Handles order by number (= order of `addPeer`).
     public static func < (a: PeerHandle, b: PeerHandle) -> Bool { a.rawValue < b.rawValue }
 
+    /// `peer#N`.
     public var description: String { "peer#\(rawValue)" }
 }

@@ -16,6 +16,8 @@ struct PeerState {
     var endpoint: Endpoint?
     /// Set by the gateway: the peer's handshakes are answered with `.refused`, not processed.
     var refused = false
+    /// Set by `removePeer`; a handshake finishing concurrently must not install keys afterwards.
+    var removed = false
 
     var handshake = HandshakeState()
     var current: Keypair?

@@ -21,5 +21,6 @@ public struct PublicKey: Hashable, Sendable, CustomStringConvertible {
     /// Standard base64 (44 characters), as WireGuard tools show keys.
     public var base64: String { Base64.encode(bytes) }
 
+    /// The base64 form.
     public var description: String { base64 }
 }

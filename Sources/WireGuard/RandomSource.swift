@@ -37,8 +37,10 @@ extension RandomSource {
 
 /// Cryptographically secure randomness from libsodium (`randombytes_buf`).
 public struct SystemRandom: RandomSource {
+    /// The libsodium source (initialises libsodium if needed).
     public init() { _ = Sodium.ready }
 
+    /// Fills `buffer` from `randombytes_buf`.
     public func fill(_ buffer: UnsafeMutableRawBufferPointer) {
         guard let base = buffer.baseAddress, buffer.count > 0 else { return }
         randombytes_buf(base, buffer.count)

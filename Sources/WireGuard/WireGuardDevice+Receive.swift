@@ -1,8 +1,8 @@
 // The receive path: one datagram in, one decision out.
 //
 // Transport messages (the hot path) are looked up by receiver index, checked against the keypair's
-// age and replay window, decrypted in place without any lock held, then committed: the replay
-// window accepts the counter, a responder's `next` keypair is promoted on first use, timers and
+// age, decrypted in place without any lock held, then committed: the replay window accepts the
+// counter (after the tag verified, as the kernel and wireguard-go do), a responder's `next` keypair is promoted on first use, timers and
 // endpoint are updated. Handshake messages are copied out (they are rare and small), mac1 is always
 // checked, mac2 and the per-source rate limit only under load, and state is changed only after
 // every check passed.
@@ -124,7 +124,7 @@ extension WireGuardDevice {
         Sodium.zero(&keys.receive)
         let response: [UInt8]? = peer.state.withLock { st in
             // Re-check under the lock: another thread may have accepted a newer initiation meanwhile.
-            guard c.timestamp > st.handshake.lastTimestamp, !st.refused else { return nil }
+            guard c.timestamp > st.handshake.lastTimestamp, !st.refused, !st.removed else { return nil }
             st.handshake.lastTimestamp = c.timestamp
             st.handshake.lastInitiationConsumption = now
             let pending = st.handshake.initiationSent ? st.handshake.localIndex : nil
@@ -170,7 +170,7 @@ extension WireGuardDevice {
         let peer = entry.peer
         let privateKey = self.privateKey.read(0, 32)
         let outcome: Result<Void, DropReason>? = peer.state.withLock { st in
-            guard st.handshake.initiationSent, st.handshake.localIndex == receiver else {
+            guard st.handshake.initiationSent, st.handshake.localIndex == receiver, !st.removed else {
                 return .failure(.unexpectedResponse)
             }
             if st.refused { return nil }
@@ -247,9 +247,6 @@ extension WireGuardDevice {
         }
         let limit = WireGuardProtocol.rejectAfterMessages
         guard !keypair.isExpired(now), counter < limit else { return count(.expiredKeypair) }
-        guard keypair.replay.withLock({ $0.wouldAccept(counter, limit: limit) }) else {
-            return count(.replayedCounter)
-        }
         let header = MessageLayout.Transport.headerSize
         guard AEAD.open(key: keypair.receiveKey, counter: counter, data: base + header, length: length - header,
                         ad: nil, adLength: 0)

@@ -26,6 +26,7 @@ extension WireGuardDevice {
         defer { Sodium.zero(&privateKey) }
         return peer.state.withLock { st -> SendResult in
             if st.refused { return .refused }
+            if st.removed { return .unknownPeer }
             if !retry { st.timers.handshakeAttempts = 0 }
             st.timers.wantInitiation = false
             if let last = st.handshake.lastSentHandshake, now &- last < WireGuardProtocol.rekeyTimeout {

@@ -44,6 +44,8 @@ public final class WireGuardDevice: Sendable {
     func peer(_ handle: PeerHandle) -> Peer? { peers.withLock { $0.byHandle[handle] } }
 
     /// Adds a peer, or updates it when its public key is already configured; returns its handle.
+    /// With persistent keepalive on, the next `tick` asks for a keepalive (which, without a session,
+    /// becomes a handshake), as wireguard-go does when such a peer is configured.
     @discardableResult
     public func addPeer(_ config: PeerConfiguration) -> PeerHandle {
         if let existing = peers.withLock({ $0.byKey[config.publicKey] }) {
@@ -52,11 +54,13 @@ public final class WireGuardDevice: Sendable {
         }
         let zeros = [UInt8](repeating: 0, count: 32)
         let ss = X25519.sharedSecret(privateKey.read(0, 32), config.publicKey.bytes) ?? zeros
-        let state = PeerState(
+        var state = PeerState(
             presharedKey: SecretBuffer(config.presharedKey ?? zeros), staticStatic: SecretBuffer(ss),
             mac1Key: MACs.mac1Key(config.publicKey.bytes), cookieKey: MACs.cookieKey(config.publicKey.bytes),
             persistentKeepalive: UInt64(config.persistentKeepaliveSeconds) * WireGuardProtocol.second,
             endpoint: config.endpoint)
+        // Like wireguard-go's UAPI: turning persistent keepalive on sends one right away (next tick).
+        if config.persistentKeepaliveSeconds > 0 { state.timers.persistentKeepalive = 0 }
         return peers.withLock { table in
             if let existing = table.byKey[config.publicKey] { return existing }
             let handle = PeerHandle(rawValue: table.nextHandle)
@@ -68,13 +72,15 @@ public final class WireGuardDevice: Sendable {
     }
 
     /// Replaces a peer's pre-shared key and keepalive interval, and its endpoint when the
-    /// configuration names one. The new key is used from the next handshake on. False if unknown.
+    /// configuration names one. The new key is used from the next handshake on. Turning persistent
+    /// keepalive on makes the next `tick` ask for a keepalive. False if the handle is unknown.
     @discardableResult
     public func updatePeer(_ handle: PeerHandle, _ config: PeerConfiguration) -> Bool {
         guard let peer = peer(handle), peer.publicKey == config.publicKey else { return false }
         let psk = SecretBuffer(config.presharedKey ?? [UInt8](repeating: 0, count: 32))
         peer.state.withLock { st in
             st.presharedKey = psk
+            if st.persistentKeepalive == 0 && config.persistentKeepaliveSeconds > 0 { st.timers.persistentKeepalive = 0 }
             st.persistentKeepalive = UInt64(config.persistentKeepaliveSeconds) * WireGuardProtocol.second
             if let e = config.endpoint { st.endpoint = e }
         }
@@ -89,6 +95,7 @@ public final class WireGuardDevice: Sendable {
             return p
         }) else { return }
         peer.state.withLock { st in
+            st.removed = true
             eraseKeysLocked(&st)
             st.timers.stopAll()
         }

@@ -1,4 +1,5 @@
 // Two devices over in-memory buffers: handshakes in both roles, transport, rotation, rekey.
+import Packet
 import Testing
 @testable import WireGuard
 
@@ -209,5 +210,53 @@ struct HandshakeTests {
         }
         #expect(r == .handshakeInProgress)
         #expect(initiation(pair, fromA: true, now: second + WireGuardProtocol.rekeyTimeout, wall: 3 * second) != nil)
+    }
+}
+
+struct HandshakeHygieneTests {
+    @Test func repeatedHandshakesDoNotLeakIndices() {
+        let pair = Pair()
+        var t = second
+        for i in 0..<12 {
+            handshake(pair, initiatorIsA: i % 3 != 0, now: t, wall: t)
+            _ = transfer(pair, fromA: i % 2 == 0, ipv4Packet(40), now: t)
+            _ = transfer(pair, fromA: i % 2 != 0, ipv4Packet(40), now: t)
+            #expect(pair.a.indexCount <= 3 && pair.b.indexCount <= 3, "round \(i)")
+            t += 6 * second
+        }
+    }
+
+    @Test func handshakeSecretsWipedAfterCompletion() {
+        let pair = Pair()
+        _ = initiation(pair, fromA: true, now: second, wall: second)
+        #expect(!pair.a.peer(pair.peerB)!.state.withLock { $0.handshake.secrets.isZero })
+        let (_, _, out) = deliver(initiation(pair, fromA: false, now: second, wall: second)!, to: pair.a, from: endpointB, now: second)
+        _ = out
+        // A answered B's initiation: its own pending initiation was abandoned and wiped.
+        #expect(pair.a.peer(pair.peerB)!.state.withLock { $0.handshake.secrets.isZero && !$0.handshake.initiationSent })
+        let pair2 = Pair()
+        handshake(pair2, initiatorIsA: true, now: second, wall: second)
+        #expect(pair2.a.peer(pair2.peerB)!.state.withLock { $0.handshake.secrets.isZero })
+    }
+}
+
+struct RoamingTests {
+    @Test func endpointFollowsAuthenticatedPacketsOnly() {
+        let pair = Pair()
+        handshake(pair, initiatorIsA: true, now: second, wall: second)
+        _ = transfer(pair, fromA: true, ipv4Packet(40), now: second)
+        let roamed = Endpoint(address: IPAddress("2001:db8::7")!, port: 1234)
+        let (_, msg) = seal(pair, fromA: true, ipv4Packet(40), now: 2 * second)
+        // A forged copy from elsewhere does not move the endpoint.
+        var bad = msg
+        bad[20] ^= 1
+        _ = deliver(bad, to: pair.b, from: roamed, now: 2 * second)
+        #expect(pair.b.endpoint(of: pair.peerA) == endpointA)
+        // The authentic packet from the new address does, and B's replies go there.
+        _ = deliver(msg, to: pair.b, from: roamed, now: 2 * second)
+        #expect(pair.b.endpoint(of: pair.peerA) == roamed)
+        let (r, _) = seal(pair, fromA: false, ipv4Packet(40), now: 2 * second)
+        guard case .send(_, let to) = r else { Issue.record("\(r)"); return }
+        #expect(to == roamed)
     }
 }

@@ -97,3 +97,37 @@ struct KATTests {
         #expect(Array(input[16..<36]) == payload)
     }
 }
+
+struct CookieKATTests {
+    /// A responder under load answers the vector's initiation with exactly the vector's cookie reply
+    /// (same secret and nonce scripted), and the initiator decrypts it to the vector's cookie.
+    @Test(arguments: katVectors.map(\.name))
+    func cookieReplyMatchesVector(name: String) throws {
+        let v = katVectors.first { $0.name == name }!
+        let f = { KATTests.field(v, $0) }
+        let psk: [UInt8]? = name == "no-psk" ? nil : f("presharedKey")
+        let ri = TestRandom(), rr = TestRandom()
+        let initiator = try #require(WireGuardDevice(privateKey: f("initiatorStaticPrivate"), random: ri))
+        let responder = try #require(WireGuardDevice(privateKey: f("responderStaticPrivate"), random: rr))
+        let toR = initiator.addPeer(PeerConfiguration(publicKey: responder.publicKey, presharedKey: psk, endpoint: endpointB))
+        _ = responder.addPeer(PeerConfiguration(publicKey: initiator.publicKey, presharedKey: psk))
+
+        ri.script(f("initiatorEphemeralPrivate") + KATTests.le32(v.initiatorIndex))
+        var ini = [UInt8](repeating: 0, count: 148)
+        _ = ini.withUnsafeMutableBytes { initiator.initiation(for: toR, into: $0, now: 1, wallClock: v.wallClock) }
+        #expect(ini[0..<132] == f("initiation")[0..<132])
+
+        rr.script(f("cookieSecret") + f("cookieNonce"))
+        let (r1, _, out) = deliver(f("initiation"), to: responder, from: endpointA, now: 2, underLoad: true)
+        #expect(r1 == .sendCookieReply(range: 0..<64))
+        #expect(hexString(Array(out[0..<64])) == v.fields["cookieReply"]!)
+
+        let (r2, _, _) = deliver(Array(out[0..<64]), to: initiator, from: endpointB, now: 3)
+        #expect(r2 == .cookieStored(peer: toR))
+        let cookie = try #require(initiator.peer(toR)!.state.withLock { $0.cookie })
+        #expect(hexString(cookie) == v.fields["cookieValue"]!)
+        var withMAC2 = f("initiation")
+        MACs.writeMAC2(&withMAC2, cookie: cookie)
+        #expect(hexString(Array(withMAC2[132..<148])) == v.fields["initiationMAC2WithCookie"]!)
+    }
+}

@@ -13,6 +13,11 @@ let katVectors: [KATVector] = [
     KATVector(
         name: "no-psk", wallClock: 1700000000123456789, initiatorIndex: 0x11223344, responderIndex: 0x55667788,
         fields: [
+            "cookieSecret": "191f5d52af933b91b3bf2936817bb32aa66b64117e6fbcf2fb63a23c71b84abe",
+            "cookieNonce": "30a0ea7f09c8b357959d980938fad5baf6611be6cf7f02de",
+            "cookieReply": "030000004433221130a0ea7f09c8b357959d980938fad5baf6611be6cf7f02defb74e999f58a096b418e550c881f6420d55f44a3e02ec0dbadc956d4c418f98b",
+            "cookieValue": "9755e272002322d486d10f54769b00d7",
+            "initiationMAC2WithCookie": "24ee6f3bd5848bb1dd6355aabc306184",
             "initiatorStaticPrivate": "db66fbfe5ed620598c09842d80b749277f9be85367fd7519f0933a9f5c03d68d",
             "responderStaticPrivate": "87aecf14380be1ff5e04efa4052d8662a329e3e397ca83ad66058b38f8fe3f90",
             "initiatorEphemeralPrivate": "0305b72fde9eb034d299d972acf280ac6febb0d5fe53fe51f4ecbf2e08547cb6",
@@ -30,6 +35,11 @@ let katVectors: [KATVector] = [
     KATVector(
         name: "psk-cookie", wallClock: 1700000000123456789, initiatorIndex: 0x11223344, responderIndex: 0x55667788,
         fields: [
+            "cookieSecret": "aa32469217a76fd5884db0e5dd7298a8524cbe21ad7f8605795683e87532247a",
+            "cookieNonce": "f37a3da3a8fae812bffb005bbf0941ed30f19c2f305c02d8",
+            "cookieReply": "0300000044332211f37a3da3a8fae812bffb005bbf0941ed30f19c2f305c02d8dc442afc8605615e7fde71a851460ebc77c121dfc69b1fa44e97e735071586a7",
+            "cookieValue": "b3d77411a0d0d363cf12236b286884d4",
+            "initiationMAC2WithCookie": "d1ff7d38d2a3d7c3b01959dbe36ba437",
             "initiatorStaticPrivate": "a2330237c626bbbc1696733fece465a71a879e3c59d9e9c648d86310c49bc116",
             "responderStaticPrivate": "4c047c998a401a0423b4a094d210c2ce6eb449d5443063fde29e8ae989728009",
             "initiatorEphemeralPrivate": "b13a05e2904355b22f07410551c2afd15eb5beafd3ba2204b27f9a577dc7264a",

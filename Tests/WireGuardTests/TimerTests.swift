@@ -102,12 +102,19 @@ struct TimerTests {
 
     @Test func persistentKeepalive() {
         let p = Pair(keepaliveA: 25)
+        // Configuring it asks for a keepalive at once; without a session that means a handshake.
+        #expect(p.a.tick(now: second / 2) == [.sendKeepalive(peer: p.peerB)])
+        #expect(seal(p, fromA: true, [], now: second / 2).0 == .handshakeNeeded)
+        #expect(p.a.tick(now: second / 2 + 1) == [.sendInitiation(peer: p.peerB, retry: false)])
         handshake(p, initiatorIsA: true, now: second, wall: second)
         #expect(p.a.tick(now: 25 * second).isEmpty)
         #expect(p.a.tick(now: 26 * second) == [.sendKeepalive(peer: p.peerB)])
         _ = seal(p, fromA: true, [], now: 26 * second)
         #expect(p.a.tick(now: 50 * second).isEmpty)
         #expect(p.a.tick(now: 51 * second) == [.sendKeepalive(peer: p.peerB)])
+        // Turning it on later for another peer also asks at once.
+        p.b.updatePeer(p.peerA, PeerConfiguration(publicKey: p.a.publicKey, persistentKeepaliveSeconds: 5))
+        #expect(p.b.tick(now: 52 * second).contains(.sendKeepalive(peer: p.peerA)))
     }
 
     @Test func keysZeroedAfterThreeRejectAfterTimes() {
