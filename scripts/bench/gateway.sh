@@ -8,7 +8,7 @@ cd "$(dirname "$0")/../.."
 SECS=${1:-8}; WHICH=${2:-both}
 export PATH=/opt/swift/usr/bin:$PATH
 source scripts/lib/topology.sh
-[ "$WHICH" = wggo ] || { scripts/deps.sh; swift build -c release --product tunneld >/dev/null; swift build -c release --product tunnelctl >/dev/null; }
+[ "$WHICH" = wggo ] || [ -n "${TV_NO_BUILD:-}" ] || { scripts/deps.sh; swift build -c release --product tunneld >/dev/null; swift build -c release --product tunnelctl >/dev/null; }
 RESULTS=$(mktemp /tmp/tv-bench.XXXXXX)
 
 run_one() {  # $1 = wggo | tunneld
