@@ -49,7 +49,7 @@ let package = Package(
             swiftSettings: strict),
         .executableTarget(
             name: "tunnelbench",
-            dependencies: ["Packet", "Policy", "WireGuard", "Store", "LiveFeed", "Capture", "CSodium", "CAllocCounter"],
+            dependencies: ["Packet", "Policy", "WireGuard", "Store", "LiveFeed", "Capture", "Gateway", "CSodium", "CAllocCounter"],
             swiftSettings: strict),
 
         // Tests: one target per module.

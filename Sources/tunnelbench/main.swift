@@ -10,6 +10,7 @@ let groups: [(name: String, summary: String, run: ([String]) throws -> Void)] = 
         print("alloc: 100 arrays -> \(allocationCount() - before) allocations counted (\(arrays.count))")
     }),
     // Benchmark groups register here, one line each.
+    ("udp", "loopback UDP datagrams/s: batched LinuxDatagramBind (recvmmsg) vs one recvfrom per datagram", UDPBench.run),
 ]
 
 let argv = Array(CommandLine.arguments.dropFirst())

@@ -1,5 +1,59 @@
-// System calls Swift cannot express directly: TUN ioctls, recvmmsg/sendmmsg, timerfd. Owned by Gateway.
+// System calls Swift cannot express directly: TUN ioctls, recvmmsg/sendmmsg, timerfd, eventfd and a
+// self-pipe for signals. Owned by Gateway (Sources/Gateway/Sys*.swift wraps every function here).
+//
+// Convention: functions return a non-negative value on success and -errno on failure, so Swift never
+// reads the thread-local `errno` after an intervening call.
 #ifndef TV_SYS_H
 #define TV_SYS_H
 #include <stdint.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+/// Bytes for an interface name including the terminating NUL (IFNAMSIZ).
+#define TV_IFNAMSIZ 16
+
+/// Opens /dev/net/tun (O_RDWR | O_NONBLOCK | O_CLOEXEC) and attaches it to the TUN interface
+/// `name` (created if missing; an empty name lets the kernel pick `tunN`) with IFF_TUN | IFF_NO_PI
+/// (plus IFF_MULTI_QUEUE when `multi_queue` is non-zero). The kernel's chosen name is copied into
+/// `out_name` (TV_IFNAMSIZ bytes). Returns the descriptor or -errno.
+int tv_tun_open(const char *name, int multi_queue, char *out_name);
+
+/// Same layout as glibc's `struct mmsghdr` (checked by a static assertion in tv_sys.c); declared
+/// here because <sys/socket.h> hides it unless _GNU_SOURCE is defined before the first include.
+struct tv_mmsghdr {
+    struct msghdr msg_hdr;
+    unsigned int msg_len;
+};
+
+/// recvmmsg(2) with no timeout. Returns the number of messages received or -errno.
+int tv_recvmmsg(int fd, struct tv_mmsghdr *msgs, unsigned int count, int flags);
+
+/// sendmmsg(2). Returns the number of messages sent or -errno.
+int tv_sendmmsg(int fd, struct tv_mmsghdr *msgs, unsigned int count, int flags);
+
+/// eventfd(initial, EFD_NONBLOCK | EFD_CLOEXEC). Returns the descriptor or -errno.
+int tv_eventfd(unsigned int initial);
+
+/// A CLOCK_REALTIME timerfd (nonblocking, close-on-exec) armed with TFD_TIMER_ABSTIME |
+/// TFD_TIMER_CANCEL_ON_SET at a far-future absolute time, so a read fails with ECANCELED exactly when
+/// the wall clock is set discontinuously (settimeofday, clock_settime, NTP step). Returns fd or -errno.
+int tv_clock_change_timerfd(void);
+
+/// Re-arms a descriptor from tv_clock_change_timerfd after it reported ECANCELED. 0 or -errno.
+int tv_clock_change_rearm(int fd);
+
+/// Installs handlers for `count` signals that write the signal number (one byte) to a nonblocking,
+/// close-on-exec self-pipe, and returns the pipe's read end (the same pipe on every call; later calls
+/// add signals). Handlers use SA_RESTART. Returns the descriptor or -errno.
+int tv_signal_pipe_install(const int *signals, int count);
+
+/// Restores the default disposition of `signo`. 0 or -errno.
+int tv_signal_default(int signo);
+
+/// unshare(CLONE_NEWNET): moves the calling *thread* into a new, empty network namespace (for
+/// root-only tests that must not touch the host's network). 0 or -errno.
+int tv_unshare_network(void);
+
 #endif

@@ -1,1 +1,0 @@
-// The Gateway module. See docs/ARCHITECTURE.md.

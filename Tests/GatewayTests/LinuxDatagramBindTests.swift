@@ -1,0 +1,119 @@
+import Glibc
+import Packet
+import Testing
+
+@testable import Gateway
+
+/// Two real binds on loopback exchanging batches through recvmmsg/sendmmsg (no root needed).
+@Suite struct LinuxDatagramBindTests {
+    static let v4Loopback = IPAddress(v4: 0x7F00_0001)
+    static let v6Loopback = IPAddress(v6High: 0, low: 1)
+
+    /// Binds on both loopbacks with an ephemeral port; IPv6 may be missing on odd hosts.
+    func loopbackBind() throws -> LinuxDatagramBind {
+        try LinuxDatagramBind(port: 0, bufferBytes: 1 << 20, ipv4: Self.v4Loopback, ipv6: Self.v6Loopback)
+    }
+
+    /// Receives until `count` datagrams arrived (or 5 s passed), appending (source, bytes).
+    func receive(_ bind: LinuxDatagramBind, count: Int, batch: PacketBatch) throws -> [(UDPEndpoint, [UInt8])] {
+        var got: [(UDPEndpoint, [UInt8])] = []
+        var waits = 0
+        while got.count < count && waits < 500 {
+            if try bind.waitReadable(timeoutMilliseconds: 10) != .readable { waits += 1; continue }
+            let n = try bind.receive(into: batch)
+            #expect(batch.count == n)
+            for i in 0..<n { got.append((batch.endpoints[i], batch.bytes(i))) }
+        }
+        return got
+    }
+
+    @Test func ephemeralPortIsSharedByBothFamilies() throws {
+        let bind = try loopbackBind()
+        #expect(bind.port != 0)
+        #expect(bind.ipv4Descriptor >= 0)
+        #expect(bind.buffers.receive > 0 && bind.buffers.send > 0)
+        if bind.ipv6Descriptor >= 0 {
+            // The same port on IPv6: another bind on exactly that port must fail for both families.
+            #expect(throws: SystemError.self) {
+                _ = try LinuxDatagramBind(port: bind.port, ipv4: nil, ipv6: Self.v6Loopback)
+            }
+        }
+        #expect(throws: SystemError.self) { _ = try LinuxDatagramBind(port: bind.port, ipv4: Self.v4Loopback, ipv6: nil) }
+    }
+
+    @Test func batchesBothWaysOverIPv4AndIPv6() throws {
+        let a = try loopbackBind()
+        let b = try loopbackBind()
+        let families = a.ipv6Descriptor >= 0 && b.ipv6Descriptor >= 0 ? [Self.v4Loopback, Self.v6Loopback] : [Self.v4Loopback]
+        let out = PacketBatch(capacity: 64, slotSize: 2048)
+        let incoming = PacketBatch(capacity: 16, slotSize: 2048, headroom: 16)
+        // 40 datagrams alternating families, each with distinct content and length.
+        let total = 40
+        for i in 0..<total {
+            let family = families[i % families.count]
+            let payload = (0..<(1 + i * 7)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ i) }
+            out.set(i, bytes: payload, endpoint: UDPEndpoint(address: family, port: b.port))
+        }
+        out.count = total
+        #expect(try a.send(out) == total)
+        let got = try receive(b, count: total, batch: incoming)
+        #expect(got.count == total)
+        // Per family, order is kept; content and sources match.
+        for family in families {
+            let sent = (0..<total).filter { out.endpoints[$0].address == family }.map { out.bytes($0) }
+            let received = got.filter { $0.0.address == family }
+            #expect(received.map(\.1) == sent)
+            #expect(received.allSatisfy { $0.0 == UDPEndpoint(address: family, port: a.port) })
+        }
+        #expect(incoming.offsets[0] == 16)
+        // And back: reply to each source from the received endpoints.
+        let replies = PacketBatch(capacity: 64, slotSize: 2048)
+        for (i, (source, bytes)) in got.enumerated() { replies.set(i, bytes: bytes.reversed(), endpoint: source) }
+        replies.count = got.count
+        #expect(try b.send(replies) == got.count)
+        let back = try receive(a, count: got.count, batch: incoming)
+        #expect(Set(back.map { $0.1 }) == Set(got.map { Array($0.1.reversed()) }))
+        #expect(back.allSatisfy { $0.0.port == b.port })
+        #expect(a.truncatedReceives.load(ordering: .relaxed) == 0)
+        #expect(a.failedSends.load(ordering: .relaxed) == 0)
+    }
+
+    @Test func oversizedDatagramsAreDroppedAndCountedAndTheRestCompacted() throws {
+        let a = try loopbackBind()
+        let b = try loopbackBind()
+        let out = PacketBatch(capacity: 4, slotSize: 2048)
+        out.set(0, bytes: [1, 1, 1], endpoint: UDPEndpoint(address: Self.v4Loopback, port: b.port))
+        out.set(1, bytes: [UInt8](repeating: 2, count: 1500), endpoint: UDPEndpoint(address: Self.v4Loopback, port: b.port))
+        out.set(2, bytes: [3, 3], endpoint: UDPEndpoint(address: Self.v4Loopback, port: b.port))
+        out.count = 3
+        #expect(try a.send(out) == 3)
+        // Slots of 100 bytes: the 1500-byte datagram does not fit.
+        let small = PacketBatch(capacity: 8, slotSize: 100)
+        let got = try receive(b, count: 2, batch: small)
+        #expect(got.map(\.1) == [[1, 1, 1], [3, 3]])
+        #expect(b.truncatedReceives.load(ordering: .relaxed) == 1)
+    }
+
+    @Test func sendsToAMissingFamilyAreCountedNotThrown() throws {
+        let v4only = try LinuxDatagramBind(port: 0, ipv4: Self.v4Loopback, ipv6: nil)
+        let peer = try loopbackBind()
+        let out = PacketBatch(capacity: 4, slotSize: 128)
+        out.set(0, bytes: [1], endpoint: UDPEndpoint(address: Self.v6Loopback, port: peer.port))
+        out.set(1, bytes: [2], endpoint: UDPEndpoint(address: Self.v4Loopback, port: peer.port))
+        out.count = 2
+        #expect(try v4only.send(out) == 2)
+        #expect(v4only.failedSends.load(ordering: .relaxed) == 1)
+        #expect(v4only.lastSendErrno.load(ordering: .relaxed) == EAFNOSUPPORT)
+        let got = try receive(peer, count: 1, batch: PacketBatch(capacity: 4, slotSize: 128))
+        #expect(got.map(\.1) == [[2]])
+    }
+
+    @Test func closeWakesTheReceiverAndStopsIO() throws {
+        let bind = try loopbackBind()
+        #expect(try bind.waitReadable(timeoutMilliseconds: 0) == .timedOut)
+        bind.close()
+        bind.close()
+        #expect(try bind.waitReadable(timeoutMilliseconds: -1) == .closed)
+        #expect(try bind.receive(into: PacketBatch(capacity: 1, slotSize: 64)) == 0)
+    }
+}
