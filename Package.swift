@@ -34,7 +34,7 @@ let package = Package(
         .target(name: "Store", dependencies: ["CSQLite"], swiftSettings: strict),
         .target(name: "LiveFeed", dependencies: ["CShims"], swiftSettings: strict),
         .target(name: "Capture", dependencies: ["CPcap"], swiftSettings: strict),
-        .target(name: "Control", swiftSettings: strict),
+        .target(name: "Control", dependencies: ["Packet"], swiftSettings: strict),
         .target(
             name: "Gateway",
             dependencies: ["Packet", "Policy", "WireGuard", "Store", "LiveFeed", "Capture", "Control", "CShims", "CMNL"],
@@ -59,7 +59,7 @@ let package = Package(
         .testTarget(name: "StoreTests", dependencies: ["Store", "CSQLite"], swiftSettings: strict),
         .testTarget(name: "LiveFeedTests", dependencies: ["LiveFeed", "CShims"], swiftSettings: strict),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "CPcap"], swiftSettings: strict),
-        .testTarget(name: "ControlTests", dependencies: ["Control"], swiftSettings: strict),
+        .testTarget(name: "ControlTests", dependencies: ["Control", "Packet"], swiftSettings: strict),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "TestSupport", "CMNL"], swiftSettings: strict),
         .testTarget(
             name: "TunnelctlTests", dependencies: ["tunnelctl", "Packet", "Policy"],

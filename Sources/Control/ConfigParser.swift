@@ -1,0 +1,369 @@
+import Packet
+
+/// The line-oriented reader and validator behind `TunnelConfig.parse`.
+struct ConfigParser {
+    let file: String
+    let baseDirectory: String?
+    var sections: [ConfigSection] = []
+    var errors: [ConfigError] = []
+    var warnings: [ConfigError] = []
+
+    init(file: String, baseDirectory: String?) {
+        self.file = file
+        self.baseDirectory = baseDirectory
+    }
+
+    mutating func error(_ line: Int, _ key: String?, _ message: String, _ hint: String? = nil) {
+        errors.append(ConfigError(file: file, line: line, key: key, message: message, hint: hint))
+    }
+
+    mutating func warn(_ line: Int, _ key: String?, _ message: String, _ hint: String? = nil) {
+        warnings.append(ConfigError(file: file, line: line, key: key, message: message, hint: hint))
+    }
+
+    // MARK: Reading lines
+
+    mutating func run(_ text: String) {
+        var lineNumber = 0
+        var ignoringSection = false
+        for raw in text.split(omittingEmptySubsequences: false, whereSeparator: { $0.isNewline }) {
+            lineNumber += 1
+            var content = Substring(raw)
+            if let hash = content.firstIndex(of: "#") { content = content[..<hash] }
+            let line = content.trimmedSpaces()
+            if line.isEmpty { continue }
+            if line.hasPrefix("[") {
+                ignoringSection = !header(line, lineNumber)
+                continue
+            }
+            guard let eq = line.firstIndex(of: "=") else {
+                error(lineNumber, nil, "'\(ConfigValue.abbreviate(line))' is not a setting", "write 'Key = Value'")
+                continue
+            }
+            let keyText = line[..<eq].trimmedSpaces()
+            let value = line[line.index(after: eq)...].trimmedSpaces()
+            guard !keyText.isEmpty else {
+                error(lineNumber, nil, "missing key before '='", "write 'Key = Value'")
+                continue
+            }
+            guard !sections.isEmpty else {
+                error(lineNumber, keyText, "setting outside a section", "put it under [Interface] or [Peer]")
+                continue
+            }
+            if ignoringSection { continue }
+            entry(keyText, value, lineNumber)
+        }
+    }
+
+    /// Handles `[Interface]` / `[Peer]`; returns false for an unknown section (its keys are skipped).
+    mutating func header(_ line: String, _ lineNumber: Int) -> Bool {
+        guard line.hasSuffix("]") else {
+            error(lineNumber, nil, "'\(line)' is not a section header", "write [Interface] or [Peer]")
+            return false
+        }
+        let name = line.dropFirst().dropLast().trimmedSpaces()
+        switch name.lowercased() {
+        case "interface":
+            if let first = sections.first(where: \.isInterface) {
+                error(lineNumber, nil, "second [Interface] section (the first is at line \(first.line))", "merge them into one")
+            }
+            sections.append(ConfigSection(isInterface: true, line: lineNumber))
+            return true
+        case "peer":
+            sections.append(ConfigSection(isInterface: false, line: lineNumber))
+            return true
+        default:
+            let guess = closestMatch(name, among: ["Interface", "Peer"])
+            error(lineNumber, nil, "unknown section [\(name)]", guess.map { "did you mean [\($0)]?" } ?? "sections are [Interface] and [Peer]")
+            return false
+        }
+    }
+
+    mutating func entry(_ keyText: String, _ value: String, _ lineNumber: Int) {
+        let isInterface = sections[sections.count - 1].isInterface
+        let known = isInterface ? TunnelConfig.interfaceKeys : TunnelConfig.peerKeys
+        let other = isInterface ? TunnelConfig.peerKeys : TunnelConfig.interfaceKeys
+        let sectionName = isInterface ? "[Interface]" : "[Peer]"
+        guard let key = known.first(where: { $0.lowercased() == keyText.lowercased() }) else {
+            if let q = TunnelConfig.wgQuickOnlyKeys.first(where: { $0.lowercased() == keyText.lowercased() }) {
+                error(lineNumber, q, "is a wg-quick setting that tunneld does not support",
+                      "remove it; tunneld configures the interface, addresses and routes itself")
+            } else if let o = other.first(where: { $0.lowercased() == keyText.lowercased() }) {
+                error(lineNumber, o, "does not belong in \(sectionName)", "move it to the \(isInterface ? "[Peer]" : "[Interface]") section")
+            } else if let guess = closestMatch(keyText, among: known) {
+                error(lineNumber, keyText, "unknown key in \(sectionName)", "did you mean '\(guess)'?")
+            } else {
+                error(lineNumber, keyText, "unknown key in \(sectionName)", "known keys: " + known.joined(separator: ", "))
+            }
+            return
+        }
+        guard !value.isEmpty else {
+            error(lineNumber, key, "empty value", "give a value or remove the line")
+            return
+        }
+        if !TunnelConfig.repeatableKeys.contains(key),
+            let first = sections[sections.count - 1].entries.first(where: { $0.key == key })
+        {
+            error(lineNumber, key, "set twice in this section (first at line \(first.line))", "keep one")
+            return
+        }
+        sections[sections.count - 1].entries.append(ConfigEntry(key: key, value: value, line: lineNumber))
+    }
+
+    // MARK: Building
+
+    mutating func finish() throws(ConfigErrors) -> TunnelConfig {
+        var interface = InterfaceConfig()
+        if let section = sections.first(where: \.isInterface) {
+            interface = buildInterface(section)
+        } else {
+            error(0, nil, "no [Interface] section", "add one with at least PrivateKey (or PrivateKeyFile) and Address")
+        }
+        var peers: [PeerConfig] = []
+        var peerLines: [Int] = []
+        for section in sections where !section.isInterface {
+            if let p = buildPeer(section) {
+                peers.append(p)
+                peerLines.append(section.line)
+            }
+        }
+        checkPeers(peers, peerLines, interface)
+        if !errors.isEmpty {
+            throw ConfigErrors(errors.sorted { $0.line < $1.line })
+        }
+        return TunnelConfig(interface: interface, peers: peers, warnings: warnings.sorted { $0.line < $1.line })
+    }
+
+    func resolve(_ path: String) -> String {
+        guard !path.hasPrefix("/"), let base = baseDirectory else { return path }
+        return base.hasSuffix("/") ? base + path : base + "/" + path
+    }
+
+    mutating func buildInterface(_ section: ConfigSection) -> InterfaceConfig {
+        var c = InterfaceConfig()
+        var keyLine: Int?
+        for e in section.entries {
+            let v = e.value
+            switch e.key {
+            case "Name":
+                if Self.isValidInterfaceName(v) { c.name = v } else {
+                    error(e.line, e.key, "'\(v)' is not an interface name", "use 1-15 characters from A-Z a-z 0-9 _ = + . -")
+                }
+            case "PrivateKey", "PrivateKeyFile":
+                if let l = keyLine {
+                    error(e.line, e.key, "the private key is already given at line \(l)", "use either PrivateKey or PrivateKeyFile, once")
+                    continue
+                }
+                keyLine = e.line
+                if e.key == "PrivateKey" {
+                    switch ConfigValue.key(v, what: "genkey") {
+                    case .success(let k): c.privateKey = k; c.privateKeySource = .inline
+                    case .failure(let p): error(e.line, e.key, p.message, p.hint)
+                    }
+                } else {
+                    c.privateKeySource = .file(resolve(v))
+                }
+            case "ListenPort":
+                switch ConfigValue.port(v) {
+                case .success(let p): c.listenPort = p
+                case .failure(let p): error(e.line, e.key, p.message, p.hint)
+                }
+            case "Address":
+                for item in ConfigValue.list(v) {
+                    guard let a = InterfaceAddress(item) else {
+                        error(e.line, e.key, "'\(item)' is not an address with prefix length", "write e.g. 10.99.0.1/24 or fd99::1/64")
+                        continue
+                    }
+                    if c.addresses.contains(where: { $0.address == a.address }) {
+                        error(e.line, e.key, "\(a.address) is listed twice", "remove one")
+                        continue
+                    }
+                    c.addresses.append(a)
+                }
+            case "MTU":
+                guard let m = Int(v), v.allSatisfy({ $0.isASCII && $0.isNumber }), (576...65535).contains(m) else {
+                    error(e.line, e.key, "'\(v)' is not an MTU", "use a number from 576 to 65535; 1420 suits most links")
+                    continue
+                }
+                c.mtu = m
+            case "FwMark":
+                if v.lowercased() == "off" { c.fwMark = nil; continue }
+                let parsed: UInt32? = v.lowercased().hasPrefix("0x")
+                    ? UInt32(v.dropFirst(2), radix: 16) : (v.allSatisfy({ $0.isASCII && $0.isNumber }) ? UInt32(v) : nil)
+                guard let mark = parsed else {
+                    error(e.line, e.key, "'\(v)' is not a firewall mark", "use a 32-bit number (decimal or 0x hex) or off")
+                    continue
+                }
+                c.fwMark = mark == 0 ? nil : mark
+            case "StateDirectory": c.stateDirectory = resolve(v)
+            case "RuntimeDirectory": c.runtimeDirectory = resolve(v)
+            case "PolicyDirectory": c.policyDirectory = resolve(v)
+            case "FreeSession", "FreePause", "WatchdogInterval":
+                switch ConfigValue.duration(v) {
+                case .failure(let p): error(e.line, e.key, p.message, p.hint)
+                case .success(let d):
+                    if d <= .zero {
+                        error(e.line, e.key, "must be longer than zero", nil)
+                    } else if e.key == "WatchdogInterval", d < .milliseconds(100) || d > .seconds(3600) {
+                        error(e.line, e.key, "'\(v)' is out of range", "use 100ms to 1h; 5s is the default")
+                    } else if e.key == "FreeSession" { c.freeSession = d }
+                    else if e.key == "FreePause" { c.freePause = d }
+                    else { c.watchdogInterval = d }
+                }
+            case "ControlGroup":
+                if v.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }), v.count <= 32 {
+                    c.controlGroup = v
+                } else {
+                    error(e.line, e.key, "'\(v)' is not a group name", "use a name from /etc/group")
+                }
+            default:
+                break
+            }
+        }
+        if keyLine == nil {
+            error(section.line, "PrivateKey", "missing in [Interface]", "add PrivateKey = $(wg genkey) or PrivateKeyFile = PATH")
+        }
+        if c.addresses.isEmpty, !section.entries.contains(where: { $0.key == "Address" }) {
+            error(section.line, "Address", "missing in [Interface]", "add e.g. Address = 10.99.0.1/24")
+        }
+        if c.mtu < 1280, c.addresses.contains(where: \.address.isIPv6),
+            let line = section.entries.first(where: { $0.key == "MTU" })?.line
+        {
+            error(line, "MTU", "\(c.mtu) is below 1280, the IPv6 minimum, and an IPv6 Address is set", "use at least 1280")
+        }
+        return c
+    }
+
+    static func isValidInterfaceName(_ s: String) -> Bool {
+        guard (1...15).contains(s.utf8.count), s != ".", s != ".." else { return false }
+        return s.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "_=+.-".contains($0)) }
+    }
+
+    static func isValidPeerName(_ s: String) -> Bool {
+        guard (1...32).contains(s.utf8.count) else { return false }
+        return s.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "_.-".contains($0)) }
+    }
+
+    mutating func buildPeer(_ section: ConfigSection) -> PeerConfig? {
+        var name: String?
+        var publicKey: WireGuardKey?
+        var peer = PeerConfig(name: "", publicKey: WireGuardKey(bytes: [UInt8](repeating: 0, count: 32))!)
+        var ok = true
+        for e in section.entries {
+            let v = e.value
+            switch e.key {
+            case "Name":
+                if Self.isValidPeerName(v) { name = v } else {
+                    ok = false
+                    error(e.line, e.key, "'\(v)' is not a peer name", "use 1-32 characters from A-Z a-z 0-9 _ . -")
+                }
+            case "PublicKey":
+                switch ConfigValue.key(v, what: "pubkey") {
+                case .success(let k): publicKey = k
+                case .failure(let p): ok = false; error(e.line, e.key, p.message, p.hint)
+                }
+            case "PresharedKey":
+                switch ConfigValue.key(v, what: "genpsk") {
+                case .success(let k): peer.presharedKey = k
+                case .failure(let p): ok = false; error(e.line, e.key, p.message, p.hint)
+                }
+            case "AllowedIPs":
+                for item in ConfigValue.list(v) {
+                    guard let a = InterfaceAddress(item) else {
+                        ok = false
+                        error(e.line, e.key, "'\(item)' is not an address or CIDR prefix", "write e.g. 10.99.0.2/32 or fd99::2/128")
+                        continue
+                    }
+                    let p = a.subnet
+                    if p.address != a.address {
+                        warn(e.line, e.key, "'\(item)' has host bits set; it means \(p)", "write \(p)")
+                    }
+                    if peer.allowedIPs.contains(p) {
+                        warn(e.line, e.key, "\(p) is listed twice for this peer", nil)
+                        continue
+                    }
+                    peer.allowedIPs.append(p)
+                }
+            case "Endpoint":
+                guard let ep = Endpoint(v) else {
+                    ok = false
+                    error(e.line, e.key, "'\(v)' is not an endpoint", "write host:port, e.g. 203.0.113.5:51820 or [2001:db8::5]:51820")
+                    continue
+                }
+                peer.endpoint = ep
+            case "PersistentKeepalive":
+                if v.lowercased() == "off" { peer.persistentKeepalive = nil; continue }
+                guard v.allSatisfy({ $0.isASCII && $0.isNumber }), v.count <= 5, let n = Int(v), n <= 65535 else {
+                    ok = false
+                    error(e.line, e.key, "'\(v)' is not a keepalive interval", "use seconds from 1 to 65535 (25 is usual) or off")
+                    continue
+                }
+                peer.persistentKeepalive = n == 0 ? nil : UInt16(n)
+            case "Tier":
+                guard let t = PeerTier(rawValue: v.lowercased()) else {
+                    ok = false
+                    let guess = closestMatch(v, among: PeerTier.allCases.map(\.rawValue))
+                    error(e.line, e.key, "'\(v)' is not a tier", guess.map { "did you mean '\($0)'?" } ?? "use free or premium")
+                    continue
+                }
+                peer.tier = t
+            default:
+                break
+            }
+        }
+        let hasName = section.entries.contains { $0.key == "Name" }
+        let hasKey = section.entries.contains { $0.key == "PublicKey" }
+        if !hasName {
+            ok = false
+            error(section.line, "Name", "missing in [Peer]", "give every peer a unique Name = ...")
+        }
+        if !hasKey {
+            ok = false
+            error(section.line, "PublicKey", "missing in [Peer]\(name.map { " '\($0)'" } ?? "")", "add PublicKey = the peer's `wg pubkey` output")
+        }
+        guard ok, let name, let publicKey else { return nil }
+        peer.name = name
+        peer.publicKey = publicKey
+        if peer.allowedIPs.isEmpty {
+            warn(section.line, "AllowedIPs", "peer '\(name)' has no AllowedIPs, so none of its packets will be accepted", "add its tunnel address, e.g. AllowedIPs = 10.99.0.2/32")
+        }
+        return peer
+    }
+
+    /// Cross-peer checks: unique names and keys, AllowedIPs identical between peers (error: which
+    /// peer would own the prefix is ambiguous) or nested (warning: longest prefix wins routing,
+    /// and the wider peer's packets from the narrower range are dropped by cryptokey routing).
+    mutating func checkPeers(_ peers: [PeerConfig], _ lines: [Int], _ interface: InterfaceConfig) {
+        var names: [String: Int] = [:]
+        var keys: [WireGuardKey: Int] = [:]
+        for (i, p) in peers.enumerated() {
+            if let j = names[p.name] {
+                error(lines[i], "Name", "peer name '\(p.name)' is already used by the peer at line \(lines[j])", "peer names must be unique")
+            } else {
+                names[p.name] = i
+            }
+            if let j = keys[p.publicKey] {
+                error(lines[i], "PublicKey", "peer '\(p.name)' has the same public key as '\(peers[j].name)' (line \(lines[j]))", "each peer needs its own key pair")
+            } else {
+                keys[p.publicKey] = i
+            }
+            if let own = interface.privateKey, p.presharedKey == own {
+                error(lines[i], "PresharedKey", "peer '\(p.name)' uses the interface's private key as preshared key", "generate one with `wg genpsk`")
+            }
+        }
+        for i in peers.indices {
+            for j in peers.indices where j > i {
+                for a in peers[i].allowedIPs {
+                    for b in peers[j].allowedIPs where a.address.isIPv6 == b.address.isIPv6 {
+                        if a == b {
+                            error(lines[j], "AllowedIPs", "\(b) is also allowed for peer '\(peers[i].name)' (line \(lines[i]))", "a prefix can belong to one peer only")
+                        } else if a.length <= b.length ? a.contains(b.address) : b.contains(a.address) {
+                            let (wide, narrow) = a.length < b.length ? (a, b) : (b, a)
+                            warn(lines[j], "AllowedIPs", "\(b) of peer '\(peers[j].name)' overlaps \(a) of peer '\(peers[i].name)'; packets to \(narrow) go to the more specific peer", "make the prefixes disjoint unless \(wide) is meant to exclude \(narrow)")
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

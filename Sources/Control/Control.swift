@@ -1,1 +1,0 @@
-// The Control module. See docs/ARCHITECTURE.md.

@@ -1,0 +1,58 @@
+/// A request to the running daemon over `control.sock` (DESIGN.md §3, §9).
+///
+/// On the wire (see `ControlWire`) a request is one JSON object:
+/// `{"version":1,"type":"kick","peer":"alice"}`. A `type` this build does not know decodes as
+/// `.unknown(type)` so the server can answer with a typed `unknownRequest` error instead of
+/// failing to parse — that is how newer clients talk to older daemons.
+public enum ControlRequest: Hashable, Sendable {
+    /// Daemon, interface, counters and policy summary → `ControlResponse.status`.
+    case status
+    /// Every configured peer with live state → `ControlResponse.peers`.
+    case peers
+    /// Re-read the policy directory → `ControlResponse.policyReload` (with the error on failure).
+    case policyReload
+    /// The running rules with hit counters → `ControlResponse.policyShow`.
+    case policyShow
+    /// End a peer's session now (stop reason `admin-kick`) → `ControlResponse.kick`.
+    case kick(peer: String)
+    /// A request type this build does not know (only produced by decoding).
+    case unknown(type: String)
+
+    /// The `type` string on the wire.
+    public var type: String {
+        switch self {
+        case .status: return "status"
+        case .peers: return "peers"
+        case .policyReload: return "policyReload"
+        case .policyShow: return "policyShow"
+        case .kick: return "kick"
+        case .unknown(let t): return t
+        }
+    }
+}
+
+extension ControlRequest: Codable {
+    enum CodingKeys: String, CodingKey {
+        case version, type, peer
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let type = try c.decode(String.self, forKey: .type)
+        switch type {
+        case "status": self = .status
+        case "peers": self = .peers
+        case "policyReload": self = .policyReload
+        case "policyShow": self = .policyShow
+        case "kick": self = .kick(peer: try c.decode(String.self, forKey: .peer))
+        default: self = .unknown(type: type)
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(ControlWire.version, forKey: .version)
+        try c.encode(type, forKey: .type)
+        if case .kick(let peer) = self { try c.encode(peer, forKey: .peer) }
+    }
+}

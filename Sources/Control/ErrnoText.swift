@@ -1,0 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `strerror` text for an errno value.
+func errnoText(_ e: Int32) -> String {
+    String(cString: strerror(e))
+}

@@ -1,0 +1,54 @@
+import Packet
+
+/// The `[Interface]` section of `tunneld.conf` (DESIGN.md §4), with defaults applied.
+public struct InterfaceConfig: Hashable, Sendable {
+    /// Where the private key came from.
+    public enum PrivateKeySource: Hashable, Sendable {
+        /// `PrivateKey = <base64>` in the config file itself.
+        case inline
+        /// `PrivateKeyFile = PATH` (absolute after loading; relative paths are resolved against the
+        /// config file's directory).
+        case file(String)
+    }
+
+    /// Interface name (`Name`, default `tv0`): 1–15 characters of `[A-Za-z0-9_=+.-]` (IFNAMSIZ).
+    public var name: String = "tv0"
+    /// The interface's static private key. Nil only between `parse` (when it names a
+    /// `PrivateKeyFile`) and `load`, which reads the file.
+    public var privateKey: WireGuardKey?
+    /// Where `privateKey` comes from.
+    public var privateKeySource: PrivateKeySource = .inline
+    /// UDP port to listen on (`ListenPort`, default 51820).
+    public var listenPort: UInt16 = 51820
+    /// `SO_MARK` for outgoing UDP packets (`FwMark`, decimal or `0x` hex; absent or `off` = none).
+    public var fwMark: UInt32?
+    /// Interface addresses (`Address`, comma-separated, may repeat; at least one required).
+    public var addresses: [InterfaceAddress] = []
+    /// Interface MTU (`MTU`, default 1420 like wg-quick; 576...65535, ≥ 1280 with an IPv6 address).
+    public var mtu: Int = 1420
+    /// Durable state (`StateDirectory`, default `/var/lib/tunnelvision`): `state.db`, `capture/`.
+    public var stateDirectory: String = "/var/lib/tunnelvision"
+    /// Runtime files (`RuntimeDirectory`, default `/run/tunnelvision`): `control.sock`, `live.ring`.
+    public var runtimeDirectory: String = "/run/tunnelvision"
+    /// Policy rule files (`PolicyDirectory`, default `/etc/tunnelvision/policies`).
+    public var policyDirectory: String = "/etc/tunnelvision/policies"
+    /// Free tier: connected time per window (`FreeSession`, default 15m).
+    public var freeSession: Duration = .seconds(15 * 60)
+    /// Free tier: pause after the window (`FreePause`, default 45m).
+    public var freePause: Duration = .seconds(45 * 60)
+    /// Watchdog tick (`WatchdogInterval`, default 5s; 100ms...1h).
+    public var watchdogInterval: Duration = .seconds(5)
+    /// Group allowed to use the control socket (`ControlGroup`, optional): the socket becomes
+    /// mode 0660 owned by this group instead of 0600.
+    public var controlGroup: String?
+
+    /// All defaults (no key, no address).
+    public init() {}
+
+    /// `RuntimeDirectory/control.sock`.
+    public var controlSocketPath: String { runtimeDirectory + "/control.sock" }
+    /// `StateDirectory/state.db`.
+    public var storePath: String { stateDirectory + "/state.db" }
+    /// `RuntimeDirectory/live.ring`.
+    public var ringPath: String { runtimeDirectory + "/live.ring" }
+}

@@ -1,0 +1,35 @@
+import Packet
+
+/// One `[Peer]` section of `tunneld.conf` (DESIGN.md §4), with defaults applied.
+public struct PeerConfig: Hashable, Sendable {
+    /// Unique name (`Name`, required): 1–32 characters of `[A-Za-z0-9_.-]`; policy rules and
+    /// `tunnelctl` refer to the peer by it.
+    public var name: String
+    /// The peer's static public key (`PublicKey`, required, unique).
+    public var publicKey: WireGuardKey
+    /// Optional preshared key (`PresharedKey`) mixed into the handshake (whitepaper §5.4.2).
+    public var presharedKey: WireGuardKey?
+    /// Inner source addresses the peer may use and destinations routed to it (`AllowedIPs`,
+    /// comma-separated, may repeat). Cryptokey routing, whitepaper §2.
+    public var allowedIPs: [IPPrefix]
+    /// Where to send to before the peer has been heard from (`Endpoint`, optional).
+    public var endpoint: Endpoint?
+    /// Keepalive interval in seconds (`PersistentKeepalive`, optional; `off` or 0 = none).
+    public var persistentKeepalive: UInt16?
+    /// Service tier (`Tier`, default `free`).
+    public var tier: PeerTier
+
+    /// A peer from its fields.
+    public init(
+        name: String, publicKey: WireGuardKey, presharedKey: WireGuardKey? = nil, allowedIPs: [IPPrefix] = [],
+        endpoint: Endpoint? = nil, persistentKeepalive: UInt16? = nil, tier: PeerTier = .free
+    ) {
+        self.name = name
+        self.publicKey = publicKey
+        self.presharedKey = presharedKey
+        self.allowedIPs = allowedIPs
+        self.endpoint = endpoint
+        self.persistentKeepalive = persistentKeepalive
+        self.tier = tier
+    }
+}

@@ -1,0 +1,44 @@
+/// One peer in the `peers` reply (DESIGN.md §9 `tunnelctl peers`). Times are epoch ms (UTC).
+public struct PeerStatus: Hashable, Sendable, Codable {
+    /// The peer's configured name.
+    public var name: String
+    /// Its public key, base64.
+    public var publicKey: String
+    /// Its current tier (config, or a runtime override from the store).
+    public var tier: PeerTier
+    /// The endpoint last heard from (or configured), `host:port`; nil when unknown.
+    public var endpoint: String?
+    /// Last completed handshake (epoch ms); nil when never.
+    public var lastHandshakeMs: Int64?
+    /// Bytes received from the peer (decrypted payload, as `wg` counts).
+    public var rxBytes: UInt64
+    /// Bytes sent to the peer.
+    public var txBytes: UInt64
+    /// Session state.
+    public var session: PeerSessionState
+    /// Free tier: end of the connected window (epoch ms), when one is open.
+    public var allowedUntilMs: Int64?
+    /// Free tier: end of the pause (epoch ms), when one is known.
+    public var reconnectAtMs: Int64?
+    /// The peer's AllowedIPs (`10.99.0.2/32`).
+    public var allowedIPs: [String]
+
+    /// A peer status from its fields.
+    public init(
+        name: String, publicKey: String, tier: PeerTier, endpoint: String? = nil, lastHandshakeMs: Int64? = nil,
+        rxBytes: UInt64 = 0, txBytes: UInt64 = 0, session: PeerSessionState = .disconnected,
+        allowedUntilMs: Int64? = nil, reconnectAtMs: Int64? = nil, allowedIPs: [String] = []
+    ) {
+        self.name = name
+        self.publicKey = publicKey
+        self.tier = tier
+        self.endpoint = endpoint
+        self.lastHandshakeMs = lastHandshakeMs
+        self.rxBytes = rxBytes
+        self.txBytes = txBytes
+        self.session = session
+        self.allowedUntilMs = allowedUntilMs
+        self.reconnectAtMs = reconnectAtMs
+        self.allowedIPs = allowedIPs
+    }
+}

@@ -1,0 +1,51 @@
+/// `status`: the daemon at a glance (DESIGN.md §9 `tunnelctl status`). Times are Unix epoch
+/// milliseconds (UTC), like the store.
+public struct StatusReply: Hashable, Sendable, Codable {
+    /// The daemon's process id.
+    public var pid: Int32
+    /// When the daemon started (epoch ms).
+    public var startedAtMs: Int64
+    /// Seconds since start, as the daemon measured it (monotonic).
+    public var uptimeSeconds: Int64
+    /// TunnelVision version string.
+    public var version: String
+    /// Interface name (`tv0`).
+    public var interface: String
+    /// UDP listen port.
+    public var listenPort: UInt16
+    /// Interface addresses (`10.99.0.1/24`).
+    public var addresses: [String]
+    /// Peers in the config.
+    public var peersConfigured: Int
+    /// Peers with a live session.
+    public var peersConnected: Int
+    /// Entries in the flow table.
+    public var flowsActive: Int
+    /// Dropped packets by reason (`not-allowed-ip`, `policy-block`, `queue-full`, …).
+    public var drops: [String: UInt64]
+    /// Store write batches dropped because the store queue was full.
+    public var storeQueueDrops: UInt64
+    /// The running policy.
+    public var policy: PolicySummary
+
+    /// A status reply from its fields.
+    public init(
+        pid: Int32, startedAtMs: Int64, uptimeSeconds: Int64, version: String, interface: String, listenPort: UInt16,
+        addresses: [String], peersConfigured: Int, peersConnected: Int, flowsActive: Int, drops: [String: UInt64],
+        storeQueueDrops: UInt64, policy: PolicySummary
+    ) {
+        self.pid = pid
+        self.startedAtMs = startedAtMs
+        self.uptimeSeconds = uptimeSeconds
+        self.version = version
+        self.interface = interface
+        self.listenPort = listenPort
+        self.addresses = addresses
+        self.peersConfigured = peersConfigured
+        self.peersConnected = peersConnected
+        self.flowsActive = flowsActive
+        self.drops = drops
+        self.storeQueueDrops = storeQueueDrops
+        self.policy = policy
+    }
+}

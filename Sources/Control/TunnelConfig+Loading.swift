@@ -1,0 +1,107 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension TunnelConfig {
+    /// Reads and parses the config file at `path`, then reads a `PrivateKeyFile` if one is named,
+    /// refusing it when group or others have any access to it (DESIGN.md §10).
+    ///
+    /// Relative paths inside the file (`PrivateKeyFile`, the directories) are resolved against the
+    /// config file's directory, so a test or demo can keep everything in one temporary directory.
+    /// `tunnelctl`, which only needs the paths, passes `readingPrivateKey: false`: the key file is
+    /// then neither read nor checked and `interface.privateKey` stays nil.
+    /// - Throws: `ConfigErrors` naming the file, line and key of each problem.
+    public static func load(path: String, readingPrivateKey: Bool = true) throws(ConfigErrors) -> TunnelConfig {
+        let text: String
+        switch readSmallFile(path, limit: 1 << 20) {
+        case .success(let bytes): text = String(decoding: bytes, as: UTF8.self)
+        case .failure(let e):
+            throw ConfigErrors([ConfigError(file: path, line: 0, key: nil, message: e.message, hint: e.hint)])
+        }
+        let base: String = {
+            guard let slash = path.lastIndex(of: "/") else { return "." }
+            return slash == path.startIndex ? "/" : String(path[..<slash])
+        }()
+        var config = try parse(text, file: path, baseDirectory: base)
+        if readingPrivateKey, case .file(let keyPath) = config.interface.privateKeySource {
+            let line = keyFileLine(text)
+            switch readPrivateKeyFile(keyPath) {
+            case .success(let key): config.interface.privateKey = key
+            case .failure(let p):
+                throw ConfigErrors([ConfigError(file: path, line: line, key: "PrivateKeyFile", message: p.message, hint: p.hint)])
+            }
+        }
+        return config
+    }
+
+    /// Line of the `PrivateKeyFile` key (for error messages), 0 if not found.
+    static func keyFileLine(_ text: String) -> Int {
+        var n = 0
+        for raw in text.split(omittingEmptySubsequences: false, whereSeparator: { $0.isNewline }) {
+            n += 1
+            let l = raw.trimmedSpaces().lowercased()
+            if l.hasPrefix("privatekeyfile"), l.dropFirst(14).trimmedSpaces().hasPrefix("=") { return n }
+        }
+        return 0
+    }
+
+    /// Reads a private key file: a regular file, mode without group/other bits, holding one base64
+    /// key (surrounding whitespace ignored).
+    static func readPrivateKeyFile(_ path: String) -> Result<WireGuardKey, ConfigValue.Problem> {
+        var st = stat()
+        guard stat(path, &st) == 0 else {
+            let e = errno
+            return .failure(ConfigValue.Problem(
+                message: "cannot read '\(path)': \(errnoText(e))",
+                hint: e == ENOENT ? "create it with: umask 077; wg genkey > \(path)" : nil))
+        }
+        guard st.st_mode & S_IFMT == S_IFREG else {
+            return .failure(ConfigValue.Problem(message: "'\(path)' is not a regular file", hint: "point it at the file `wg genkey` wrote"))
+        }
+        let mode = st.st_mode & 0o7777
+        if mode & 0o077 != 0 {
+            let octal = String(mode, radix: 8)
+            return .failure(ConfigValue.Problem(
+                message: "'\(path)' has mode 0\(octal), so group or others can access the private key",
+                hint: "run: chmod 600 \(path)"))
+        }
+        switch readSmallFile(path, limit: 4096) {
+        case .failure(let e): return .failure(e)
+        case .success(let bytes):
+            let text = String(decoding: bytes, as: UTF8.self).trimmingNewlinesAndSpaces()
+            guard let key = WireGuardKey(base64: text) else {
+                return .failure(ConfigValue.Problem(
+                    message: "'\(path)' does not hold a key (base64 of 32 bytes)",
+                    hint: "write one with: umask 077; wg genkey > \(path)"))
+            }
+            return .success(key)
+        }
+    }
+
+    /// Whole file contents, at most `limit` bytes (more is an error).
+    static func readSmallFile(_ path: String, limit: Int) -> Result<[UInt8], ConfigValue.Problem> {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            let e = errno
+            return .failure(ConfigValue.Problem(
+                message: "cannot read: \(errnoText(e))",
+                hint: e == EACCES ? "run as root or fix the file's permissions" : (e == ENOENT ? "check the path (--config PATH)" : nil)))
+        }
+        defer { close(fd) }
+        var out: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                return .failure(ConfigValue.Problem(message: "cannot read: \(errnoText(errno))", hint: nil))
+            }
+            if n == 0 { break }
+            out.append(contentsOf: buffer[0..<n])
+            if out.count > limit {
+                return .failure(ConfigValue.Problem(message: "file is larger than \(limit) bytes", hint: "is this the right file?"))
+            }
+        }
+        return .success(out)
+    }
+}

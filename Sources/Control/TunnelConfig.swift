@@ -1,0 +1,25 @@
+/// The whole of `tunneld.conf`: one `[Interface]` and any number of `[Peer]` sections
+/// (DESIGN.md §4). Produced by `TunnelConfig.parse` (pure) or `TunnelConfig.load` (reads the file
+/// and any `PrivateKeyFile`, checking its permissions).
+public struct TunnelConfig: Hashable, Sendable {
+    /// The `[Interface]` section.
+    public var interface: InterfaceConfig
+    /// The `[Peer]` sections in file order.
+    public var peers: [PeerConfig]
+    /// Problems that do not stop the daemon (overlapping AllowedIPs, host bits set in a prefix,
+    /// a peer without AllowedIPs). `tunneld --check-config` prints them.
+    public var warnings: [ConfigError]
+
+    /// A config from its parts.
+    public init(interface: InterfaceConfig, peers: [PeerConfig], warnings: [ConfigError] = []) {
+        self.interface = interface
+        self.peers = peers
+        self.warnings = warnings
+    }
+
+    /// The default config file path (DESIGN.md §3).
+    public static let defaultPath = "/etc/tunnelvision/tunneld.conf"
+
+    /// The peer called `name`, if any.
+    public func peer(named name: String) -> PeerConfig? { peers.first { $0.name == name } }
+}

@@ -1,0 +1,32 @@
+// libFuzzer harness for the Control module's parsers: the config file, the UAPI set/get text and
+// the control-socket JSON. The first input byte picks the parser; the rest is its input.
+// Build and run with fuzz/control/run.sh (see README.md). Any crash is a bug: every parser must
+// return a value or a typed error for every input.
+import Control
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
+    guard size > 0 else { return 0 }
+    let selector = data[0] % 5
+    let body = Array(UnsafeBufferPointer(start: data + 1, count: size - 1))
+    let text = String(decoding: body, as: UTF8.self)
+    switch selector {
+    case 0:
+        if let c = try? TunnelConfig.parse(text, file: "fuzz.conf", baseDirectory: "/etc/tunnelvision") {
+            // A config that parses must describe itself without trapping.
+            _ = c.interface.addresses.map(\.description)
+            _ = c.peers.map { ($0.publicKey.base64, $0.endpoint?.description ?? "") }
+        }
+    case 1:
+        _ = try? UAPICodec.parseSet(text.split(separator: "\n", omittingEmptySubsequences: false))
+    case 2:
+        if let d = try? UAPICodec.parseGet(text.split(separator: "\n", omittingEmptySubsequences: false)) {
+            _ = UAPICodec.encodeGet(d)
+        }
+    case 3:
+        _ = ControlWire.decodeRequest(body)
+    default:
+        if case .success(let r) = ControlWire.decodeResponse(body) { _ = ControlWire.encode(r) }
+    }
+    return 0
+}
