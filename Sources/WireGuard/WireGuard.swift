@@ -1,1 +1,0 @@
-// The WireGuard module. See docs/ARCHITECTURE.md.
