@@ -1,0 +1,14 @@
+/// Packet capture switches stored with the settings.
+public struct CaptureSettings: Hashable, Sendable {
+    public var enabled: Bool
+    public var detail: CaptureDetail
+
+    /// Factory values: capture off, metadata detail.
+    public static let factory = CaptureSettings(enabled: false, detail: .metadata)
+
+    /// Capture settings.
+    public init(enabled: Bool, detail: CaptureDetail) {
+        self.enabled = enabled
+        self.detail = detail
+    }
+}

@@ -1,0 +1,16 @@
+/// The end of a flow: final totals, time and reason (e.g. `fin`, `rst`, `idle`, `shutdown`).
+public struct FlowClose: Sendable {
+    public var id: Int64
+    /// Close time, Unix epoch ms (also the flow's last_seen if later).
+    public var at: Int64
+    public var counters: FlowCounters
+    public var reason: String
+
+    /// A flow-closed record.
+    public init(id: Int64, at: Int64, counters: FlowCounters, reason: String) {
+        self.id = id
+        self.at = at
+        self.counters = counters
+        self.reason = reason
+    }
+}
