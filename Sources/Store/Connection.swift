@@ -63,6 +63,9 @@ public final class Connection {
             // Reading the header is what reveals "not a database" / "malformed".
             _ = try scalarInt("PRAGMA user_version")
             if mode == .readWrite {
+                // Takes effect only while the file has no tables (a new store), else a no-op; it
+                // lets prune give pages back with `PRAGMA incremental_vacuum`.
+                try execute("PRAGMA auto_vacuum=INCREMENTAL")
                 try retryingBusy("PRAGMA journal_mode=WAL") {
                     let jm = try scalarText("PRAGMA journal_mode=WAL")
                     if jm?.lowercased() != "wal" {

@@ -130,16 +130,11 @@ public enum Schema {
         if before > currentVersion {
             throw StoreError.schemaTooNew(path: connection.path, found: before, supported: currentVersion)
         }
-        for m in migrations where m.version <= target {
+        for m in migrations where m.version > before && m.version <= target {
             try connection.transaction {
                 // Re-check inside the write lock: another process may have just applied it.
                 let now = Int(try connection.scalarInt("PRAGMA user_version") ?? 0)
                 guard now < m.version else { return }
-                if now == 0 {
-                    // Only possible before the first table exists; makes prune able to give
-                    // space back with `PRAGMA incremental_vacuum`.
-                    try connection.execute("PRAGMA auto_vacuum=INCREMENTAL")
-                }
                 try connection.execute(m.sql)
                 try connection.execute("PRAGMA user_version=\(m.version)")
             }
