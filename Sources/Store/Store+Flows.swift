@@ -25,7 +25,7 @@ extension Store {
 
     /// Inserts a flow (a reused id replaces the old row).
     public func insertFlow(_ f: FlowOpen) throws {
-        let s = try connection.prepared(Store.insertFlowSQL)
+        let s = try hot(.insertFlow, Store.insertFlowSQL)
         s.bind(1, f.id)
         s.bind(2, Int64(f.proto))
         f.src.withBlob { s.bind(3, bytes: $0) }
@@ -45,7 +45,7 @@ extension Store {
 
     /// Applies a flow update (no-op when the flow row is gone, e.g. pruned).
     public func updateFlow(_ u: FlowUpdate) throws {
-        let s = try connection.prepared(Store.updateFlowSQL)
+        let s = try hot(.updateFlow, Store.updateFlowSQL)
         s.bind(1, u.id)
         s.bind(2, u.lastSeen)
         bindCounters(s, 3, u.counters)
@@ -57,7 +57,7 @@ extension Store {
 
     /// Marks a flow closed with its final counters.
     public func closeFlow(_ c: FlowClose) throws {
-        let s = try connection.prepared(Store.closeFlowSQL)
+        let s = try hot(.closeFlow, Store.closeFlowSQL)
         s.bind(1, c.id)
         s.bind(2, c.at)
         bindCounters(s, 3, c.counters)

@@ -12,7 +12,7 @@ extension Store {
 
     /// Adds `event` to its coalesced row (creating it on the first attempt).
     public func recordRefusal(_ e: RefusalEvent) throws {
-        let s = try connection.prepared(Store.upsertRefusalSQL)
+        let s = try hot(.upsertRefusal, Store.upsertRefusalSQL)
         s.bind(1, e.kind.rawValue)
         s.bind(2, e.peer)
         s.bind(3, e.rule)

@@ -8,6 +8,19 @@ public final class Store {
     /// The connection (for advanced queries and tests).
     public let connection: Connection
 
+    /// The writer's per-record statements, kept apart from the connection's cache so the hot
+    /// path does not hash their SQL text on every record.
+    enum Hot: Int, CaseIterable { case insertFlow, updateFlow, closeFlow, upsertRefusal }
+    private var hot: [Statement?] = Array(repeating: nil, count: Hot.allCases.count)
+
+    /// The prepared statement for `which` (prepared on first use).
+    func hot(_ which: Hot, _ sql: String) throws -> Statement {
+        if let s = hot[which.rawValue] { return s }
+        let s = try connection.prepared(sql)
+        hot[which.rawValue] = s
+        return s
+    }
+
     /// Flow refusals coalesce into one row per (peer, rule, destination) per this period (1 h).
     public static let flowRefusalPeriodMs: Int64 = 3_600_000
 

@@ -10,6 +10,7 @@ let groups: [(name: String, summary: String, run: ([String]) throws -> Void)] = 
         print("alloc: 100 arrays -> \(allocationCount() - before) allocations counted (\(arrays.count))")
     }),
     // Benchmark groups register here, one line each.
+    ("store", "StoreWriter write rate; prune of 1M flow rows under a concurrent writer", StoreBench.run),
 ]
 
 let argv = Array(CommandLine.arguments.dropFirst())
