@@ -37,11 +37,14 @@ extension Store {
         return (at % p < 0 ? q - 1 : q) * p
     }
 
-    /// Refusal rows whose last attempt is at or after `since`, newest first, optionally one peer's.
-    public func refusals(since: Int64 = .min, peer: String? = nil, kind: RefusalKind? = nil, limit: Int = 10_000) throws -> [Refusal] {
+    /// Refusal rows whose last attempt is at or after `since`, newest first, optionally only one
+    /// peer's, one kind, or one flow key (`Store.flowKey`, for `tunnelctl explain FLOW`).
+    public func refusals(since: Int64 = .min, peer: String? = nil, kind: RefusalKind? = nil, flowKey: String? = nil,
+                         limit: Int = 10_000) throws -> [Refusal] {
         var sql = "SELECT id, kind, peer, rule, flow_key, reason, window, count, first_at, last_at FROM refusals WHERE last_at >= ?1"
         if peer != nil { sql += " AND peer = ?2" }
         if kind != nil { sql += " AND kind = ?4" }
+        if flowKey != nil { sql += " AND flow_key = ?5" }
         sql += " ORDER BY last_at DESC, id DESC LIMIT ?3"
         let s = try connection.prepared(sql)
         defer { s.reset() }
@@ -49,6 +52,7 @@ extension Store {
         if let peer { s.bind(2, peer) }
         s.bind(3, Int64(limit))
         if let kind { s.bind(4, kind.rawValue) }
+        if let flowKey { s.bind(5, flowKey) }
         var out: [Refusal] = []
         while try s.step() {
             out.append(Refusal(id: s.int64(0), kind: RefusalKind(rawValue: s.text(1)) ?? .flow, peer: s.text(2),

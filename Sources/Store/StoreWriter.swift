@@ -75,7 +75,8 @@ public final class StoreWriter: @unchecked Sendable {
     private let dropped = Atomic<UInt64>(0)
 
     /// Opens its own connection to the store at `path` (migrating it) and starts the thread.
-    /// `onError` is called on the writer thread when a batch fails (log it).
+    /// `onError` is called on the writer thread when a batch fails (log it). The thread runs
+    /// until `close()`; call it on shutdown so the queue is written out.
     public init(path: String, options: Options = Options(), onError: (@Sendable (StoreError) -> Void)? = nil) throws {
         self.options = options
         self.onError = onError

@@ -28,6 +28,18 @@ import Testing
         }
     }
 
+    @Test func aDirectoryAsThePathIsCannotOpen() throws {
+        let dir = TempDir()
+        defer { withExtendedLifetime(dir) {} }
+        do {
+            _ = try Store(path: dir.path)
+            Issue.record("opened a directory as a store")
+        } catch let e as StoreError {
+            guard case .cannotOpen(let p, _) = e else { Issue.record("wrong error \(e)"); return }
+            #expect(p == dir.path)
+        }
+    }
+
     @Test func readOnlyOpenOfAMissingFileSaysSoAndCreatesNothing() throws {
         let dir = TempDir()
         defer { withExtendedLifetime(dir) {} }

@@ -82,6 +82,8 @@ import Testing
         #expect(rows.map(\.count) == [2, 1, 1])
         #expect(rows.map(\.window) == [0, hour, 0])
         #expect(Store.flowRefusalBucket(-1) == -hour)
+        let key = Store.flowKey(proto: 6, dst: Fixtures.v6, dstPort: 25)
+        #expect(try store.refusals(flowKey: key).map(\.count) == [1])
     }
 
     @Test func flowsInsertUpdateCloseAndList() throws {

@@ -41,6 +41,28 @@ import Testing
         #expect(try store.daemonState()?.heartbeatAt == 1400)
     }
 
+    /// A failing batch is counted and reported, and the writer keeps going.
+    @Test func aFailingBatchIsCountedReportedAndSurvived() throws {
+        let dir = TempDir()
+        defer { withExtendedLifetime(dir) {} }
+        let errors = Mutex<[StoreError]>([])
+        let w = try StoreWriter(path: dir.db, options: .init(flushIntervalMs: 5), onError: { e in errors.withLock { $0.append(e) } })
+        w.submit(.flowOpened(Fixtures.flow(1, at: 1)))
+        w.flush()
+        let other = try Store(path: dir.db)
+        try other.connection.execute("DROP TABLE flows")
+        w.submit(.flowOpened(Fixtures.flow(2, at: 2)))
+        w.submit(.heartbeat(at: 5))
+        w.flush()
+        w.submit(.heartbeat(at: 7))
+        w.close()
+        let stats = w.stats()
+        #expect(stats.failedBatches == 1 && stats.recordsLost == 2)
+        #expect(stats.lastError?.contains("flows") == true)
+        #expect(errors.withLock { $0.count } == 1)
+        #expect(try other.daemonState()?.heartbeatAt == 7)
+    }
+
     @Test func aFullQueueDropsAndCounts() throws {
         let dir = TempDir()
         defer { withExtendedLifetime(dir) {} }
