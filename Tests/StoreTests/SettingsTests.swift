@@ -76,6 +76,35 @@ import Testing
         }
     }
 
+    @Test func everyTruncationOfTheRowIsAnErrorOrDecodesNeverACrash() throws {
+        var s = Settings.factory
+        try s.set("flows", "1h30m")
+        let text = s.json
+        for n in 0..<text.count {
+            let prefix = String(text.prefix(n))
+            do {
+                let d = try Settings.decode(prefix)
+                #expect(n == 0 && d.wasEmpty, "truncation to \(n) decoded")
+            } catch let e as StoreError {
+                guard case .settingsNotJSON(let raw, _) = e else { Issue.record("\(e)"); continue }
+                #expect(raw == prefix)
+            }
+        }
+        #expect(try Settings.decode(text).settings == s)
+    }
+
+    @Test func hostileJSONIsAnErrorNotACrash() {
+        for raw in [String(repeating: "[", count: 100_000), String(repeating: "{\"a\":", count: 50_000),
+                    #"{"retention":{"flows":1e999}}"#, "\u{0}", #"{"retention":{"flows":"\ud800"}}"#] {
+            do {
+                let d = try Settings.decode(raw)
+                #expect(d.settings.retention.flowsMaxAgeMs == RetentionSettings.factory.flowsMaxAgeMs)
+            } catch let e as StoreError {
+                guard case .settingsNotJSON = e else { Issue.record("\(e)"); continue }
+            } catch { Issue.record("untyped \(error)") }
+        }
+    }
+
     @Test func anEmptyRowOrNoRowIsFactoryWithEverythingDefaulted() throws {
         for raw in [nil, "", "  \n"] as [String?] {
             let d = try Settings.decode(raw)
