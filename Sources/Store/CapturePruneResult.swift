@@ -1,6 +1,8 @@
 /// What the capture module removed (or would remove, in a dry run).
 public struct CapturePruneResult: Sendable, Equatable {
+    /// Files removed (or due).
     public var files: Int
+    /// Bytes removed (or due).
     public var bytes: Int64
 
     /// A result.

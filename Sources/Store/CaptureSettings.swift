@@ -1,6 +1,8 @@
 /// Packet capture switches stored with the settings.
 public struct CaptureSettings: Hashable, Sendable {
+    /// Whether packets are captured.
     public var enabled: Bool
+    /// How much of each packet is kept / free text.
     public var detail: CaptureDetail
 
     /// Factory values: capture off, metadata detail.

@@ -4,9 +4,13 @@ public struct FlowOpen: Sendable {
     public var id: Int64
     /// IP protocol number (6 tcp, 17 udp, 1 icmp, 58 icmpv6).
     public var proto: UInt8
+    /// Source address (the peer's side).
     public var src: StoreAddress
+    /// Source port (0 without ports).
     public var srcPort: UInt16
+    /// Destination address.
     public var dst: StoreAddress
+    /// Destination port (0 without ports).
     public var dstPort: UInt16
     /// The peer's name.
     public var peer: String
@@ -14,6 +18,7 @@ public struct FlowOpen: Sendable {
     public var host: String?
     /// First packet time, Unix epoch ms.
     public var at: Int64
+    /// The verdict in force.
     public var verdict: FlowVerdict
     /// The deciding rule as `file:line`, nil for the default.
     public var rule: String?

@@ -2,10 +2,13 @@
 /// change it), and a host learned after the first packet. Updates of one flow in one batch
 /// are coalesced: only the newest is written.
 public struct FlowUpdate: Sendable {
+    /// Row id (for flows: the daemon's flow id).
     public var id: Int64
     /// Last packet time, Unix epoch ms.
     public var lastSeen: Int64
+    /// Byte and packet totals.
     public var counters: FlowCounters
+    /// The verdict in force.
     public var verdict: FlowVerdict
     /// The deciding rule (`file:line`), nil for the default.
     public var rule: String?

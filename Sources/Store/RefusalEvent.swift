@@ -5,7 +5,9 @@
 /// - `flow`: one row per (peer, rule, destination) per `Store.flowRefusalPeriodMs` (one hour),
 ///   so a client retrying a blocked service with fresh source ports stays one row per hour.
 public struct RefusalEvent: Sendable {
+    /// What kind of row this is.
     public var kind: RefusalKind
+    /// The peer's name.
     public var peer: String
     /// Time of the (last) attempt, Unix epoch ms.
     public var at: Int64
@@ -19,7 +21,9 @@ public struct RefusalEvent: Sendable {
     public var windowEnd: Int64
     /// Flow refusals: protocol, destination address and port.
     public var proto: UInt8
+    /// Destination address.
     public var dst: StoreAddress
+    /// Destination port (0 without ports).
     public var dstPort: UInt16
 
     /// A refused handshake of `peer` during the pause after the window ending at `windowEnd`.

@@ -1,5 +1,6 @@
 /// A free peer's window (DESIGN.md §6): connected until `allowedUntil`, refused until `reconnectAt`.
 public struct SessionWindow: Hashable, Sendable {
+    /// The peer's name.
     public var peer: String
     /// End of the connected window, Unix epoch ms.
     public var allowedUntil: Int64

@@ -1,7 +1,9 @@
 /// The store's settings row (DESIGN.md §7): retention and capture, kept as one JSON object
 /// and decoded field by field (`Settings.decode`).
 public struct Settings: Hashable, Sendable {
+    /// How long history is kept.
     public var retention: RetentionSettings
+    /// Capture location of the first packet, if captured.
     public var capture: CaptureSettings
 
     /// Factory settings.

@@ -44,6 +44,7 @@ public final class StoreWriter: @unchecked Sendable {
         public var recordsWritten: UInt64 = 0
         /// Transactions that failed (their records are lost, counted in `recordsLost`).
         public var failedBatches: UInt64 = 0
+        /// Records in failed transactions.
         public var recordsLost: UInt64 = 0
         /// Longest wait for the write lock (`BEGIN IMMEDIATE`), in nanoseconds.
         public var longestLockWaitNs: UInt64 = 0
