@@ -3,8 +3,9 @@ import Glibc
 #endif
 
 /// Deletes what retention says (DESIGN.md §7, issue 6 Deliver 4), in bounded batches:
-/// each batch is `DELETE … WHERE rowid IN (SELECT rowid … LIMIT batchSize)` in its own short
-/// `BEGIN IMMEDIATE` transaction, with a pause between batches so the daemon's writer gets
+/// each batch is `DELETE … WHERE rowid IN (SELECT rowid … LIMIT n)` in its own short
+/// `BEGIN IMMEDIATE` transaction (n adapts so a transaction takes about
+/// `targetTransactionMicros`), with a pause between batches so the daemon's writer gets
 /// the lock. A row is due when its time is strictly before `now - maxAge`:
 ///
 /// - flows by `last_seen`; refusals by `last_at`;
@@ -18,16 +19,26 @@ import Glibc
 public final class Pruner {
     /// Tuning.
     public struct Options: Sendable {
-        /// Rows per delete transaction.
+        /// Rows in the first delete transaction of a family; later batches adapt (halved when
+        /// a transaction took longer than `targetTransactionMicros`, doubled up to
+        /// `maxBatchSize` when it took less than a quarter of it).
         public var batchSize: Int
-        /// Pause between transactions, in microseconds.
+        /// Upper bound of the adaptive batch size.
+        public var maxBatchSize: Int
+        /// How long one transaction should hold the write lock, in microseconds.
+        public var targetTransactionMicros: UInt32
+        /// Shortest pause between transactions, in microseconds. The pause is at least half the
+        /// previous transaction's duration too, so a waiting writer always gets a turn.
         public var pauseMicros: UInt32
         /// Pages per incremental-vacuum transaction.
         public var vacuumPagesPerStep: Int
 
-        /// Options (defaults keep each transaction to a few milliseconds).
-        public init(batchSize: Int = 1000, pauseMicros: UInt32 = 2000, vacuumPagesPerStep: Int = 256) {
+        /// Options (defaults keep each transaction to about 10 ms).
+        public init(batchSize: Int = 1000, maxBatchSize: Int = 20_000, targetTransactionMicros: UInt32 = 10_000,
+                    pauseMicros: UInt32 = 2000, vacuumPagesPerStep: Int = 256) {
             self.batchSize = max(1, batchSize)
+            self.maxBatchSize = max(self.batchSize, maxBatchSize)
+            self.targetTransactionMicros = max(1, targetTransactionMicros)
             self.pauseMicros = pauseMicros
             self.vacuumPagesPerStep = max(1, vacuumPagesPerStep)
         }
@@ -88,18 +99,26 @@ public final class Pruner {
             }
             let delete = "DELETE FROM \(table) WHERE rowid IN (SELECT rowid FROM \(table) WHERE \(condition) LIMIT ?2)"
             var removed = 0
+            var batch = options.batchSize
             while true {
+                let t0 = Pruner.micros()
                 let n: Int = try c.transaction {
                     let s = try c.prepared(delete)
                     s.bind(1, cutoff)
-                    s.bind(2, Int64(options.batchSize))
+                    s.bind(2, Int64(batch))
                     try s.run()
                     return c.changes
                 }
+                let took = Pruner.micros() - t0
                 removed += n
                 progress?(PruneProgress(family: family, removed: removed, total: max(total, removed)))
-                if n < options.batchSize { break }
-                if options.pauseMicros > 0 { usleep(options.pauseMicros) }
+                if n < batch { break }
+                if took > UInt64(options.targetTransactionMicros) {
+                    batch = max(1, batch / 2)
+                } else if took < UInt64(options.targetTransactionMicros / 4) {
+                    batch = min(options.maxBatchSize, batch * 2)
+                }
+                pause(after: took)
             }
             report.rows[family] = removed
         }
@@ -117,6 +136,19 @@ public final class Pruner {
         return report
     }
 
+    /// Sleeps `pauseMicros`, or half the last transaction's duration if that is longer (at
+    /// most a second), so writers waiting on the busy handler get the lock in between.
+    private func pause(after tookMicros: UInt64) {
+        let p = max(UInt64(options.pauseMicros), min(tookMicros / 2, 1_000_000))
+        if p > 0 { usleep(UInt32(p)) }
+    }
+
+    static func micros() -> UInt64 {
+        var t = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &t)
+        return UInt64(t.tv_sec) * 1_000_000 + UInt64(t.tv_nsec) / 1000
+    }
+
     /// Gives free pages back to the file system in steps of `vacuumPagesPerStep` pages, each in
     /// its own short transaction; then a passive WAL checkpoint (never waits for readers).
     func reclaim() throws {
@@ -127,8 +159,9 @@ public final class Pruner {
             let free = try c.scalarInt("PRAGMA freelist_count") ?? 0
             if free == 0 || free >= last { break }
             last = free
+            let t0 = Pruner.micros()
             try c.transaction { try c.execute("PRAGMA incremental_vacuum(\(options.vacuumPagesPerStep))") }
-            if options.pauseMicros > 0 { usleep(options.pauseMicros) }
+            pause(after: Pruner.micros() - t0)
         }
         try c.execute("PRAGMA wal_checkpoint(PASSIVE)")
     }
