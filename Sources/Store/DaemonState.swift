@@ -6,4 +6,6 @@ public struct DaemonState: Hashable, Sendable {
     public var startedAt: Int64
     /// Last time the daemon proved it was alive, Unix epoch ms.
     public var heartbeatAt: Int64
+    /// Records the daemon's store writer dropped (queue full) since it started, as of the heartbeat.
+    public var droppedRecords: Int64
 }

@@ -118,7 +118,8 @@ public enum Schema {
             id INTEGER PRIMARY KEY CHECK (id = 1),
             pid INTEGER NOT NULL,
             started_at INTEGER NOT NULL,
-            heartbeat_at INTEGER NOT NULL
+            heartbeat_at INTEGER NOT NULL,
+            dropped_records INTEGER NOT NULL DEFAULT 0
         );
         """)
 

@@ -3,29 +3,33 @@ extension Store {
     /// Records a daemon start (pid, time); also its first heartbeat.
     public func daemonStarted(pid: Int64, at: Int64) throws {
         let s = try connection.prepared("""
-            INSERT INTO daemon_state (id, pid, started_at, heartbeat_at) VALUES (1, ?1, ?2, ?2)
-            ON CONFLICT (id) DO UPDATE SET pid = excluded.pid, started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at
+            INSERT INTO daemon_state (id, pid, started_at, heartbeat_at, dropped_records) VALUES (1, ?1, ?2, ?2, 0)
+            ON CONFLICT (id) DO UPDATE SET pid = excluded.pid, started_at = excluded.started_at,
+              heartbeat_at = excluded.heartbeat_at, dropped_records = 0
             """)
         s.bind(1, pid)
         s.bind(2, at)
         try s.run()
     }
 
-    /// Moves the heartbeat forward to `at` (never backwards).
-    public func heartbeat(at: Int64) throws {
+    /// Moves the heartbeat forward to `at` (never backwards); with `droppedRecords`, also
+    /// records the writer's drop count (so `tunnelctl status` can show it from the store).
+    public func heartbeat(at: Int64, droppedRecords: Int64? = nil) throws {
         let s = try connection.prepared("""
-            INSERT INTO daemon_state (id, pid, started_at, heartbeat_at) VALUES (1, 0, ?1, ?1)
-            ON CONFLICT (id) DO UPDATE SET heartbeat_at = max(heartbeat_at, excluded.heartbeat_at)
+            INSERT INTO daemon_state (id, pid, started_at, heartbeat_at, dropped_records) VALUES (1, 0, ?1, ?1, coalesce(?2, 0))
+            ON CONFLICT (id) DO UPDATE SET heartbeat_at = max(heartbeat_at, excluded.heartbeat_at),
+              dropped_records = coalesce(?2, dropped_records)
             """)
         s.bind(1, at)
+        s.bind(2, droppedRecords)
         try s.run()
     }
 
     /// The heartbeat row, or nil before the first daemon start.
     public func daemonState() throws -> DaemonState? {
-        let s = try connection.prepared("SELECT pid, started_at, heartbeat_at FROM daemon_state WHERE id = 1")
+        let s = try connection.prepared("SELECT pid, started_at, heartbeat_at, dropped_records FROM daemon_state WHERE id = 1")
         defer { s.reset() }
-        return try s.step() ? DaemonState(pid: s.int64(0), startedAt: s.int64(1), heartbeatAt: s.int64(2)) : nil
+        return try s.step() ? DaemonState(pid: s.int64(0), startedAt: s.int64(1), heartbeatAt: s.int64(2), droppedRecords: s.int64(3)) : nil
     }
 
     /// The last moment the previous daemon provably ran: the latest of its heartbeat, the newest

@@ -10,5 +10,6 @@ public enum StoreRecord: Sendable {
     case windowPut(SessionWindow)
     case windowDeleted(peer: String)
     case marker(MarkerInput)
+    /// Moves the daemon's heartbeat and stores the writer's current drop count with it.
     case heartbeat(at: Int64)
 }

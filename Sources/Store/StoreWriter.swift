@@ -245,7 +245,7 @@ public final class StoreWriter: @unchecked Sendable {
         case let .windowPut(w): try store.putWindow(w)
         case let .windowDeleted(peer): try store.deleteWindow(peer: peer)
         case let .marker(m): try store.addMarker(m)
-        case let .heartbeat(at): try store.heartbeat(at: at)
+        case let .heartbeat(at): try store.heartbeat(at: at, droppedRecords: Int64(truncatingIfNeeded: droppedCount))
         }
     }
 

@@ -35,7 +35,9 @@ import Testing
         try store.daemonStarted(pid: 42, at: 100)
         try store.heartbeat(at: 7000)
         try store.heartbeat(at: 6000)  // never backwards
-        #expect(try store.daemonState() == DaemonState(pid: 42, startedAt: 100, heartbeatAt: 7000))
+        #expect(try store.daemonState() == DaemonState(pid: 42, startedAt: 100, heartbeatAt: 7000, droppedRecords: 0))
+        try store.heartbeat(at: 7000, droppedRecords: 12)
+        #expect(try store.daemonState()?.droppedRecords == 12)
         // carol started after the last heartbeat: the proof of life is her start.
         let alive = try #require(try store.lastProvenAlive())
         #expect(alive == 9000)
