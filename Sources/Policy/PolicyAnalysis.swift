@@ -26,6 +26,15 @@ enum PolicyAnalysis {
                 }
             }
         }
+        var named: [String: SourceLocation] = [:]
+        for r in rules {
+            guard let n = r.name else { continue }
+            if let first = named[n] {
+                out.append(PolicyDiagnostic(.warning, r.location, "name '\(n)' is already used by \(first); explanations will be ambiguous"))
+            } else {
+                named[n] = r.location
+            }
+        }
         guard rules.count <= shadowCheckLimit else { return out }
         for j in rules.indices {
             for i in 0..<j where covers(rules[i], rules[j]) {

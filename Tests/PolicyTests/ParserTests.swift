@@ -222,6 +222,11 @@ func firstError(_ text: String) -> String? {
         ])
     }
 
+    @Test func duplicateNames() {
+        let set = PolicyParser.parse("default allow\ndefault in block\nblock port 1 name x\nblock port 2 name x\n")
+        #expect(set.warnings.map(\.description) == ["test.rules:4:1: warning: name 'x' is already used by test.rules:3; explanations will be ambiguous"])
+    }
+
     @Test func hostShadowing() {
         let set = PolicyParser.parse("default allow\ndefault in block\nblock host *.a.com\nblock host x.a.com, *.y.a.com\nblock host a.com\n")
         #expect(set.warnings.map(\.location.line) == [4])
