@@ -3,7 +3,7 @@ import Packet
 /// Semantic warnings: rules that can never match, and rules shadowed by an earlier rule.
 enum PolicyAnalysis {
     /// Above this many rules the quadratic shadowing check is skipped (it is advice, not safety).
-    static let shadowCheckLimit = 2_000
+    static let shadowCheckLimit = 1_000
 
     static func warnings(for rules: [PolicyRule]) -> [PolicyDiagnostic] {
         var out: [PolicyDiagnostic] = []
