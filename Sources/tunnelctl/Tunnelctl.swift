@@ -17,6 +17,7 @@ enum Tunnelctl {
     /// Every command group, in the order `tunnelctl --help` lists them.
     static let commands: [Command] = [
         // Command groups register here, one line each.
+        policyCommand,
     ]
 
     static func main() {

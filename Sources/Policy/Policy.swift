@@ -1,1 +1,0 @@
-// The Policy module. See docs/ARCHITECTURE.md.

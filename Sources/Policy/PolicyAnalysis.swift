@@ -1,0 +1,84 @@
+import Packet
+
+/// Semantic warnings: rules that can never match, and rules shadowed by an earlier rule.
+enum PolicyAnalysis {
+    /// Above this many rules the quadratic shadowing check is skipped (it is advice, not safety).
+    static let shadowCheckLimit = 1_000
+
+    static func warnings(for rules: [PolicyRule]) -> [PolicyDiagnostic] {
+        var out: [PolicyDiagnostic] = []
+        for r in rules {
+            let at = r.location
+            let portless = !r.protocols.isEmpty && r.protocols.allSatisfy { !$0.hasPorts }
+            if portless && (!r.sourcePorts.isEmpty || !r.destinationPorts.isEmpty) {
+                out.append(PolicyDiagnostic(.warning, at, "ports only exist for tcp and udp; this rule (proto \(r.protocols.map(\.description).joined(separator: ","))) never matches"))
+            }
+            let fromFamilies = families(r.sources), toFamilies = families(r.destinations)
+            if fromFamilies & toFamilies == 0 {
+                out.append(PolicyDiagnostic(.warning, at, "'from' and 'to' are of different address families (IPv4 vs IPv6); this rule never matches"))
+            } else if !r.protocols.isEmpty {
+                let addr = fromFamilies & toFamilies
+                let protoOK = r.protocols.contains { p in
+                    p == .icmp ? addr & 1 != 0 : p == .icmpv6 ? addr & 2 != 0 : true
+                }
+                if !protoOK {
+                    out.append(PolicyDiagnostic(.warning, at, "icmp is for IPv4 and icmpv6 for IPv6; with these addresses this rule never matches"))
+                }
+            }
+        }
+        var named: [String: SourceLocation] = [:]
+        for r in rules {
+            guard let n = r.name else { continue }
+            if let first = named[n] {
+                out.append(PolicyDiagnostic(.warning, r.location, "name '\(n)' is already used by \(first); explanations will be ambiguous"))
+            } else {
+                named[n] = r.location
+            }
+        }
+        guard rules.count <= shadowCheckLimit else { return out }
+        for j in rules.indices {
+            for i in 0..<j where covers(rules[i], rules[j]) {
+                out.append(PolicyDiagnostic(.warning, rules[j].location,
+                    "rule never decides anything: every flow it matches is matched first by \(rules[i].location) (\(rules[i].text))"))
+                break
+            }
+        }
+        return out
+    }
+
+    /// Bit 0: some IPv4 matches; bit 1: some IPv6 matches (empty list = both).
+    static func families(_ prefixes: [IPPrefix]) -> Int {
+        if prefixes.isEmpty { return 3 }
+        return prefixes.reduce(0) { $0 | ($1.address.isIPv6 ? 2 : 1) }
+    }
+
+    /// True when every flow matching `b` also matches `a`.
+    static func covers(_ a: PolicyRule, _ b: PolicyRule) -> Bool {
+        guard a.direction == b.direction else { return false }
+        if let t = a.tier, b.tier != t { return false }
+        if !a.peers.isEmpty && (b.peers.isEmpty || !b.peers.allSatisfy(a.peers.contains)) { return false }
+        if !a.protocols.isEmpty && (b.protocols.isEmpty || !b.protocols.allSatisfy(a.protocols.contains)) { return false }
+        if let w = a.window, b.window != w { return false }
+        func prefixesCover(_ x: [IPPrefix], _ y: [IPPrefix]) -> Bool {
+            x.isEmpty || (!y.isEmpty && y.allSatisfy { p in x.contains { $0.length <= p.length && $0.contains(p.address) } })
+        }
+        func portsCover(_ x: [PortRange], _ y: [PortRange]) -> Bool {
+            x.isEmpty || (!y.isEmpty && y.allSatisfy { p in x.contains { $0.lower <= p.lower && $0.upper >= p.upper } })
+        }
+        guard prefixesCover(a.sources, b.sources), prefixesCover(a.destinations, b.destinations),
+            portsCover(a.sourcePorts, b.sourcePorts), portsCover(a.destinationPorts, b.destinationPorts)
+        else { return false }
+        if a.hosts.isEmpty { return true }
+        guard !b.hosts.isEmpty else { return false }
+        return b.hosts.allSatisfy { hb in
+            a.hosts.contains { ha in
+                switch (ha, hb) {
+                case (.exact(let x), .exact(let y)): return x == y
+                case (.subdomains(let s), .exact(let y)): return HostPattern.subdomains(of: s).matches(y)
+                case (.subdomains(let s), .subdomains(let t)): return s == t || HostPattern.subdomains(of: s).matches(t)
+                case (.exact, .subdomains): return false
+                }
+            }
+        }
+    }
+}

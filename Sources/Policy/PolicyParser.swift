@@ -1,0 +1,360 @@
+import Packet
+
+/// Reads rule files into a `PolicySet` (DESIGN.md §5). It never stops at the first problem: every
+/// bad line becomes an error diagnostic (`file:line:column`, one line, a did-you-mean hint for a
+/// misspelt keyword) and parsing continues with the next line.
+public enum PolicyParser {
+    /// Words that may follow an action.
+    public static let fieldKeywords = [
+        "in", "out", "peer", "tier", "proto", "from", "to", "sport", "port", "host", "during", "name", "reason",
+    ]
+    /// Words that may start a line.
+    public static let lineKeywords = ["allow", "block", "reject", "default"]
+
+    /// Parses `sources` in byte order of their names, then runs the semantic checks. A missing
+    /// `default` is warned about only when there is at least one file.
+    public static func parse(_ sources: [PolicySource]) -> PolicySet {
+        let ordered = sources.sorted { Array($0.name.utf8).lexicographicallyPrecedes(Array($1.name.utf8)) }
+        var rules: [PolicyRule] = []
+        var diagnostics: [PolicyDiagnostic] = []
+        var defaults: [PolicyDirection: PolicyDefault] = [:]
+        for source in ordered {
+            let bytes = Array(source.text.utf8)
+            var lineNo = 0
+            var start = 0
+            while start <= bytes.count {
+                lineNo += 1
+                var end = start
+                while end < bytes.count && bytes[end] != UInt8(ascii: "\n") { end += 1 }
+                let line = bytes[start..<end]
+                parseLine(line, file: source.name, lineNo: lineNo, rules: &rules, defaults: &defaults, diagnostics: &diagnostics)
+                if end >= bytes.count { break }
+                start = end + 1
+            }
+        }
+        let firstFile = ordered.first?.name ?? "(no files)"
+        let out = defaults[.out] ?? PolicyDefault(
+            action: PolicySet.builtInDefaultOut, direction: .out, location: nil, text: "built-in default: allow outbound")
+        let inn = defaults[.in] ?? PolicyDefault(
+            action: PolicySet.builtInDefaultIn, direction: .in, location: nil, text: "built-in default: block inbound")
+        if defaults[.out] == nil && !ordered.isEmpty {
+            diagnostics.append(PolicyDiagnostic(.warning, SourceLocation(file: firstFile, line: 1),
+                "no 'default' line; outbound flows that match no rule are allowed (add 'default allow' or 'default block')"))
+        }
+        if defaults[.in] == nil && !ordered.isEmpty {
+            diagnostics.append(PolicyDiagnostic(.warning, SourceLocation(file: firstFile, line: 1),
+                "no 'default in' line; inbound flows that match no rule are blocked (add 'default in block' or 'default in allow')"))
+        }
+        var set = PolicySet(rules: rules, defaultOut: out, defaultIn: inn, diagnostics: diagnostics, files: ordered.map(\.name))
+        set.diagnostics += PolicyAnalysis.warnings(for: set.rules)
+        return set
+    }
+
+    /// Parses the text of one file (a convenience for tests and tools).
+    public static func parse(_ text: String, file: String = "test.rules") -> PolicySet {
+        parse([PolicySource(name: file, text: text)])
+    }
+
+    struct Failure: Error {
+        var column: Int
+        var message: String
+    }
+
+    static func parseLine(
+        _ line: ArraySlice<UInt8>, file: String, lineNo: Int, rules: inout [PolicyRule],
+        defaults: inout [PolicyDirection: PolicyDefault], diagnostics: inout [PolicyDiagnostic]
+    ) {
+        func fail(_ f: Failure) {
+            diagnostics.append(PolicyDiagnostic(.error, SourceLocation(file: file, line: lineNo, column: f.column), f.message))
+        }
+        let tokens: [PolicyToken]
+        let codeEnd: Int
+        switch PolicyLexer.tokenize(line) {
+        case .failure(let e): return fail(Failure(column: e.column, message: e.message))
+        case .success(let r): (tokens, codeEnd) = r
+        }
+        guard let first = tokens.first else { return }
+        var text = String(decoding: line.prefix(codeEnd), as: UTF8.self)
+        while let last = text.last, last == " " || last == "\t" || last == "\r" { text.removeLast() }
+        while let f = text.first, f == " " || f == "\t" { text.removeFirst() }
+        let location = SourceLocation(file: file, line: lineNo, column: first.column)
+        var cursor = TokenCursor(tokens: tokens, lineLength: codeEnd)
+        do {
+            if first.kind == .word && first.text == "default" {
+                cursor.advance()
+                var direction = PolicyDirection.out
+                if let t = cursor.peek, t.kind == .word, t.text == "in" || t.text == "out" {
+                    direction = t.text == "in" ? .in : .out
+                    cursor.advance()
+                }
+                let a = try cursor.word("an action after 'default' (allow, block or reject)")
+                guard let action = PolicyAction(keyword: a.text) else {
+                    throw Failure(column: a.column, message: "unknown action '\(a.text)'\(didYouMean(a.text, ["allow", "block", "reject", "in", "out"])); 'default' takes [in|out] allow|block|reject")
+                }
+                if let extra = cursor.peek {
+                    throw Failure(column: extra.column, message: "unexpected '\(extra.text)' after 'default \(direction == .in ? "in " : "")\(action)'; a default takes no match fields")
+                }
+                if let earlier = defaults[direction], let at = earlier.location {
+                    throw Failure(column: first.column, message: "a second '\(direction == .in ? "default in" : "default")' line; the first is at \(at)")
+                }
+                defaults[direction] = PolicyDefault(action: action, direction: direction, location: location, text: text)
+                return
+            }
+            guard first.kind == .word, let action = PolicyAction(keyword: first.text) else {
+                let hint = first.kind == .word ? didYouMean(first.text, lineKeywords) : ""
+                throw Failure(column: first.column, message: "expected allow, block, reject or default, found '\(first.text)'\(hint)")
+            }
+            cursor.advance()
+            var rule = PolicyRule(action: action, location: location, text: text)
+            try parseFields(&cursor, into: &rule)
+            rules.append(rule)
+        } catch let f as Failure {
+            fail(f)
+        } catch {
+            fail(Failure(column: first.column, message: "\(error)"))
+        }
+    }
+
+    static func parseFields(_ c: inout TokenCursor, into rule: inout PolicyRule) throws {
+        var seen: Set<String> = []
+        while let t = c.peek {
+            guard t.kind == .word else {
+                throw Failure(column: t.column, message: t.kind == .comma ? "unexpected ','; lists go after a keyword, e.g. 'port 80,443'" : "unexpected string; quoted text goes after 'reason'")
+            }
+            let key = t.text
+            guard fieldKeywords.contains(key) else {
+                if PolicyAction(keyword: key) != nil {
+                    throw Failure(column: t.column, message: "'\(key)' can only start a rule; one rule per line")
+                }
+                throw Failure(column: t.column, message: "unknown keyword '\(key)'\(didYouMean(key, fieldKeywords))")
+            }
+            let dirKey = key == "in" || key == "out" ? "in/out" : key
+            if seen.contains(dirKey) {
+                throw Failure(column: t.column, message: key == "in" || key == "out" ? "direction given twice; a rule is either 'in' or 'out'" : "'\(key)' given twice; put the values in one list, e.g. '\(key) A, B'")
+            }
+            seen.insert(dirKey)
+            c.advance()
+            switch key {
+            case "in": rule.direction = .in
+            case "out": rule.direction = .out
+            case "peer":
+                rule.peers = try c.list("peer names") { tok in
+                    guard isName(tok.text) else { throw Failure(column: tok.column, message: "'\(tok.text)' is not a peer name (letters, digits, '-', '_', '.')") }
+                    return tok.text
+                }
+            case "tier":
+                let w = try c.word("'free' or 'premium' after 'tier'")
+                guard let tier = PolicyTier(keyword: w.text) else {
+                    throw Failure(column: w.column, message: "unknown tier '\(w.text)'\(didYouMean(w.text, ["free", "premium"])); 'tier' takes free or premium")
+                }
+                rule.tier = tier
+            case "proto":
+                var any = false
+                var protos: [IPProtocol] = []
+                _ = try c.list("protocols") { tok -> Int in
+                    switch tok.text {
+                    case "any": any = true
+                    case "tcp": protos.append(.tcp)
+                    case "udp": protos.append(.udp)
+                    case "icmp": protos.append(.icmp)
+                    case "icmpv6": protos.append(.icmpv6)
+                    default:
+                        throw Failure(column: tok.column, message: "unknown protocol '\(tok.text)'\(didYouMean(tok.text, ["tcp", "udp", "icmp", "icmpv6", "any"])); use tcp, udp, icmp, icmpv6 or any")
+                    }
+                    return 0
+                }
+                var unique: [IPProtocol] = []
+                for p in protos where !unique.contains(p) { unique.append(p) }
+                rule.protocols = any ? [] : unique
+            case "from", "to":
+                let prefixes = try c.list("addresses or CIDR blocks") { tok -> IPPrefix in
+                    try parsePrefix(tok)
+                }
+                if key == "from" { rule.sources = prefixes } else { rule.destinations = prefixes }
+            case "sport", "port":
+                let ranges = try c.list("ports") { tok in try parsePortRange(tok) }
+                if key == "sport" { rule.sourcePorts = ranges } else { rule.destinationPorts = ranges }
+            case "host":
+                rule.hosts = try c.list("host patterns") { tok in try parseHostPattern(tok) }
+            case "during":
+                rule.window = try parseDuring(&c)
+            case "name":
+                let w = try c.word("a name after 'name'")
+                guard isName(w.text) else { throw Failure(column: w.column, message: "'\(w.text)' is not a rule name (letters, digits, '-', '_', '.')") }
+                rule.name = w.text
+            case "reason":
+                guard let s = c.peek else { throw Failure(column: c.endColumn, message: "expected a quoted text after 'reason', e.g. reason \"no SMTP\"") }
+                guard s.kind == .string else {
+                    throw Failure(column: s.column, message: "expected a quoted text after 'reason', e.g. reason \"no SMTP\"")
+                }
+                c.advance()
+                rule.reason = s.text
+            default: break
+            }
+        }
+    }
+
+    static func isName(_ s: String) -> Bool {
+        !s.isEmpty && s.utf8.count <= 64 && s.utf8.allSatisfy { b in
+            (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2D || b == 0x5F || b == 0x2E
+        }
+    }
+
+    static func parsePrefix(_ tok: PolicyToken) throws -> IPPrefix {
+        var text = Substring(tok.text)
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { throw Failure(column: tok.column, message: "'\(tok.text)': missing ']'") }
+            text = text[text.index(after: text.startIndex)..<close] + text[text.index(after: close)...]
+        }
+        if let slash = text.firstIndex(of: "/") {
+            guard let addr = IPAddress(text[..<slash]) else {
+                throw Failure(column: tok.column, message: "'\(text[..<slash])' is not an IPv4 or IPv6 address")
+            }
+            let lenText = text[text.index(after: slash)...]
+            guard let len = Int(lenText), lenText.allSatisfy(\.isNumber), len >= 0, len <= addr.bitWidth else {
+                throw Failure(column: tok.column + text.distance(from: text.startIndex, to: slash) + 1,
+                    message: "'\(lenText)' is not a prefix length for \(addr.isIPv6 ? "IPv6 (0-128)" : "IPv4 (0-32)")")
+            }
+            let p = IPPrefix(addr, length: len)!
+            return p
+        }
+        guard let addr = IPAddress(text) else {
+            throw Failure(column: tok.column, message: "'\(tok.text)' is not an IPv4 or IPv6 address or CIDR block")
+        }
+        return IPPrefix(addr, length: addr.bitWidth)!
+    }
+
+    static func parsePort(_ s: Substring, column: Int) throws -> UInt16 {
+        guard !s.isEmpty, s.utf8.count <= 5, s.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let v = Int(s), v <= 65535 else {
+            throw Failure(column: column, message: "'\(s)' is not a port (0-65535)")
+        }
+        return UInt16(v)
+    }
+
+    static func parsePortRange(_ tok: PolicyToken) throws -> PortRange {
+        let t = Substring(tok.text)
+        if let dash = t.firstIndex(of: "-") {
+            let lo = try parsePort(t[..<dash], column: tok.column)
+            let hiText = t[t.index(after: dash)...]
+            let hi = try parsePort(hiText, column: tok.column + t.distance(from: t.startIndex, to: dash) + 1)
+            guard lo <= hi else { throw Failure(column: tok.column, message: "port range '\(t)' is backwards; write \(hi)-\(lo)") }
+            return PortRange(lo, hi)
+        }
+        let p = try parsePort(t, column: tok.column)
+        return PortRange(p, p)
+    }
+
+    static func parseHostPattern(_ tok: PolicyToken) throws -> HostPattern {
+        var s = tok.text.lowercased()
+        if s.hasSuffix(".") { s.removeLast() }
+        var wildcard = false
+        if s.hasPrefix("*.") {
+            wildcard = true
+            s.removeFirst(2)
+        }
+        let labels = s.split(separator: ".", omittingEmptySubsequences: false)
+        let valid = !s.isEmpty && s.utf8.count <= 253 && labels.allSatisfy { l in
+            !l.isEmpty && l.utf8.count <= 63 && l.utf8.allSatisfy { b in
+                (b >= 0x30 && b <= 0x39) || (b >= 0x61 && b <= 0x7A) || b == 0x2D || b == 0x5F
+            }
+        }
+        guard valid else {
+            throw Failure(column: tok.column, message: "'\(tok.text)' is not a host pattern; use a name (example.com) or '*.' and a name (*.example.com)")
+        }
+        return wildcard ? .subdomains(of: s) : .exact(s)
+    }
+
+    static func parseClock(_ s: Substring, column: Int, allow24: Bool) throws -> Int {
+        let parts = s.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts[0].count == 2, parts[1].count == 2,
+            let h = Int(parts[0]), let m = Int(parts[1]), parts[0].allSatisfy(\.isNumber), parts[1].allSatisfy(\.isNumber),
+            (h <= 23 && m <= 59) || (allow24 && h == 24 && m == 0)
+        else {
+            throw Failure(column: column, message: "'\(s)' is not a time of day (HH:MM, 00:00-23:59\(allow24 ? ", or 24:00 as an end" : ""))")
+        }
+        return h * 60 + m
+    }
+
+    static func parseDuring(_ c: inout TokenCursor) throws -> TimeWindow {
+        let w = try c.word("a time window after 'during', e.g. during 22:00-07:00 mon-fri")
+        let t = Substring(w.text)
+        guard let dash = t.firstIndex(of: "-") else {
+            throw Failure(column: w.column, message: "'\(t)' is not a time window; write HH:MM-HH:MM, e.g. during 22:00-07:00")
+        }
+        let start = try parseClock(t[..<dash], column: w.column, allow24: false)
+        let endCol = w.column + t.distance(from: t.startIndex, to: dash) + 1
+        let end = try parseClock(t[t.index(after: dash)...], column: endCol, allow24: true)
+        guard start != end else {
+            throw Failure(column: w.column, message: "time window '\(t)' is empty; use 00:00-24:00 for a whole day")
+        }
+        var days: UInt8 = 0x7F
+        if let d = c.peek, d.kind == .word, dayIndex(Substring(d.text.prefix(3))) != nil {
+            days = 0
+            _ = try c.list("days") { tok -> Int in
+                let s = Substring(tok.text)
+                if let dash = s.firstIndex(of: "-") {
+                    let a = try day(s[..<dash], column: tok.column)
+                    let b = try day(s[s.index(after: dash)...], column: tok.column + s.distance(from: s.startIndex, to: dash) + 1)
+                    var i = a
+                    while true {
+                        days |= 1 << i
+                        if i == b { break }
+                        i = (i + 1) % 7
+                    }
+                } else {
+                    days |= 1 << (try day(s, column: tok.column))
+                }
+                return 0
+            }
+        }
+        return TimeWindow(start: start, end: end == 1440 && start > 0 ? 1440 : end, days: days)
+    }
+
+    static func dayIndex(_ s: Substring) -> Int? { TimeWindow.dayNames.firstIndex(of: String(s)) }
+
+    static func day(_ s: Substring, column: Int) throws -> Int {
+        guard let d = dayIndex(s) else {
+            throw Failure(column: column, message: "unknown day '\(s)'\(didYouMean(String(s), TimeWindow.dayNames)); use mon tue wed thu fri sat sun, ranges (mon-fri) or lists (sat,sun)")
+        }
+        return d
+    }
+}
+
+/// Walks a line's tokens.
+struct TokenCursor {
+    var tokens: [PolicyToken]
+    var index = 0
+    /// Column just after the line's code, for "expected … at end of line" errors.
+    var endColumn: Int
+
+    init(tokens: [PolicyToken], lineLength: Int) {
+        self.tokens = tokens
+        endColumn = lineLength + 1
+    }
+
+    var peek: PolicyToken? { index < tokens.count ? tokens[index] : nil }
+    mutating func advance() { index += 1 }
+
+    /// The next token, which must be a word.
+    mutating func word(_ what: String) throws -> PolicyToken {
+        guard let t = peek else { throw PolicyParser.Failure(column: endColumn, message: "expected \(what), found end of line") }
+        guard t.kind == .word else { throw PolicyParser.Failure(column: t.column, message: "expected \(what), found '\(t.text)'") }
+        advance()
+        return t
+    }
+
+    /// `item (',' item)*`.
+    mutating func list<T>(_ what: String, _ item: (PolicyToken) throws -> T) throws -> [T] {
+        var out: [T] = []
+        while true {
+            let t = try word(what)
+            if PolicyParser.fieldKeywords.contains(t.text), t.text != "any" {
+                throw PolicyParser.Failure(column: t.column, message: "expected \(what), found keyword '\(t.text)'")
+            }
+            out.append(try item(t))
+            guard let n = peek, n.kind == .comma else { break }
+            advance()
+        }
+        return out
+    }
+}

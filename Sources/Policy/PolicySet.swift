@@ -1,0 +1,42 @@
+/// The parsed contents of a policy directory: rules in evaluation order (files in byte order of
+/// their names, lines top to bottom), the defaults, and everything worth telling the operator.
+public struct PolicySet: Sendable {
+    /// Rules in evaluation order; the first that matches decides.
+    public var rules: [PolicyRule]
+    /// The outbound default (`default allow|block|reject` or `default out …`).
+    public var defaultOut: PolicyDefault
+    /// The inbound default (`default in …`).
+    public var defaultIn: PolicyDefault
+    /// Errors and warnings in the order found.
+    public var diagnostics: [PolicyDiagnostic]
+    /// The file names read, in evaluation order.
+    public var files: [String]
+
+    /// True when any diagnostic is an error (such a set must not be loaded).
+    public var hasErrors: Bool { diagnostics.contains { $0.severity == .error } }
+    /// Only the errors.
+    public var errors: [PolicyDiagnostic] { diagnostics.filter { $0.severity == .error } }
+    /// Only the warnings.
+    public var warnings: [PolicyDiagnostic] { diagnostics.filter { $0.severity == .warning } }
+
+    /// The default for flows of `direction`.
+    public func defaultRule(for direction: PolicyDirection) -> PolicyDefault {
+        direction == .out ? defaultOut : defaultIn
+    }
+
+    /// The documented built-in defaults when the files name none: outbound flows are allowed,
+    /// inbound flows (started towards a peer) are blocked.
+    public static let builtInDefaultOut = PolicyAction.allow
+    /// See `builtInDefaultOut`.
+    public static let builtInDefaultIn = PolicyAction.block
+}
+
+/// A `default` line, or the built-in default when no line gave one.
+public struct PolicyDefault: Sendable, Hashable {
+    public var action: PolicyAction
+    public var direction: PolicyDirection
+    /// Where it was written; nil for the built-in default.
+    public var location: SourceLocation?
+    /// The line as written, or a description of the built-in default.
+    public var text: String
+}
