@@ -48,6 +48,8 @@ public final class CompiledPolicy: Sendable {
     let hostExact: HostTable
     let hostBelow: HostTable
     let hostNone: Int32
+    /// The host class of "any host at all": every rule accepts it (see `verdictDependsOnHost`).
+    let hostAny: Int32
     let hostActive: Bool
     let peerIDs: [String: PolicyPeerID]
     /// kind, peer, source, destination, source port, destination port, time, host.
@@ -168,6 +170,7 @@ public final class CompiledPolicy: Sendable {
         let hostMask = b.mask(anchored(.host))
         var hostClasses: [Int32: Int32] = [:]
         hostNone = b.classID(b.bitset(of: wildcard), anchorMask: hostMask, &dims[Dim.host.rawValue], &hostClasses)
+        hostAny = b.classID(b.bitset(of: Array(rules.indices)), anchorMask: hostMask, &dims[Dim.host.rawValue], &hostClasses)
         func parents(_ name: String) -> [String] {
             var out: [String] = []
             var s = Substring(name)
@@ -208,6 +211,23 @@ public final class CompiledPolicy: Sendable {
 
     /// Decides a flow: the first matching rule, or the default of its direction. Allocates nothing.
     public func evaluate(_ q: PolicyQuery) -> PolicyVerdict {
+        let found = firstMatch(q, hostClass: hostActive ? hostOffset(q.host) : hostNone)
+        if found < 0 { return defaultVerdict(q.direction) }
+        return PolicyVerdict(action: rules[found].action, ruleIndex: Int32(found), direction: q.direction)
+    }
+
+    /// True when learning the flow's host could still change verdict `v` (which came from
+    /// `evaluate(q)` with `q.host == nil`): some `host` rule before the deciding rule matches every
+    /// other field. The data path holds such a flow as *pending* (DESIGN.md §5) until the host is
+    /// known or known to be absent. Allocates nothing.
+    public func verdictDependsOnHost(_ q: PolicyQuery, _ v: PolicyVerdict) -> Bool {
+        guard hostActive else { return false }
+        let any = firstMatch(q, hostClass: hostAny)
+        return any >= 0 && (v.ruleIndex < 0 || any < Int(v.ruleIndex)) && !rules[any].hosts.isEmpty
+    }
+
+    /// The index of the first rule matching `q` with the host dimension in class `c7`, or -1.
+    func firstMatch(_ q: PolicyQuery, hostClass c7: Int32) -> Int {
         let tier = Int(q.tier?.rawValue ?? 0)
         let peerIndex = Int(q.peer.rawValue)
         let ported = q.proto.hasPorts
@@ -222,7 +242,6 @@ public final class CompiledPolicy: Sendable {
         let c4 = sourcePortTable[ported ? Int(q.sourcePort) : 65536]
         let c5 = destinationPortTable[ported ? Int(q.destinationPort) : 65536]
         let c6 = timeTable[m >= 0 && m < week ? m : (m % week + week) % week]
-        let c7 = hostActive ? hostOffset(q.host) : hostNone
         let found: Int = dims.withUnsafeBufferPointer { d in
             bits.withUnsafeBufferPointer { bitsBuf in
                 anchors.withUnsafeBufferPointer { anchorBuf in
@@ -259,8 +278,7 @@ public final class CompiledPolicy: Sendable {
                 }
             }
         }
-        if found < 0 { return defaultVerdict(q.direction) }
-        return PolicyVerdict(action: rules[found].action, ruleIndex: Int32(found), direction: q.direction)
+        return found
     }
 
     /// The host class: an exact name, else the longest listed parent domain, else none.

@@ -3,7 +3,7 @@ import Packet
 /// Semantic warnings: rules that can never match, and rules shadowed by an earlier rule.
 enum PolicyAnalysis {
     /// Above this many rules the quadratic shadowing check is skipped (it is advice, not safety).
-    static let shadowCheckLimit = 2_000
+    static let shadowCheckLimit = 1_000
 
     static func warnings(for rules: [PolicyRule]) -> [PolicyDiagnostic] {
         var out: [PolicyDiagnostic] = []
@@ -24,6 +24,15 @@ enum PolicyAnalysis {
                 if !protoOK {
                     out.append(PolicyDiagnostic(.warning, at, "icmp is for IPv4 and icmpv6 for IPv6; with these addresses this rule never matches"))
                 }
+            }
+        }
+        var named: [String: SourceLocation] = [:]
+        for r in rules {
+            guard let n = r.name else { continue }
+            if let first = named[n] {
+                out.append(PolicyDiagnostic(.warning, r.location, "name '\(n)' is already used by \(first); explanations will be ambiguous"))
+            } else {
+                named[n] = r.location
             }
         }
         guard rules.count <= shadowCheckLimit else { return out }

@@ -11,7 +11,8 @@ public enum PolicyParser {
     /// Words that may start a line.
     public static let lineKeywords = ["allow", "block", "reject", "default"]
 
-    /// Parses `sources` in byte order of their names, then runs the semantic checks.
+    /// Parses `sources` in byte order of their names, then runs the semantic checks. A missing
+    /// `default` is warned about only when there is at least one file.
     public static func parse(_ sources: [PolicySource]) -> PolicySet {
         let ordered = sources.sorted { Array($0.name.utf8).lexicographicallyPrecedes(Array($1.name.utf8)) }
         var rules: [PolicyRule] = []
@@ -36,11 +37,11 @@ public enum PolicyParser {
             action: PolicySet.builtInDefaultOut, direction: .out, location: nil, text: "built-in default: allow outbound")
         let inn = defaults[.in] ?? PolicyDefault(
             action: PolicySet.builtInDefaultIn, direction: .in, location: nil, text: "built-in default: block inbound")
-        if defaults[.out] == nil {
+        if defaults[.out] == nil && !ordered.isEmpty {
             diagnostics.append(PolicyDiagnostic(.warning, SourceLocation(file: firstFile, line: 1),
                 "no 'default' line; outbound flows that match no rule are allowed (add 'default allow' or 'default block')"))
         }
-        if defaults[.in] == nil {
+        if defaults[.in] == nil && !ordered.isEmpty {
             diagnostics.append(PolicyDiagnostic(.warning, SourceLocation(file: firstFile, line: 1),
                 "no 'default in' line; inbound flows that match no rule are blocked (add 'default in block' or 'default in allow')"))
         }

@@ -77,7 +77,7 @@ extension Tunnelctl {
         var set = try loadPolicy(directory)
         if set.files.isEmpty {
             set.diagnostics.append(PolicyDiagnostic(.warning, SourceLocation(file: directory, line: 0, column: 0),
-                "no *.rules files; every flow gets the default"))
+                "no *.rules files; every flow gets the built-in default (allow outbound, block inbound)"))
         }
         let hostRules = set.rules.filter { !$0.hosts.isEmpty }
         let duringRules = set.rules.filter { $0.window != nil }

@@ -222,6 +222,31 @@ func firstError(_ text: String) -> String? {
         ])
     }
 
+    @Test func everyTruncationParsesOrFailsWithAPlace() {
+        let text = #"""
+            default in block # c
+            reject in peer alice, bob tier premium proto tcp,udp from 10.0.0.0/8, [fd00::]/8 to 192.0.2.1 sport 1024-65535 port 22, 80,443-444 host example.com, *.Example.NET. during 22:00-07:00 mon-fri,sun name my-rule reason "say \"no\" \\ politely"
+            """#
+        let bytes = Array(text.utf8)
+        for n in 0...bytes.count {
+            let prefix = String(decoding: bytes[..<n], as: UTF8.self)
+            let set = PolicyParser.parse(prefix)
+            let lines = prefix.split(separator: "\n", omittingEmptySubsequences: false)
+            for d in set.diagnostics where d.location.line > 0 {
+                #expect(d.location.line <= max(1, lines.count) && d.location.column >= 1, "\(n): \(d)")
+                #expect(d.location.column <= lines[d.location.line - 1].utf8.count + 1, "\(n): \(d)")
+            }
+        }
+        // Malformed bytes: invalid UTF-8 is replaced, never a crash.
+        let set = PolicyParser.parse(String(decoding: [0x62, 0x6C, 0x6F, 0x63, 0x6B, 0x20, 0xFF, 0xFE], as: UTF8.self))
+        #expect(set.errors.first?.message == "unknown keyword '\u{FFFD}\u{FFFD}'")
+    }
+
+    @Test func duplicateNames() {
+        let set = PolicyParser.parse("default allow\ndefault in block\nblock port 1 name x\nblock port 2 name x\n")
+        #expect(set.warnings.map(\.description) == ["test.rules:4:1: warning: name 'x' is already used by test.rules:3; explanations will be ambiguous"])
+    }
+
     @Test func hostShadowing() {
         let set = PolicyParser.parse("default allow\ndefault in block\nblock host *.a.com\nblock host x.a.com, *.y.a.com\nblock host a.com\n")
         #expect(set.warnings.map(\.location.line) == [4])

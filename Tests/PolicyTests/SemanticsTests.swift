@@ -162,6 +162,16 @@ extension CompiledPolicy {
         #expect(h("") == "allow default")
         #expect(h(nil) == "allow default")  // no host known: host rules do not match
         #expect(HostPattern.subdomains(of: "ads.net").matches("ads.net") == false)
+        // Without a host the verdict is the default, but a host could still change it: pending.
+        let unknown = tcp("10.99.0.2", "192.0.2.1", 443)
+        #expect(p.verdictDependsOnHost(unknown.query(p), p.evaluate(unknown.query(p))))
+        let q = try compile("default allow\ndefault in block\nblock port 443 name web\nblock host x.com name h")
+        #expect(!q.verdictDependsOnHost(unknown.query(q), q.evaluate(unknown.query(q))))  // decided before any host rule
+        var other = unknown
+        other.destinationPort = 80
+        #expect(q.verdictDependsOnHost(other.query(q), q.evaluate(other.query(q))))
+        let none = try compile("default allow\ndefault in block\nblock port 443")
+        #expect(!none.verdictDependsOnHost(unknown.query(none), none.evaluate(unknown.query(none))))
         #expect(HostPattern.exact("example.com").matches("Example.Com") == true)
     }
 

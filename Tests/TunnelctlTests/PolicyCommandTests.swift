@@ -113,7 +113,11 @@ import Testing
         defer { try? FileManager.default.removeItem(at: dir) }
         let r = run(["policy", "check", dir.path])
         #expect(r.code == .ok)
-        #expect(r.out.contains("\(dir.path): warning: no *.rules files; every flow gets the default"))
+        #expect(r.out == """
+            \(dir.path): warning: no *.rules files; every flow gets the built-in default (allow outbound, block inbound)
+            \(dir.path): 0 rules in 0 files; default allow outbound, block inbound; 0 errors, 1 warning
+
+            """)
     }
 
     @Test func shippedPoliciesAreClean() {

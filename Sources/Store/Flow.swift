@@ -1,0 +1,35 @@
+/// One row of `flows`, as the CLI reads it.
+public struct Flow: Hashable, Sendable {
+    /// Row id (for flows: the daemon's flow id).
+    public var id: Int64
+    /// IP protocol number.
+    public var proto: UInt8
+    /// Source address (the peer's side).
+    public var src: StoreAddress
+    /// Source port (0 without ports).
+    public var srcPort: UInt16
+    /// Destination address.
+    public var dst: StoreAddress
+    /// Destination port (0 without ports).
+    public var dstPort: UInt16
+    /// The peer's name.
+    public var peer: String
+    /// Host name learned for the flow, if any.
+    public var host: String?
+    /// First packet, Unix epoch ms.
+    public var firstSeen: Int64
+    /// Latest packet, Unix epoch ms.
+    public var lastSeen: Int64
+    /// Byte and packet totals.
+    public var counters: FlowCounters
+    /// The verdict in force.
+    public var verdict: FlowVerdict
+    /// The deciding rule (`file:line`); nil/empty for the default or a session refusal.
+    public var rule: String?
+    /// Capture location of the first packet, if captured.
+    public var capture: CaptureLocation?
+    /// End of the flow; nil while live.
+    public var closedAt: Int64?
+    /// Why it ended; nil while live.
+    public var closeReason: String?
+}

@@ -1,0 +1,19 @@
+/// The end of a flow: final totals, time and reason (e.g. `fin`, `rst`, `idle`, `shutdown`).
+public struct FlowClose: Sendable {
+    /// Row id (for flows: the daemon's flow id).
+    public var id: Int64
+    /// Close time, Unix epoch ms (also the flow's last_seen if later).
+    public var at: Int64
+    /// Byte and packet totals.
+    public var counters: FlowCounters
+    /// Why (close reason, refusal reason, or session end reason).
+    public var reason: String
+
+    /// A flow-closed record.
+    public init(id: Int64, at: Int64, counters: FlowCounters, reason: String) {
+        self.id = id
+        self.at = at
+        self.counters = counters
+        self.reason = reason
+    }
+}

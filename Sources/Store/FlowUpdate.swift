@@ -1,0 +1,28 @@
+/// A periodic update of a live flow: totals, last activity, current verdict (a reload may
+/// change it), and a host learned after the first packet. Updates of one flow in one batch
+/// are coalesced: only the newest is written.
+public struct FlowUpdate: Sendable {
+    /// Row id (for flows: the daemon's flow id).
+    public var id: Int64
+    /// Last packet time, Unix epoch ms.
+    public var lastSeen: Int64
+    /// Byte and packet totals.
+    public var counters: FlowCounters
+    /// The verdict in force.
+    public var verdict: FlowVerdict
+    /// The deciding rule (`file:line`), nil for the default.
+    public var rule: String?
+    /// A host learned since the flow opened; nil keeps the stored one.
+    public var host: String?
+
+    /// A flow-updated record.
+    public init(id: Int64, lastSeen: Int64, counters: FlowCounters, verdict: FlowVerdict, rule: String? = nil,
+                host: String? = nil) {
+        self.id = id
+        self.lastSeen = lastSeen
+        self.counters = counters
+        self.verdict = verdict
+        self.rule = rule
+        self.host = host
+    }
+}

@@ -1,0 +1,145 @@
+/// The store's schema as numbered migrations (DESIGN.md §7; table by table in docs/store.md).
+///
+/// `PRAGMA user_version` holds the applied version. Whichever process opens the store first
+/// applies the missing migrations, each in one `BEGIN IMMEDIATE` transaction that re-reads the
+/// version inside the transaction, so two processes opening a fresh store at once apply each
+/// migration exactly once (the second waits for the lock, then sees the new version and skips).
+public enum Schema {
+    /// One migration: the version it produces and its SQL.
+    public struct Migration: Sendable {
+        /// The `user_version` after this migration.
+        public let version: Int
+        /// What it does, for logs.
+        public let summary: String
+        /// The statements, run inside the migration's transaction.
+        public let sql: String
+    }
+
+    /// All migrations in order; `migrations[i].version == i + 1`.
+    public static let migrations: [Migration] = [v1, v2]
+
+    /// The version this build writes and understands.
+    public static var currentVersion: Int { migrations.count }
+
+    /// Version 1: the base tables.
+    static let v1 = Migration(version: 1, summary: "base tables", sql: """
+        CREATE TABLE flows (
+            id INTEGER PRIMARY KEY,
+            proto INTEGER NOT NULL,
+            src_addr BLOB NOT NULL,
+            src_port INTEGER NOT NULL,
+            dst_addr BLOB NOT NULL,
+            dst_port INTEGER NOT NULL,
+            peer TEXT NOT NULL,
+            host TEXT,
+            first_seen INTEGER NOT NULL,
+            last_seen INTEGER NOT NULL,
+            bytes_out INTEGER NOT NULL DEFAULT 0,
+            bytes_in INTEGER NOT NULL DEFAULT 0,
+            packets_out INTEGER NOT NULL DEFAULT 0,
+            packets_in INTEGER NOT NULL DEFAULT 0,
+            verdict TEXT NOT NULL CHECK (verdict IN ('allow', 'block', 'reject', 'pending')),
+            rule TEXT,
+            capture_file INTEGER,
+            capture_offset INTEGER,
+            closed_at INTEGER,
+            close_reason TEXT
+        );
+        CREATE TABLE refusals (
+            id INTEGER PRIMARY KEY,
+            kind TEXT NOT NULL CHECK (kind IN ('flow', 'session')),
+            peer TEXT NOT NULL,
+            rule TEXT NOT NULL DEFAULT '',
+            flow_key TEXT NOT NULL DEFAULT '',
+            reason TEXT NOT NULL DEFAULT '',
+            window INTEGER NOT NULL,
+            count INTEGER NOT NULL,
+            first_at INTEGER NOT NULL,
+            last_at INTEGER NOT NULL,
+            UNIQUE (kind, peer, window, rule, flow_key)
+        );
+        CREATE TABLE sessions (
+            id INTEGER PRIMARY KEY,
+            peer TEXT NOT NULL,
+            started_at INTEGER NOT NULL,
+            ended_at INTEGER,
+            end_reason TEXT CHECK (end_reason IN ('free-limit', 'admin-kick', 'idle', 'shutdown', 'removed', 'crash')),
+            rx_bytes INTEGER NOT NULL DEFAULT 0,
+            tx_bytes INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE TABLE session_windows (
+            peer TEXT PRIMARY KEY,
+            allowed_until INTEGER NOT NULL,
+            reconnect_at INTEGER NOT NULL
+        );
+        CREATE TABLE audit_sessions (
+            id INTEGER PRIMARY KEY,
+            label TEXT NOT NULL,
+            started_at INTEGER NOT NULL,
+            ended_at INTEGER
+        );
+        CREATE TABLE markers (
+            id INTEGER PRIMARY KEY,
+            at INTEGER NOT NULL,
+            label TEXT NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('manual', 'automatic')),
+            audit_session_id INTEGER REFERENCES audit_sessions(id) ON DELETE SET NULL,
+            detail TEXT
+        );
+        CREATE TABLE peer_tiers (
+            peer TEXT PRIMARY KEY,
+            tier TEXT NOT NULL CHECK (tier IN ('free', 'premium')),
+            changed_at INTEGER NOT NULL
+        );
+        CREATE TABLE settings (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            json TEXT NOT NULL,
+            updated_at INTEGER NOT NULL
+        );
+        """)
+
+    /// Version 2: indexes for the CLI's queries and pruning, one open audit session at most,
+    /// and the daemon heartbeat row used for crash recovery.
+    static let v2 = Migration(version: 2, summary: "indexes, single open audit session, daemon heartbeat", sql: """
+        CREATE INDEX flows_last_seen ON flows (last_seen);
+        CREATE INDEX flows_peer_last_seen ON flows (peer, last_seen);
+        CREATE INDEX flows_blocked_last_seen ON flows (last_seen) WHERE verdict IN ('block', 'reject');
+        CREATE INDEX refusals_last_at ON refusals (last_at);
+        CREATE INDEX refusals_peer_last_at ON refusals (peer, last_at);
+        CREATE INDEX sessions_started_at ON sessions (started_at);
+        CREATE INDEX sessions_peer_started_at ON sessions (peer, started_at);
+        CREATE INDEX sessions_ended_at ON sessions (ended_at) WHERE ended_at IS NOT NULL;
+        CREATE INDEX sessions_open ON sessions (peer) WHERE ended_at IS NULL;
+        CREATE INDEX markers_at ON markers (at);
+        CREATE INDEX markers_audit ON markers (audit_session_id);
+        CREATE INDEX audit_sessions_started_at ON audit_sessions (started_at);
+        CREATE UNIQUE INDEX audit_sessions_one_open ON audit_sessions ((ended_at IS NULL)) WHERE ended_at IS NULL;
+        CREATE TABLE daemon_state (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            pid INTEGER NOT NULL,
+            started_at INTEGER NOT NULL,
+            heartbeat_at INTEGER NOT NULL,
+            dropped_records INTEGER NOT NULL DEFAULT 0
+        );
+        """)
+
+    /// Brings the store at `connection` up to `target` (default: current). Returns the version
+    /// found before migrating. Throws `.schemaTooNew` when the file is newer than this build.
+    @discardableResult
+    public static func migrate(_ connection: Connection, to target: Int = currentVersion) throws -> Int {
+        let before = Int(try connection.scalarInt("PRAGMA user_version") ?? 0)
+        if before > currentVersion {
+            throw StoreError.schemaTooNew(path: connection.path, found: before, supported: currentVersion)
+        }
+        for m in migrations where m.version > before && m.version <= target {
+            try connection.transaction {
+                // Re-check inside the write lock: another process may have just applied it.
+                let now = Int(try connection.scalarInt("PRAGMA user_version") ?? 0)
+                guard now < m.version else { return }
+                try connection.execute(m.sql)
+                try connection.execute("PRAGMA user_version=\(m.version)")
+            }
+        }
+        return before
+    }
+}

@@ -1,0 +1,9 @@
+/// Why a session ended (DESIGN.md §6.7), plus `crash` for sessions a restarted daemon found open.
+public enum SessionEndReason: String, Sendable, CaseIterable {
+    case freeLimit = "free-limit"
+    case adminKick = "admin-kick"
+    case idle
+    case shutdown
+    case removed
+    case crash
+}

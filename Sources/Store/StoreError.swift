@@ -1,0 +1,53 @@
+/// Everything the store can fail with. Each case names the store's path and says what to do;
+/// `description` is the sentence a person reads (tunnelctl prints it, tunneld logs it).
+public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The file could not be opened or created (missing directory, permissions, …).
+    case cannotOpen(path: String, reason: String)
+    /// A read-only open found no file: nothing has created the store yet.
+    case missing(path: String)
+    /// The file exists but is not a SQLite database (SQLITE_NOTADB).
+    case notADatabase(path: String)
+    /// The database is damaged (SQLITE_CORRUPT) while running `operation`.
+    case corrupt(path: String, operation: String, message: String)
+    /// The store was written by a newer TunnelVision whose schema this build does not know.
+    case schemaTooNew(path: String, found: Int, supported: Int)
+    /// A read-only open found an older schema it may not upgrade.
+    case schemaTooOld(path: String, found: Int, required: Int)
+    /// Another connection held the write lock longer than the busy timeout, on every retry.
+    case busy(path: String, operation: String)
+    /// Any other SQLite failure: the operation (SQL or step), the result code and `sqlite3_errmsg`.
+    case sqlite(path: String, operation: String, code: Int32, message: String)
+    /// `audit start` while an audit session is open; carries the open one.
+    case auditAlreadyOpen(AuditSession)
+    /// `audit stop` with no open audit session.
+    case noOpenAudit
+    /// The settings row holds text that is not a JSON object; carries the raw text.
+    case settingsNotJSON(raw: String, detail: String)
+
+    public var description: String {
+        switch self {
+        case let .cannotOpen(path, reason):
+            return "cannot open the store at \(path): \(reason); check that the directory exists and this user may write to it"
+        case let .missing(path):
+            return "no store at \(path); tunneld creates it on its first start (or check StateDirectory in the config)"
+        case let .notADatabase(path):
+            return "\(path) is not a TunnelVision store (not a SQLite database); move it aside and tunneld will create a fresh one, or restore a backup"
+        case let .corrupt(path, operation, message):
+            return "the store at \(path) is damaged (\(message)) during \(operation); move it aside and restore a backup, or let tunneld create a fresh one"
+        case let .schemaTooNew(path, found, supported):
+            return "the store at \(path) has schema version \(found), newer than this build understands (\(supported)); upgrade TunnelVision"
+        case let .schemaTooOld(path, found, required):
+            return "the store at \(path) has schema version \(found), older than \(required); start tunneld (or any writing tunnelctl command) once to upgrade it"
+        case let .busy(path, operation):
+            return "the store at \(path) stayed locked by another process during \(operation); try again"
+        case let .sqlite(path, operation, code, message):
+            return "store \(path): \(operation) failed: \(message) (SQLite code \(code))"
+        case let .auditAlreadyOpen(open):
+            return "audit session \(open.id) '\(open.label)' is already open (since \(EpochFormat.iso8601(open.startedAt))); stop it first with 'tunnelctl audit stop'"
+        case .noOpenAudit:
+            return "no audit session is open"
+        case let .settingsNotJSON(raw, detail):
+            return "the settings row is not a JSON object (\(detail)); raw text: \(raw)"
+        }
+    }
+}
