@@ -93,7 +93,11 @@ extension Tunnelctl {
     /// The configuration named by `--config PATH` (default /etc/tunnelvision/tunneld.conf), parsed
     /// without reading the private key (tunnelctl never needs it).
     static func cliConfig(_ args: inout Arguments) throws -> TunnelConfig {
-        let path = try args.option("--config") ?? TunnelConfig.defaultPath
+        try cliConfig(path: try args.option("--config") ?? TunnelConfig.defaultPath)
+    }
+
+    /// The configuration at `path`, parsed without reading the private key.
+    static func cliConfig(path: String) throws -> TunnelConfig {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw CLIError.failure("cannot read the configuration \(path) (use --config PATH)")
         }

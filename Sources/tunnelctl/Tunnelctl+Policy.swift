@@ -26,19 +26,20 @@ extension Tunnelctl {
         let dirOption = try args.option("--policies")
         switch sub {
         case "check":
-            let fromConfig = try configuredPolicyDirectory(&args)
+            let configPath = try args.option("--config")
             let positional = args.next()
             try args.finish()
-            return try policyCheck(directory: positional ?? dirOption ?? fromConfig ?? defaultPolicyDirectory(), json: json, console)
+            let directory = try positional ?? dirOption ?? configPath.map { try cliConfig(path: $0).interface.policyDirectory }
+            return try policyCheck(directory: directory ?? defaultPolicyDirectory(), json: json, console)
         case "test":
-            let fromConfig = try configuredPolicyDirectory(&args)
+            let configPath = try args.option("--config")
             var words: [String] = []
             while let w = args.next() {
                 if w.hasPrefix("--") { throw CLIError.usage("unknown option '\(w)'") }
                 words.append(w)
             }
             guard !words.isEmpty else { throw CLIError.usage("missing FLOW: \(PolicyFlow.syntax)") }
-            return try policyTest(flowText: words.joined(separator: " "), directory: dirOption ?? fromConfig ?? defaultPolicyDirectory(), json: json, console)
+            return try policyTest(flowText: words.joined(separator: " "), directory: try dirOption ?? configPath.map { try cliConfig(path: $0).interface.policyDirectory } ?? defaultPolicyDirectory(), json: json, console)
         case "--help", "-h", "help":
             console.print(policyUsage)
             return .ok
@@ -50,12 +51,6 @@ extension Tunnelctl {
         default:
             throw CLIError.usage("unknown subcommand '\(sub)'\(didYouMean(sub, ["check", "test"]))\n\n" + policyUsage)
         }
-    }
-
-    /// The `PolicyDirectory` of the configuration named by `--config PATH`, when given.
-    static func configuredPolicyDirectory(_ args: inout Arguments) throws -> String? {
-        guard args.words.contains(where: { $0 == "--config" || $0.hasPrefix("--config=") }) else { return nil }
-        return try cliConfig(&args).interface.policyDirectory
     }
 
     /// ./policies when it exists, else /etc/tunnelvision/policies.

@@ -39,7 +39,7 @@ enum Tunnelctl {
         var i = 0
         while i < rest.count {
             if rest[i] == "--config" { i += 2; continue }
-            if rest[i].hasPrefix("-") && rest[i] != "-h" && rest[i] != "--help" { i += 1; continue }
+            if isOption(rest[i]) && rest[i] != "-h" && rest[i] != "--help" { i += 1; continue }
             commandIndex = i
             break
         }
@@ -71,6 +71,14 @@ enum Tunnelctl {
     /// Options that take a value (`--since 1h`); every other `-…` word is a flag.
     static let valueOptions: Set<String> = ["--config", "--policies", "--since", "--peer", "--detail", "--flow", "--filter", "-o"]
 
+    /// `--name`, `--name=value` or `-x`; not `->` (FLOW syntax) nor `-5`.
+    static func isOption(_ w: String) -> Bool {
+        let u = Array(w.utf8)
+        guard u.count >= 2, u[0] == UInt8(ascii: "-") else { return false }
+        let c = u[1] == UInt8(ascii: "-") && u.count > 2 ? u[2] : u[1]
+        return (c >= UInt8(ascii: "a") && c <= UInt8(ascii: "z")) || (c >= UInt8(ascii: "A") && c <= UInt8(ascii: "Z"))
+    }
+
     /// The words with positionals first, in order, then the options (with their values), so that
     /// `tunnelctl --json policy --config X show` reads like `tunnelctl policy show --json --config X`.
     static func optionsLast(_ words: [String]) -> [String] {
@@ -83,7 +91,7 @@ enum Tunnelctl {
                 positionals += words[(i + 1)...]
                 break
             }
-            if w.hasPrefix("-") && w.count > 1 && Double(w) == nil {
+            if Tunnelctl.isOption(w) {
                 options.append(w)
                 if valueOptions.contains(w) && i + 1 < words.count {
                     options.append(words[i + 1])

@@ -40,7 +40,7 @@ import Testing
     }
 
     @Test func checkFailsOnErrors() throws {
-        let r = run(["policy", "check", Self.broken, "--config", "/nonexistent/tunneld.conf"])
+        let r = run(["policy", "check", Self.broken])
         #expect(r.code == .failure)
         try expectGolden(r.out, "policy-check-broken.txt")
         let j = run(["policy", "check", Self.broken, "--json"])
@@ -92,8 +92,10 @@ import Testing
         #expect(extra.code == .usage && extra.err == "tunnelctl policy: unexpected argument 'more'\n")
         let opt = run(["policy", "test", "--policies", Self.fixture, "tcp 10.0.0.1:1 -> 10.0.0.2:2", "--verbose"])
         #expect(opt.code == .usage && opt.err == "tunnelctl policy: unknown option '--verbose'\n")
-        let reload = run(["policy", "reload"])
-        #expect(reload.code == .usage && reload.err == "tunnelctl policy: 'policy reload' needs the daemon and is not available yet\n")
+        let reload = run(["policy", "reload", "--config", "/nonexistent/tunneld.conf"])
+        #expect(reload.code == .failure && reload.err == "tunnelctl policy: cannot read the configuration /nonexistent/tunneld.conf (use --config PATH)\n")
+        let reloadDir = run(["policy", "reload", "--policies", Self.fixture])
+        #expect(reloadDir.code == .usage && reloadDir.err.contains("does not apply"))
         let help = run(["policy", "--help"])
         #expect(help.code == .ok && help.out.hasPrefix("usage: tunnelctl policy check [DIR]"))
     }
