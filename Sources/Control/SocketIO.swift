@@ -71,8 +71,10 @@ enum SocketIO {
     /// An existing file at `path` is handled like this: a socket nobody accepts on (connect gives
     /// `ECONNREFUSED`) is stale and removed; a socket somebody is listening on is an error
     /// ("already in use"); anything that is not a socket is never removed (error).
-    /// The socket is bound under umask 0177 (so it is never more open than 0600 even briefly),
-    /// then chmod'ed to `mode`.
+    /// The socket's inode is fchmod'ed to 0600 before `bind` (Linux creates the file with the
+    /// socket inode's mode less the umask, so it is never more open than 0600, even briefly),
+    /// then the file is chmod'ed to `mode`. The process umask is left alone: changing it would
+    /// race with files other threads create.
     static func listen(path: String, mode: mode_t, gid: UInt32?, backlog: Int32 = 16) throws(SocketError) -> Int32 {
         guard var addr = address(path) else {
             throw SocketError(operation: "bind", path: path, errno: ENAMETOOLONG, detail: "socket paths are limited to 107 bytes")
@@ -98,12 +100,11 @@ enum SocketIO {
         case .failure(let e): throw SocketError(operation: "socket", path: path, errno: e.code)
         }
         let len = socklen_t(MemoryLayout<sockaddr_un>.size)
-        let oldMask = umask(0o177)
+        _ = fchmod(fd, 0o600)
         let rc = withUnsafePointer(to: &addr) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) }
         }
         let bindErrno = errno
-        umask(oldMask)
         guard rc == 0 else {
             close(fd)
             throw SocketError(operation: "bind", path: path, errno: bindErrno)
