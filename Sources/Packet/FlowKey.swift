@@ -4,8 +4,9 @@
 /// Ports for ICMP/ICMPv6: echo request and reply use the echo identifier as both ports, so a
 /// ping and its replies form one flow (like conntrack's ICMP id). Other ICMP messages use
 /// `type << 8 | code` as the source port and 0 as the destination port: each kind is its own
-/// little flow; ICMP errors are not attributed to the flow they quote here (the caller may parse
-/// the quoted packet). Other protocols have ports 0.
+/// little flow. An ICMP error (`ParsedPacket.isICMPError`) belongs to the flow of the packet it
+/// quotes: take the `flowKey` of `PacketParser.parseQuoted` on its payload. Other protocols
+/// have ports 0.
 ///
 /// Stored as raw words so equality and `hash64` are a handful of integer operations.
 public struct FlowKey: Hashable, Sendable, CustomStringConvertible {

@@ -19,10 +19,15 @@ public func packetFuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     checkHost(TLSClientHello.serverName(in: bytes), bytes)
     checkHost(HTTPRequestHost.host(in: bytes), bytes)
 
+    if let q = try? PacketParser.parseQuoted(bytes) { checkOffsets(q, size) }
+
     var p: ParsedPacket
     do { p = try PacketParser.parse(bytes) } catch { return 0 }
-    precondition(p.version == 4 || p.version == 6)
-    precondition(p.transportOffset <= p.payloadOffset && p.payloadOffset <= p.totalLength && p.totalLength <= size)
+    checkOffsets(p, size)
+    if p.isICMPError, let q = try? PacketParser.parseQuoted(UnsafeRawBufferPointer(rebasing: bytes[p.payloadOffset..<p.totalLength])) {
+        checkOffsets(q, p.totalLength - p.payloadOffset)
+        _ = q.flowKey
+    }
 
     fuzzClock &+= Int64(size) * 97
     let original = p
@@ -51,6 +56,11 @@ public func packetFuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         }
     }
     return 0
+}
+
+func checkOffsets(_ p: ParsedPacket, _ size: Int) {
+    precondition(p.version == 4 || p.version == 6)
+    precondition(p.transportOffset <= p.payloadOffset && p.payloadOffset <= p.totalLength && p.totalLength <= size)
 }
 
 func checkHost(_ r: HostExtraction, _ b: UnsafeRawBufferPointer) {
