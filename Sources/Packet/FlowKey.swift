@@ -69,11 +69,15 @@ public struct FlowKey: Hashable, Sendable, CustomStringConvertible {
     @inlinable public var portB: UInt16 { UInt16(truncatingIfNeeded: ports) }
 
     /// A 64-bit hash of the key: a multiply–xorshift mix of its words (no `Hasher`, no
-    /// allocation). Not keyed: a table using it must bound its chains (FlowTable does, by
-    /// capacity) since an attacker who can choose addresses can choose collisions.
-    @inlinable public var hash64: UInt64 {
+    /// allocation), unseeded.
+    @inlinable public var hash64: UInt64 { hash64(seed: 0) }
+
+    /// The hash under `seed`. A table keyed by addresses that outsiders choose should use a
+    /// random seed (as conntrack seeds its jhash) so that nobody can aim many keys at one
+    /// bucket; `FlowTable(hashSeed:)` does.
+    @inlinable public func hash64(seed: UInt64) -> UInt64 {
         let tail = UInt64(ports) << 16 | UInt64(proto.rawValue) << 8 | (isIPv6 ? 1 : 0)
-        var h: UInt64 = 0x9E37_79B9_7F4A_7C15
+        var h: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ seed
         h = FlowKey.mix(h ^ aHigh)
         h = FlowKey.mix(h ^ aLow)
         h = FlowKey.mix(h ^ bHigh)
