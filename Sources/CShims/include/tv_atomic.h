@@ -1,5 +1,46 @@
 // C11 atomics and futex on memory shared between processes (the live ring). Owned by LiveFeed.
+//
+// Swift cannot overlay `Synchronization.Atomic` on an mmap'd file, so every access to a field of
+// the ring header that another process reads or writes goes through these functions. Each one is
+// a single C11 <stdatomic.h> operation with the memory order in its name. Pointers must be
+// naturally aligned (8 bytes for 64-bit, 4 for 32-bit) and point into a MAP_SHARED mapping.
 #ifndef TV_ATOMIC_H
 #define TV_ATOMIC_H
 #include <stdint.h>
+
+/// Acquire load of a 64-bit word (pairs with tv_store_release_u64 in the other process).
+uint64_t tv_load_acquire_u64(const void *address);
+/// Relaxed load of a 64-bit word (statistics, own fields).
+uint64_t tv_load_relaxed_u64(const void *address);
+/// Release store of a 64-bit word: every write before it is visible to an acquire load that sees it.
+void tv_store_release_u64(void *address, uint64_t value);
+/// Relaxed store of a 64-bit word (initialisation before the mapping is published).
+void tv_store_relaxed_u64(void *address, uint64_t value);
+/// Relaxed fetch-and-add of a 64-bit word; returns the previous value.
+uint64_t tv_fetch_add_relaxed_u64(void *address, uint64_t delta);
+
+/// Acquire load of a 32-bit word.
+uint32_t tv_load_acquire_u32(const void *address);
+/// Release store of a 32-bit word.
+void tv_store_release_u32(void *address, uint32_t value);
+/// Sequentially consistent store of a 32-bit word (the consumer's "waiting" flag).
+void tv_store_seq_cst_u32(void *address, uint32_t value);
+/// Sequentially consistent load of a 32-bit word.
+uint32_t tv_load_seq_cst_u32(const void *address);
+/// Sequentially consistent exchange of a 32-bit word; returns the previous value.
+uint32_t tv_exchange_seq_cst_u32(void *address, uint32_t value);
+/// Release fetch-and-add of a 32-bit word (the futex sequence); returns the previous value.
+uint32_t tv_fetch_add_release_u32(void *address, uint32_t delta);
+
+/// A sequentially consistent fence (atomic_thread_fence(memory_order_seq_cst)). The wake-up
+/// protocol needs one on each side: store own flag/index, fence, load the other side's.
+void tv_fence_seq_cst(void);
+
+/// futex(2) FUTEX_WAIT (shared, not FUTEX_PRIVATE: the word crosses processes) on a 32-bit word:
+/// sleeps while `*address == expected`, at most `timeout_ns` nanoseconds (negative: no limit).
+/// Returns 0 when woken, or -errno: -EAGAIN (value already changed), -ETIMEDOUT, -EINTR.
+int tv_futex_wait(void *address, uint32_t expected, int64_t timeout_ns);
+/// futex(2) FUTEX_WAKE (shared): wakes up to `count` waiters. Returns the number woken or -errno.
+int tv_futex_wake(void *address, int count);
+
 #endif

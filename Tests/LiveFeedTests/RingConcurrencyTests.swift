@@ -1,0 +1,62 @@
+import Foundation
+import Testing
+@testable import LiveFeed
+
+/// Two threads, one ring: the in-process version of `tunnelbench ring stress` (ThreadSanitizer
+/// sees this one; it cannot see across processes). docs/ring.md says how to run it under TSan.
+@Suite struct RingConcurrencyTests {
+    @Test func waitingConsumerIsWokenByEndBatch() throws {
+        let dir = TemporaryDirectory()
+        let producer = try RingProducer(directory: dir.path, slotCount: 8)
+        let consumer = try RingConsumer(path: producer.path)
+        let thread = Thread {
+            usleep(20_000)
+            producer.publish(sampleRecord(1))
+            producer.endBatch()
+        }
+        thread.start()
+        // Long timeout and a long poll: only the futex wake-up returns this early with data.
+        #expect(consumer.wait(timeoutNanoseconds: 30_000_000_000, pollNanoseconds: 30_000_000_000) == .ready)
+        #expect(consumer.read() == [sampleRecord(1)])
+    }
+
+    @Test func twoThreadStressFindsNoTornOrReorderedRecord() throws {
+        let dir = TemporaryDirectory()
+        let total: UInt64 = 300_000
+        let producer = try RingProducer(directory: dir.path, slotCount: 1024)
+        let consumer = try RingConsumer(path: producer.path)
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            var batch = [LiveRecord](repeating: LiveRecord(), count: 32)
+            var sequence: UInt64 = 0
+            while sequence < total {
+                let n = Int(min(32, total - sequence))
+                for i in 0..<n { batch[i] = RingSelfTest.record(sequence: sequence + UInt64(i)) }
+                _ = batch.withUnsafeBufferPointer { producer.publish(batch: UnsafeBufferPointer(rebasing: $0[0..<n])) }
+                sequence += UInt64(n)
+            }
+            producer.close()
+            done.signal()
+        }
+        thread.start()
+        var buffer = [LiveRecord](repeating: LiveRecord(), count: 256)
+        var received: UInt64 = 0
+        var last: UInt64? = nil
+        var bad = 0
+        while true {
+            let n = buffer.withUnsafeMutableBufferPointer { consumer.read(into: $0) }
+            for r in buffer[0..<n] {
+                if !RingSelfTest.isIntact(r) || (last.map { r.flowID <= $0 } ?? false) { bad += 1 }
+                last = r.flowID
+            }
+            received += UInt64(n)
+            if n == 0 {
+                if consumer.wait(timeoutNanoseconds: 50_000_000) == .timedOut, consumer.status == .producerClosed, consumer.available == 0 { break }
+            }
+        }
+        done.wait()
+        #expect(bad == 0)
+        #expect(received + consumer.dropped == total)
+        #expect(received > 0)
+    }
+}
