@@ -24,6 +24,14 @@ uint32_t tv_fetch_add_release_u32(void *a, uint32_t d) { return atomic_fetch_add
 
 void tv_fence_seq_cst(void) { atomic_thread_fence(memory_order_seq_cst); }
 
+void tv_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
 int tv_futex_wait(void *address, uint32_t expected, int64_t timeout_ns) {
 #ifdef __linux__
     struct timespec ts, *tsp = NULL;

@@ -85,6 +85,14 @@ public final class RingProducer: @unchecked Sendable {
         return tv_load_acquire_u32(file.pointer(RingLayout.consumerPIDOffset)) != 0
     }
 
+    /// Slots free right now (reads the consumer's `tail`). A producer that must not drop — only
+    /// benchmarks — can wait for room with it; the daemon never does.
+    public var freeSlots: Int {
+        guard file != nil else { return 0 }
+        cachedTail = tv_load_acquire_u64(tailWord)
+        return slotCount - Int(head &- cachedTail)
+    }
+
     /// Records dropped because the ring was full.
     public var dropped: UInt64 { tv_load_relaxed_u64(droppedWord) }
 

@@ -46,7 +46,7 @@ import Testing
         while true {
             let n = buffer.withUnsafeMutableBufferPointer { consumer.read(into: $0) }
             for r in buffer[0..<n] {
-                if !RingSelfTest.isIntact(r) || (last.map { r.flowID <= $0 } ?? false) { bad += 1 }
+                if !RingSelfTest.isExact(r) || (last.map { r.flowID <= $0 } ?? false) { bad += 1 }
                 last = r.flowID
             }
             received += UInt64(n)

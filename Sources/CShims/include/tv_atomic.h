@@ -36,6 +36,9 @@ uint32_t tv_fetch_add_release_u32(void *address, uint32_t delta);
 /// protocol needs one on each side: store own flag/index, fence, load the other side's.
 void tv_fence_seq_cst(void);
 
+/// A spin-wait hint to the CPU (x86 `pause`, ARM `yield`); no-op elsewhere.
+void tv_cpu_relax(void);
+
 /// futex(2) FUTEX_WAIT (shared, not FUTEX_PRIVATE: the word crosses processes) on a 32-bit word:
 /// sleeps while `*address == expected`, at most `timeout_ns` nanoseconds (negative: no limit).
 /// Returns 0 when woken, or -errno: -EAGAIN (value already changed), -ETIMEDOUT, -EINTR.

@@ -1,0 +1,199 @@
+// `tunnelbench ring produce|consume|stress`: the live ring across two processes.
+//
+// `stress` spawns a consumer and a producer (this same executable) on a ring in a temporary
+// directory. Every record carries a sequence number and a checksum (RingSelfTest); the consumer
+// exits non-zero on a torn, corrupt or reordered record, or when received + dropped != count.
+import Foundation
+import LiveFeed
+
+enum RingBench {
+    static let usage = """
+        usage: tunnelbench ring stress  [--count N] [--slots S] [--batch B] [--lossless]
+               tunnelbench ring produce --dir DIR [--count N] [--slots S] [--batch B] [--lossless]
+               tunnelbench ring consume --path FILE [--count N]
+          --lossless  the producer waits for room instead of dropping (throughput of the ring itself)
+        """
+
+    struct Options {
+        var count: UInt64 = 10_000_000
+        var slots = 65_536
+        var batch = 64
+        var lossless = false
+        var dir = ""
+        var path = ""
+
+        init(_ args: ArraySlice<String>) throws {
+            var i = args.startIndex
+            func value() throws -> String {
+                i += 1
+                guard i < args.endIndex else { throw BenchError.usage("\(args[i - 1]) needs a value") }
+                return args[i]
+            }
+            while i < args.endIndex {
+                switch args[i] {
+                case "--count": count = UInt64(try value()) ?? 0
+                case "--slots": slots = Int(try value()) ?? 0
+                case "--batch": batch = max(1, Int(try value()) ?? 1)
+                case "--lossless": lossless = true
+                case "--dir": dir = try value()
+                case "--path": path = try value()
+                default: throw BenchError.usage("unknown option \(args[i])")
+                }
+                i += 1
+            }
+        }
+    }
+
+    struct BenchError: Error, CustomStringConvertible {
+        let description: String
+        static func usage(_ s: String) -> BenchError { BenchError(description: "\(s)\n\(RingBench.usage)") }
+    }
+
+    static func run(_ args: [String]) throws {
+        guard let mode = args.first else { print(usage); return }
+        let options = try Options(args.dropFirst())
+        switch mode {
+        case "produce": try produce(options)
+        case "consume": try consume(options)
+        case "stress": try stress(options)
+        case "single": try single(options)
+        default: throw BenchError.usage("unknown mode \(mode)")
+        }
+    }
+
+    static func now() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
+    static func produce(_ o: Options) throws {
+        let producer = try RingProducer(directory: o.dir, slotCount: o.slots)
+        let waitStart = now()
+        while !producer.hasConsumer {
+            guard now() - waitStart < 30 else { throw BenchError(description: "produce: no consumer attached within 30 s") }
+            usleep(1000)
+        }
+        var batch = [LiveRecord](repeating: LiveRecord(), count: o.batch)
+        var sequence: UInt64 = 0
+        let allocationsBefore = allocationCount()
+        let start = now()
+        batch.withUnsafeMutableBufferPointer { buffer in
+            while sequence < o.count {
+                let n = Int(min(UInt64(buffer.count), o.count - sequence))
+                for i in 0..<n { buffer[i] = RingSelfTest.record(sequence: sequence + UInt64(i)) }
+                if o.lossless {
+                    while producer.freeSlots < n {}
+                }
+                producer.publish(batch: UnsafeBufferPointer(rebasing: buffer[0..<n]))
+                sequence += UInt64(n)
+            }
+        }
+        let elapsed = now() - start
+        let allocations = allocationCount() - allocationsBefore
+        let dropped = producer.dropped
+        producer.close()
+        print(String(format: "produce: %llu records in %.3f s = %.2f M records/s offered, dropped %llu, allocations in loop %llu",
+                     o.count, elapsed, Double(o.count) / elapsed / 1e6, dropped, allocations))
+    }
+
+    static func consume(_ o: Options) throws {
+        let waitStart = now()
+        var attached: Result<RingConsumer, RingError> = Result { () throws(RingError) in try RingConsumer(path: o.path) }
+        while case .failure(.notFound) = attached, now() - waitStart < 30 {
+            usleep(1000)
+            attached = Result { () throws(RingError) in try RingConsumer(path: o.path) }
+        }
+        let consumer = try attached.get()
+        var buffer = [LiveRecord](repeating: LiveRecord(), count: 4096)
+        var received: UInt64 = 0
+        var bad: UInt64 = 0
+        var reordered: UInt64 = 0
+        var last: UInt64? = nil
+        var first = 0.0
+        buffer.withUnsafeMutableBufferPointer { buffer in
+            while true {
+                let n = consumer.read(into: buffer)
+                if n == 0 {
+                    if consumer.status == .producerClosed && consumer.available == 0 { break }
+                    if consumer.wait(timeoutNanoseconds: 100_000_000) == .timedOut, consumer.status == .producerClosed, consumer.available == 0 { break }
+                    continue
+                }
+                if received == 0 { first = now() }
+                for r in buffer[0..<n] {
+                    if !RingSelfTest.isIntact(r) { bad += 1 }
+                    if let l = last, r.flowID <= l { reordered += 1 }
+                    last = r.flowID
+                }
+                received += UInt64(n)
+            }
+        }
+        let elapsed = now() - first
+        let dropped = consumer.dropped
+        print(String(format: "consume: received %llu in %.3f s = %.2f M records/s, dropped %llu, torn/corrupt %llu, reordered %llu",
+                     received, elapsed, Double(received) / elapsed / 1e6, dropped, bad, reordered))
+        guard bad == 0, reordered == 0, received + dropped == o.count else {
+            print("consume: FAILED (received + dropped = \(received + dropped), expected \(o.count))")
+            exit(1)
+        }
+    }
+
+    /// Both ends on one thread, alternating batches: the CPU cost per record of each side.
+    static func single(_ o: Options) throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ring-single-\(getpid())").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let producer = try RingProducer(directory: dir, slotCount: o.slots)
+        let consumer = try RingConsumer(path: producer.path)
+        var batch = [LiveRecord](repeating: LiveRecord(), count: o.batch)
+        var out = [LiveRecord](repeating: LiveRecord(), count: o.batch)
+        var generate = 0.0, publish = 0.0, read = 0.0, check = 0.0
+        var sequence: UInt64 = 0
+        var bad = 0
+        batch.withUnsafeMutableBufferPointer { buffer in
+            out.withUnsafeMutableBufferPointer { outBuffer in
+                while sequence < o.count {
+                    let t0 = now()
+                    for i in 0..<buffer.count { buffer[i] = RingSelfTest.record(sequence: sequence + UInt64(i)) }
+                    let t1 = now()
+                    producer.publish(batch: UnsafeBufferPointer(buffer))
+                    let t2 = now()
+                    let n = consumer.read(into: outBuffer)
+                    let t3 = now()
+                    for i in 0..<n where !RingSelfTest.isIntact(outBuffer[i]) { bad += 1 }
+                    let t4 = now()
+                    generate += t1 - t0; publish += t2 - t1; read += t3 - t2; check += t4 - t3
+                    sequence += UInt64(buffer.count)
+                }
+            }
+        }
+        let per = { (t: Double) in t / Double(sequence) * 1e9 }
+        print(String(format: "single: ns/record generate %.1f, publish %.1f, read %.1f, check %.1f; bad %d",
+                     per(generate), per(publish), per(read), per(check), bad))
+    }
+
+    static func stress(_ o: Options) throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ring-stress-\(getpid())").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let exe = URL(fileURLWithPath: CommandLine.arguments[0]).path
+        let common = ["--count", "\(o.count)"]
+        let consumer = Process()
+        consumer.executableURL = URL(fileURLWithPath: exe)
+        consumer.arguments = ["ring", "consume", "--path", "\(dir)/\(RingProducer.defaultFileName)"] + common
+        let producer = Process()
+        producer.executableURL = URL(fileURLWithPath: exe)
+        producer.arguments = ["ring", "produce", "--dir", dir, "--slots", "\(o.slots)", "--batch", "\(o.batch)"]
+            + common + (o.lossless ? ["--lossless"] : [])
+        print("stress: \(o.count) records, \(o.slots) slots, batch \(o.batch)\(o.lossless ? ", lossless" : ", dropping when full")")
+        try producer.run()
+        try consumer.run()
+        producer.waitUntilExit()
+        consumer.waitUntilExit()
+        guard producer.terminationStatus == 0, consumer.terminationStatus == 0 else {
+            print("stress: FAILED (producer exit \(producer.terminationStatus), consumer exit \(consumer.terminationStatus))")
+            exit(1)
+        }
+        print("stress: ok")
+    }
+}
