@@ -187,7 +187,7 @@ public final class RingConsumer: @unchecked Sendable {
     /// Compares the attached file with what is at `path` now and re-attaches when it changed.
     /// Keeps the old mapping until it is drained. Returns `.reattached` when it switched files.
     public func checkReplacement() -> WaitResult? {
-        if let file, available > 0 { _ = file; return nil }  // drain the old file first
+        if file != nil, available > 0 { return nil }  // drain the old file first
         let identity = Sys.identity(path)
         if let file, let identity, identity.device == file.device, identity.inode == file.inode {
             status = file.isClosed ? .producerClosed : .attached

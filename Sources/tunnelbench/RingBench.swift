@@ -4,6 +4,7 @@
 // directory. Every record carries a sequence number and a checksum (RingSelfTest); the consumer
 // exits non-zero on a torn, corrupt or reordered record, or when received + dropped != count.
 import Foundation
+import Capture
 import LiveFeed
 
 enum RingBench {
@@ -11,6 +12,8 @@ enum RingBench {
         usage: tunnelbench ring stress  [--count N] [--slots S] [--batch B] [--lossless]
                tunnelbench ring produce --dir DIR [--count N] [--slots S] [--batch B] [--lossless]
                tunnelbench ring consume --path FILE [--count N]
+               tunnelbench ring single  [--count N] [--slots S] [--batch B]   (both ends, one thread: ns per step)
+               tunnelbench ring capture [--count N]   (CaptureWriter: 1400-byte packets, full detail, packets/s)
           --lossless  the producer waits for room instead of dropping (throughput of the ring itself)
         """
 
@@ -57,6 +60,7 @@ enum RingBench {
         case "consume": try consume(options)
         case "stress": try stress(options)
         case "single": try single(options)
+        case "capture": try capture(options)
         default: throw BenchError.usage("unknown mode \(mode)")
         }
     }
@@ -170,6 +174,33 @@ enum RingBench {
         let per = { (t: Double) in t / Double(sequence) * 1e9 }
         print(String(format: "single: ns/record generate %.1f, publish %.1f, read %.1f, check %.1f; bad %d",
                      per(generate), per(publish), per(read), per(check), bad))
+    }
+
+    /// CaptureWriter throughput and allocations per packet (lives here to keep one bench file
+    /// for the observability path: ring + capture).
+    static func capture(_ o: Options) throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("capture-bench-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let writer = try CaptureWriter(directory: dir, detail: .full, maxFileBytes: 64 << 20)
+        let count = min(o.count, 200_000)
+        var packet = [UInt8](repeating: 0xAB, count: 1400)
+        packet[0] = 0x45
+        var time: UInt64 = 1_700_000_000_000_000_000
+        let allocationsBefore = allocationCount()
+        let start = now()
+        var last: CaptureLocation? = nil
+        packet.withUnsafeBytes { bytes in
+            for _ in 0..<count {
+                time &+= 1000
+                last = writer.write(packet: bytes, timestampNanoseconds: time)
+            }
+        }
+        let elapsed = now() - start
+        let allocations = allocationCount() - allocationsBefore
+        writer.close()
+        print(String(format: "capture: %llu packets of 1400 B in %.3f s = %.2f M packets/s, %.0f MB/s, allocations in loop %llu",
+                     count, elapsed, Double(count) / elapsed / 1e6, Double(count) * 1416 / elapsed / 1e6, allocations)
+              + " (files written: \(last?.fileSequence ?? 0); allocations come from opening each file)")
     }
 
     static func stress(_ o: Options) throws {
