@@ -72,72 +72,19 @@ enum RingBench {
     }
 
     static func produce(_ o: Options) throws {
-        let producer = try RingProducer(directory: o.dir, slotCount: o.slots)
-        let waitStart = now()
-        while !producer.hasConsumer {
-            guard now() - waitStart < 30 else { throw BenchError(description: "produce: no consumer attached within 30 s") }
-            usleep(1000)
-        }
-        var batch = [LiveRecord](repeating: LiveRecord(), count: o.batch)
-        var sequence: UInt64 = 0
         let allocationsBefore = allocationCount()
-        let start = now()
-        batch.withUnsafeMutableBufferPointer { buffer in
-            while sequence < o.count {
-                let n = Int(min(UInt64(buffer.count), o.count - sequence))
-                for i in 0..<n { buffer[i] = RingSelfTest.record(sequence: sequence + UInt64(i)) }
-                if o.lossless {
-                    while producer.freeSlots < n {}
-                }
-                producer.publish(batch: UnsafeBufferPointer(rebasing: buffer[0..<n]))
-                sequence += UInt64(n)
-            }
-        }
-        let elapsed = now() - start
+        let r = try RingSelfTest.runProducer(directory: o.dir, count: o.count, slots: o.slots, batch: o.batch, lossless: o.lossless)
         let allocations = allocationCount() - allocationsBefore
-        let dropped = producer.dropped
-        producer.close()
-        print(String(format: "produce: %llu records in %.3f s = %.2f M records/s offered, dropped %llu, allocations in loop %llu",
-                     o.count, elapsed, Double(o.count) / elapsed / 1e6, dropped, allocations))
+        print(String(format: "produce: %llu records in %.3f s = %.2f M records/s offered, dropped %llu, allocations %llu (setup included)",
+                     r.offered, r.seconds, Double(r.offered) / r.seconds / 1e6, r.dropped, allocations))
     }
 
     static func consume(_ o: Options) throws {
-        let waitStart = now()
-        var attached: Result<RingConsumer, RingError> = Result { () throws(RingError) in try RingConsumer(path: o.path) }
-        while case .failure(.notFound) = attached, now() - waitStart < 30 {
-            usleep(1000)
-            attached = Result { () throws(RingError) in try RingConsumer(path: o.path) }
-        }
-        let consumer = try attached.get()
-        var buffer = [LiveRecord](repeating: LiveRecord(), count: 4096)
-        var received: UInt64 = 0
-        var bad: UInt64 = 0
-        var reordered: UInt64 = 0
-        var last: UInt64? = nil
-        var first = 0.0
-        buffer.withUnsafeMutableBufferPointer { buffer in
-            while true {
-                let n = consumer.read(into: buffer)
-                if n == 0 {
-                    if consumer.status == .producerClosed && consumer.available == 0 { break }
-                    if consumer.wait(timeoutNanoseconds: 100_000_000) == .timedOut, consumer.status == .producerClosed, consumer.available == 0 { break }
-                    continue
-                }
-                if received == 0 { first = now() }
-                for r in buffer[0..<n] {
-                    if !RingSelfTest.isIntact(r) { bad += 1 }
-                    if let l = last, r.flowID <= l { reordered += 1 }
-                    last = r.flowID
-                }
-                received += UInt64(n)
-            }
-        }
-        let elapsed = now() - first
-        let dropped = consumer.dropped
+        let r = try RingSelfTest.runConsumer(path: o.path)
         print(String(format: "consume: received %llu in %.3f s = %.2f M records/s, dropped %llu, torn/corrupt %llu, reordered %llu",
-                     received, elapsed, Double(received) / elapsed / 1e6, dropped, bad, reordered))
-        guard bad == 0, reordered == 0, received + dropped == o.count else {
-            print("consume: FAILED (received + dropped = \(received + dropped), expected \(o.count))")
+                     r.received, r.seconds, Double(r.received) / r.seconds / 1e6, r.dropped, r.corrupt, r.reordered))
+        guard r.isClean(count: o.count) else {
+            print("consume: FAILED (received + dropped = \(r.received + r.dropped), expected \(o.count))")
             exit(1)
         }
     }
