@@ -99,6 +99,10 @@ public final class RingConsumer: @unchecked Sendable {
     /// The producer's process id, from the header (0 when none is attached).
     public var producerPID: Int32 { file.map { Int32(bitPattern: $0.u32(RingLayout.producerPIDOffset)) } ?? 0 }
 
+    /// Whether the attached file's producer has closed it (daemon stopped or file replaced);
+    /// read straight from the header, unlike `status`, which `wait` updates.
+    public var isProducerClosed: Bool { file?.isClosed ?? true }
+
     /// Slots in the attached ring.
     public var slotCount: Int { file?.slotCount ?? 0 }
 

@@ -39,6 +39,7 @@ public final class RingProducer: @unchecked Sendable {
     private var head: UInt64 = 0
     private var cachedTail: UInt64 = 0
     private var unsignalled = false
+    private var droppedCount: UInt64 = 0
 
     /// Default file name inside the runtime directory.
     public static let defaultFileName = "live.ring"
@@ -94,7 +95,15 @@ public final class RingProducer: @unchecked Sendable {
     }
 
     /// Records dropped because the ring was full.
-    public var dropped: UInt64 { tv_load_relaxed_u64(droppedWord) }
+    public var dropped: UInt64 { droppedCount }
+
+    /// Only the producer writes `dropped`, so a plain (relaxed) store of a local count does; no
+    /// locked read-modify-write on the path taken for every packet when nobody reads the ring.
+    @inline(__always)
+    private func countDrops(_ n: Int) {
+        droppedCount &+= UInt64(n)
+        tv_store_relaxed_u64(droppedWord, droppedCount)
+    }
 
     /// Whether the slot for the next record is free; refreshes the cached `tail` when it looks full.
     @inline(__always)
@@ -109,7 +118,7 @@ public final class RingProducer: @unchecked Sendable {
     @discardableResult
     public func publish(_ record: LiveRecord) -> Bool {
         guard file != nil, hasRoom() else {
-            if file != nil { _ = tv_fetch_add_relaxed_u64(droppedWord, 1) }
+            if file != nil { countDrops(1) }
             return false
         }
         record.encode(into: slots + Int((head & mask) &* UInt64(RingLayout.slotSize)))
@@ -131,7 +140,7 @@ public final class RingProducer: @unchecked Sendable {
             head &+= 1
             written += 1
         }
-        if written < records.count { _ = tv_fetch_add_relaxed_u64(droppedWord, UInt64(records.count - written)) }
+        if written < records.count { countDrops(records.count - written) }
         if written > 0 {
             tv_store_release_u64(headWord, head)
             unsignalled = true

@@ -1,3 +1,8 @@
+import CShims
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The two ends of the ring stress check, shared by `tunnelbench ring`, the ThreadSanitizer
 /// driver (fuzz/ring/tsan-stress.sh) and the tests.
 extension RingSelfTest {
@@ -21,7 +26,7 @@ extension RingSelfTest {
         public var corrupt: UInt64
         /// Records whose sequence was not above the previous one.
         public var reordered: UInt64
-        /// Seconds from the first record read to the end.
+        /// Seconds from the first record read to the last.
         public var seconds: Double
 
         /// Whether the run proves the ring sound for `count` records.
@@ -46,7 +51,11 @@ extension RingSelfTest {
             let n = Int(min(UInt64(buffer.count), count - sequence))
             for i in 0..<n { buffer[i] = record(sequence: sequence + UInt64(i)) }
             if lossless {
-                while producer.freeSlots < n {}
+                var spins = 0
+                while producer.freeSlots < n {
+                    spins += 1
+                    if spins % 64 == 0 { sched_yield() } else { tv_cpu_relax() }  // let a descheduled consumer run
+                }
             }
             producer.publish(batch: UnsafeBufferPointer(rebasing: buffer[0..<n]))
             sequence += UInt64(n)
@@ -72,10 +81,11 @@ extension RingSelfTest {
         var report = ConsumerReport(received: 0, dropped: 0, corrupt: 0, reordered: 0, seconds: 0)
         var last: UInt64? = nil
         var first: UInt64 = 0
+        var lastRead: UInt64 = 0
         while true {
             let n = consumer.read(into: buffer)
             if n == 0 {
-                if consumer.status == .producerClosed, consumer.available == 0 { break }
+                if consumer.isProducerClosed, consumer.available == 0 { break }
                 if consumer.wait(timeoutNanoseconds: 100_000_000) == .timedOut,
                    consumer.status == .producerClosed, consumer.available == 0 { break }
                 continue
@@ -88,8 +98,9 @@ extension RingSelfTest {
                 last = r.flowID
             }
             report.received += UInt64(n)
+            lastRead = Clock.monotonicNanoseconds()
         }
-        report.seconds = Double(Clock.monotonicNanoseconds() - first) / 1e9
+        report.seconds = Double(lastRead &- first) / 1e9
         report.dropped = consumer.dropped
         return report
     }

@@ -13,6 +13,7 @@ enum RingBench {
                tunnelbench ring produce --dir DIR [--count N] [--slots S] [--batch B] [--lossless]
                tunnelbench ring consume --path FILE [--count N]
                tunnelbench ring single  [--count N] [--slots S] [--batch B]   (both ends, one thread: ns per step)
+               tunnelbench ring idle    [--count N] [--slots S]   (publish cost per packet when nobody watches)
                tunnelbench ring capture [--count N]   (CaptureWriter: 1400-byte packets, full detail, packets/s)
           --lossless  the producer waits for room instead of dropping (throughput of the ring itself)
         """
@@ -20,7 +21,7 @@ enum RingBench {
     struct Options {
         var count: UInt64 = 10_000_000
         var slots = 65_536
-        var batch = 64
+        var batch = 256
         var lossless = false
         var dir = ""
         var path = ""
@@ -61,6 +62,7 @@ enum RingBench {
         case "stress": try stress(options)
         case "single": try single(options)
         case "capture": try capture(options)
+        case "idle": try idle(options)
         default: throw BenchError.usage("unknown mode \(mode)")
         }
     }
@@ -87,6 +89,26 @@ enum RingBench {
             print("consume: FAILED (received + dropped = \(r.received + r.dropped), expected \(o.count))")
             exit(1)
         }
+    }
+
+    /// What the data path pays per packet when no consumer reads: the ring fills once, then
+    /// every publish is a counted drop; `endBatch` every 64 packets.
+    static func idle(_ o: Options) throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ring-idle-\(getpid())").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let producer = try RingProducer(directory: dir, slotCount: o.slots)
+        var record = RingSelfTest.record(sequence: 1)
+        let allocationsBefore = allocationCount()
+        let start = now()
+        for i in 0..<o.count {
+            record.flowID = i
+            producer.publish(record)
+            if i & 63 == 63 { producer.endBatch() }
+        }
+        let elapsed = now() - start
+        print(String(format: "idle: %llu publishes, nobody watching: %.2f ns each, dropped %llu, allocations %llu",
+                     o.count, elapsed / Double(o.count) * 1e9, producer.dropped, allocationCount() - allocationsBefore))
     }
 
     /// Both ends on one thread, alternating batches: the CPU cost per record of each side.
