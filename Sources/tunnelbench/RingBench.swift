@@ -77,7 +77,7 @@ enum RingBench {
         let allocationsBefore = allocationCount()
         let r = try RingSelfTest.runProducer(directory: o.dir, count: o.count, slots: o.slots, batch: o.batch, lossless: o.lossless)
         let allocations = allocationCount() - allocationsBefore
-        print(String(format: "produce: %llu records in %.3f s = %.2f M records/s offered, dropped %llu, allocations %llu (setup included)",
+        print(String(format: "produce: %llu records in %.3f s = %.2f M records/s offered, dropped %llu, allocations %llu (ring setup included)",
                      r.offered, r.seconds, Double(r.offered) / r.seconds / 1e6, r.dropped, allocations))
     }
 
@@ -107,8 +107,9 @@ enum RingBench {
             if i & 63 == 63 { producer.endBatch() }
         }
         let elapsed = now() - start
+        let allocations = allocationCount() - allocationsBefore
         print(String(format: "idle: %llu publishes, nobody watching: %.2f ns each, dropped %llu, allocations %llu",
-                     o.count, elapsed / Double(o.count) * 1e9, producer.dropped, allocationCount() - allocationsBefore))
+                     o.count, elapsed / Double(o.count) * 1e9, producer.dropped, allocations))
     }
 
     /// Both ends on one thread, alternating batches: the CPU cost per record of each side.
