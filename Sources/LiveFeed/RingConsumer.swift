@@ -78,6 +78,17 @@ public final class RingConsumer: @unchecked Sendable {
         file = nil
     }
 
+    /// A consumer reading through the producer's own mapping (same process, tests only).
+    ///
+    /// ThreadSanitizer tracks memory by virtual address: with two separate mappings of the file it
+    /// sees two unrelated buffers and can find nothing. Sharing one mapping lets it check the
+    /// ring's synchronisation between a producer thread and a consumer thread.
+    init(sharingMappingOf producer: RingProducer) {
+        path = producer.path
+        file = producer.file
+        if let file { tv_store_release_u32(file.pointer(RingLayout.consumerPIDOffset), UInt32(bitPattern: getpid())) }
+    }
+
     private static func lockedAttach(path: String) throws(RingError) -> RingFile {
         let file = try RingFile.attach(path: path)
         while flock(file.fd, LOCK_EX | LOCK_NB) != 0 {

@@ -28,7 +28,7 @@ public final class RingProducer: @unchecked Sendable {
     /// Number of slots (a power of two).
     public let slotCount: Int
 
-    private var file: RingFile?
+    private(set) var file: RingFile?
     private let slots: UnsafeMutableRawPointer
     private let headWord: UnsafeMutableRawPointer
     private let tailWord: UnsafeMutableRawPointer
