@@ -105,7 +105,12 @@ final class RingFile {
     /// a half-initialised header. Returns the mapped new file.
     static func create(path: String, slotCount: Int, generation: UInt64, mode: mode_t) throws(RingError) -> RingFile {
         let temporary = "\(path).tmp.\(getpid())"
-        let fd = try Sys.open(temporary, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, mode: mode)
+        let fd: Int32
+        do { fd = try Sys.open(temporary, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, mode: mode) } catch {
+            // A missing directory is a creation error, not "the ring does not exist".
+            if case .notFound = error { throw .system(call: "open", errno: ENOENT, path: temporary) }
+            throw error
+        }
         let size = RingLayout.fileSize(slotCount: slotCount)
         func fail(_ call: String, _ e: Int32) -> RingError {
             close(fd)

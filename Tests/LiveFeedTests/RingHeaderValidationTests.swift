@@ -67,6 +67,14 @@ import Testing
         }
     }
 
+    @Test func producerInAMissingDirectorySaysOpenFailed() {
+        let dir = TemporaryDirectory()
+        let missing = dir.file("no/such/dir")
+        #expect(throws: RingError.system(call: "open", errno: ENOENT, path: "\(missing)/live.ring.tmp.\(getpid())")) {
+            try RingProducer(directory: missing, slotCount: 8)
+        }
+    }
+
     @Test func secondConsumerIsBusy() throws {
         let dir = TemporaryDirectory()
         let producer = try RingProducer(directory: dir.path, slotCount: 8)
