@@ -1,3 +1,4 @@
+import CShims
 import Foundation
 import Testing
 @testable import LiveFeed
@@ -6,19 +7,41 @@ import Testing
 /// sees this one; it cannot see across processes). docs/ring.md says how to run it under TSan.
 /// `twoMappingsInTwoThreads` covers the two-mapping path (as across processes) without TSan.
 @Suite struct RingConcurrencyTests {
+    /// The producer publishes only once the consumer has announced it is waiting, so the record
+    /// can only reach it through the futex wake-up; the futex word shows the producer issued it.
     @Test func waitingConsumerIsWokenByEndBatch() throws {
         let dir = TemporaryDirectory()
         let producer = try RingProducer(directory: dir.path, slotCount: 8)
         let consumer = try RingConsumer(path: producer.path)
+        let file = try #require(producer.file)
+        let waiting = UnsafeRawPointer(file.pointer(RingLayout.waitingOffset))
+        let futex = UnsafeRawPointer(file.pointer(RingLayout.futexOffset))
+        let waitingAddress = Int(bitPattern: waiting)  // a pointer is not Sendable; its address is
         let thread = Thread {
-            usleep(20_000)
+            let waiting = UnsafeRawPointer(bitPattern: waitingAddress)!
+            while tv_load_acquire_u32(waiting) == 0 { usleep(100) }
             producer.publish(sampleRecord(1))
             producer.endBatch()
         }
         thread.start()
-        // Long timeout and a long poll: only the futex wake-up returns this early with data.
-        #expect(consumer.wait(timeoutNanoseconds: 30_000_000_000, pollNanoseconds: 30_000_000_000) == .ready)
+        #expect(consumer.wait(timeoutNanoseconds: 60_000_000_000, pollNanoseconds: 60_000_000_000, spin: 0) == .ready)
+        #expect(tv_load_acquire_u32(futex) == 1)    // exactly one wake for the batch
+        #expect(tv_load_acquire_u32(waiting) == 0)
         #expect(consumer.read() == [sampleRecord(1)])
+        producer.endBatch()                          // nothing new: no second wake
+        #expect(tv_load_acquire_u32(futex) == 1)
+    }
+
+    /// Nobody waiting: a batch costs no wake-up at all.
+    @Test func noWakeWhenNobodyWaits() throws {
+        let dir = TemporaryDirectory()
+        let producer = try RingProducer(directory: dir.path, slotCount: 8)
+        let consumer = try RingConsumer(path: producer.path)
+        for i in 0..<5 { producer.publish(sampleRecord(UInt64(i))) }
+        producer.endBatch()
+        let file = try #require(producer.file)
+        #expect(tv_load_acquire_u32(UnsafeRawPointer(file.pointer(RingLayout.futexOffset))) == 0)
+        #expect(consumer.read().count == 5)
     }
 
     /// The consumer reads through the producer's mapping: ThreadSanitizer tracks memory by
