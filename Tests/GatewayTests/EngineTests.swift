@@ -21,8 +21,9 @@ import WireGuard
     final class Harness: @unchecked Sendable {
         // Safe: used from the test's thread only; the engine has its own threads.
         let tun = ChannelTun()
+        let network = ChannelNetwork()
         let gwBind: ChannelBind
-        let clientBind: ChannelBind
+        var clientBind: ChannelBind
         let engine: GatewayEngine
         let client: WireGuardDevice
         let gatewayPeer: PeerHandle
@@ -32,7 +33,8 @@ import WireGuard
         let log = LogCapture()
 
         init(rules: String = EngineTests.rules) throws {
-            (gwBind, clientBind) = ChannelNetwork.pair()
+            gwBind = network.bind(address: IPAddress(v4: 0xC000_0201))
+            clientBind = network.bind(address: IPAddress(v4: 0xC000_0202))
             let gwKey = (0..<32).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 1) }
             let clientKey = (0..<32).map { UInt8(truncatingIfNeeded: $0 &* 11 &+ 3) }
             let gwDevice = try #require(WireGuardDevice(privateKey: gwKey))
@@ -229,6 +231,23 @@ import WireGuard
         try h.sendToGateway(UnsafeRawBufferPointer(rebasing: h.output[range]))
         // Handshake complete: the queued packet follows.
         #expect(try h.receivePacket() == reply)
+    }
+
+    @Test func repliesFollowThePeerWhenItRoams() throws {
+        let h = try Harness()
+        try h.handshake()
+        let out = Self.udp(from: "10.99.0.2", 40000, to: "198.19.0.2", 53)
+        try h.sendPacket(out)
+        #expect(h.tun.waitWritten(count: 1) == [out])
+        // The client moves to another address and port (e.g. Wi-Fi to mobile) and keeps sending.
+        h.clientBind = h.network.bind(address: IPAddress(v4: 0xC000_0263), port: 51999)
+        try h.sendPacket(out)
+        #expect(h.tun.waitWritten(count: 1) == [out])
+        let reply = Self.udp(from: "198.19.0.2", 53, to: "10.99.0.2", 40000)
+        h.tun.inject(reply)
+        #expect(try h.receivePacket() == reply)
+        let status = try #require(h.engine.peerStatuses().first)
+        #expect(status.endpoint == "192.0.2.99:51999")
     }
 
     @Test func kickDropsTheSession() throws {
