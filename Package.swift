@@ -63,7 +63,7 @@ let package = Package(
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "CPcap"], swiftSettings: strict),
         .testTarget(name: "ControlTests", dependencies: ["Control", "Packet"], swiftSettings: strict),
         .testTarget(
-            name: "GatewayTests", dependencies: ["Gateway", "TestSupport", "CMNL", "Packet", "Policy", "WireGuard"],
+            name: "GatewayTests", dependencies: ["Gateway", "TestSupport", "CMNL", "Control", "Packet", "Policy", "WireGuard"],
             swiftSettings: strict),
         .testTarget(
             name: "TunnelctlTests", dependencies: ["tunnelctl", "Packet", "Policy"],

@@ -58,7 +58,7 @@ extension GatewayEngine {
                 let underLoad = (type >= 1 && type <= 3) ? noteHandshake(now: now) : false
                 let k = toNet.count
                 let result = device.receive(
-                    slot, length: length, from: WireGuard.Endpoint(rx.endpoints[i]), now: now, underLoad: underLoad,
+                    slot, length: length, from: rx.endpoints[i], now: now, underLoad: underLoad,
                     output: toNet.slot(k))
                 switch result {
                 case .data(let peer, let range, let confirmed):
@@ -249,7 +249,7 @@ extension GatewayEngine {
                 case .send(let range, let to):
                     rd.offsets[i] = range.lowerBound
                     rd.lengths[i] = range.count
-                    rd.endpoints[i] = UDPEndpoint(to)
+                    rd.endpoints[i] = to
                     valid[i] = true
                 case .handshakeNeeded:
                     enqueuePending(peer, UnsafeRawBufferPointer(rd.packet(i)))
@@ -389,7 +389,7 @@ extension GatewayEngine {
         case .send(let range, let to):
             batch.offsets[k] = range.lowerBound
             batch.lengths[k] = range.count
-            batch.endpoints[k] = UDPEndpoint(to)
+            batch.endpoints[k] = to
             valid[k] = true
         case .handshakeNeeded:
             if length > 0 {
@@ -412,7 +412,7 @@ extension GatewayEngine {
         case .send(let range, let to):
             batch.offsets[k] = range.lowerBound
             batch.lengths[k] = range.count
-            batch.endpoints[k] = UDPEndpoint(to)
+            batch.endpoints[k] = to
             valid[k] = true
             batch.count = k + 1
         case .noEndpoint:

@@ -275,10 +275,3 @@ final class FragmentBox: @unchecked Sendable {
     let tracker = FragmentTracker()
 }
 
-extension UDPEndpoint {
-    @inline(__always) init(_ e: WireGuard.Endpoint) { self.init(address: e.address, port: e.port) }
-}
-
-extension WireGuard.Endpoint {
-    @inline(__always) init(_ e: UDPEndpoint) { self.init(address: e.address, port: e.port) }
-}

@@ -96,7 +96,7 @@ public enum Tunneld {
 
         let tun = try LinuxTun(name: iface.name, mtu: iface.mtu)
         let netlink = try NetlinkInterfaceConfigurator()
-        let addresses = iface.addresses.compactMap { InterfaceAddress($0.address, prefixLength: $0.prefixLength) }
+        let addresses = iface.addresses
         let routes = InterfaceAddress.routesOutsideSubnets(config.peers.flatMap(\.allowedIPs), of: addresses)
         do {
             try netlink.bringUp(name: tun.name, mtu: iface.mtu, addresses: addresses, routes: routes)
