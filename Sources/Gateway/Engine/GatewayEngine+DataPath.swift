@@ -260,7 +260,9 @@ extension GatewayEngine {
                     counters.drop(.noEndpoint)
                 case .refused:
                     counters.drop(.peerRefused)
-                case .unknownPeer, .bufferTooSmall, .handshakeInProgress:
+                case .unknownPeer:
+                    counters.drop(.noRoute)  // removed (e.g. over UAPI) while its route was in this batch
+                case .bufferTooSmall, .handshakeInProgress:
                     counters.drop(.malformedOutbound)
                 }
             }
