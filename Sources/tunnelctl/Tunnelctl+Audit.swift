@@ -46,10 +46,9 @@ extension Tunnelctl {
             }
             return .ok
         case "list":
-            let since = try args.option("--since")
+            let from = try args.option("--since").map { try parseSince($0, now: cliNow()) } ?? .min
             let (store, _) = try openStore(&args, write: false)
             try args.finish()
-            let from = try since.map { try parseSince($0, now: cliNow()) } ?? .min
             let (audits, markers) = try storeCall { try store.connection.read { (try store.audits(since: from), try store.markers(since: from)) } }
             if json {
                 console.print(try encodeJSON(AuditListJSON(auditSessions: audits.map(AuditSessionJSON.init), markers: markers.map(MarkerJSON.init))))

@@ -12,9 +12,9 @@ extension Tunnelctl {
         let json = args.flag("--json")
         let sinceText = try args.option("--since") ?? "1h"
         let peer = try args.option("--peer")
+        let since = try parseSince(sinceText, now: cliNow())
         let (store, _) = try openStore(&args, write: false)
         try args.finish()
-        let since = try parseSince(sinceText, now: cliNow())
         let (events, truncated) = try storeCall { try store.connection.read { try timelineEvents(store, since: since, peer: peer) } }
         if json {
             console.print(try encodeJSON(TimelineJSON(since: since == .min ? nil : isoTime(since), truncated: truncated, events: events)))
@@ -46,8 +46,8 @@ extension Tunnelctl {
         var peer: String?
         /// The line a person reads.
         var summary: String
-        /// The row's values, by name (documented in docs/audit.md).
-        var fields: [String: String]
+        /// The row's values, by name (documented in docs/audit.md); absent when none.
+        var fields: [String: String]?
     }
 
     struct TimelineJSON: Encodable {
@@ -62,7 +62,8 @@ extension Tunnelctl {
         var events: [(rank: Int, e: TimelineEvent)] = []
         func add(_ rank: Int, _ event: String, _ at: Int64, _ id: Int64, _ peer: String?, _ summary: String, _ fields: [String: String]) {
             guard at >= since else { return }
-            events.append((rank, TimelineEvent(event: event, at: isoTime(at), atMs: at, id: id, peer: peer, summary: summary, fields: fields)))
+            events.append((rank, TimelineEvent(event: event, at: isoTime(at), atMs: at, id: id, peer: peer, summary: summary,
+                                               fields: fields.isEmpty ? nil : fields)))
         }
         let flows = try store.flows(since: since, peer: peer, limit: limit)
         for f in flows {
@@ -76,7 +77,8 @@ extension Tunnelctl {
                 add(2, "flow-block", f.firstSeen, f.id, f.peer, "\(tuple)\(host) \(f.verdict == .block ? "blocked" : "rejected") by \(f.rule ?? "the default")", fields)
                 continue
             }
-            add(2, "flow-open", f.firstSeen, f.id, f.peer, "\(tuple)\(host)\(f.rule.map { " allowed by \($0)" } ?? "")", fields)
+            let verdict = f.verdict == .pending ? "verdict pending" : "allowed by \(f.rule ?? "the default")"
+            add(2, "flow-open", f.firstSeen, f.id, f.peer, "\(tuple)\(host) \(verdict)", fields)
             if let closed = f.closedAt {
                 var cf = fields
                 cf["closeReason"] = f.closeReason ?? ""
