@@ -1,5 +1,6 @@
 import Foundation
 import Store
+import Synchronization
 import Testing
 
 @testable import tunnelctl
@@ -150,5 +151,46 @@ import Testing
         #expect(report["rows"] as? Int == 0)
         let size1 = try s.connection.scalarInt("PRAGMA page_count") ?? 0
         #expect(size1 < size0 / 2, "incremental vacuum gave the pages back (\(size0) -> \(size1))")
+    }
+
+    /// `tunnelctl prune` while the daemon's writer inserts continuously: the prune finishes,
+    /// the writer never fails a batch and keeps writing. (Small here; the 1,000,000-row run
+    /// with the writer's longest lock wait is `tunnelbench store prune`.)
+    @Test func pruneWhileTheWriterInserts() throws {
+        let f = try HistoryFixture()
+        let s = try f.store()
+        try s.connection.transaction {
+            for i in 0..<20_000 {
+                try s.insertFlow(FlowOpen(id: Int64(i + 1), proto: 6, src: F.alice, srcPort: UInt16(i % 60000), dst: F.printer,
+                                          dstPort: 443, peer: "alice", at: Self.now - 30 * Self.day, verdict: .allow))
+            }
+        }
+        let writer = try StoreWriter(path: f.storePath, options: .init(maxBatch: 1000, flushIntervalMs: 1))
+        let stop = Atomic<Bool>(false)
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            var id: Int64 = 1_000_000
+            while !stop.load(ordering: .relaxed) {
+                for _ in 0..<20 {
+                    writer.submit(.flowOpened(FlowOpen(id: id, proto: 17, src: F.bob, srcPort: 1, dst: F.dns, dstPort: 53,
+                                                       peer: "bob", at: Self.now, verdict: .allow)))
+                    id += 1
+                }
+                usleep(2000)
+            }
+            done.signal()
+        }.start()
+        let before = writer.stats().recordsWritten
+        let r = f.run(["prune", "--json"])
+        stop.store(true, ordering: .relaxed)
+        done.wait()
+        writer.close()
+        #expect(r.code == .ok, "\(r.err)")
+        #expect(rows(try json(r.out))["flows"] == 20_000)
+        let stats = writer.stats()
+        #expect(stats.failedBatches == 0 && writer.droppedCount == 0, "\(stats)")
+        #expect(stats.recordsWritten > before)
+        let left = try Store(path: f.storePath, mode: .readOnly).flows(limit: 1_000_000)
+        #expect(left.allSatisfy { $0.peer == "bob" } && left.count == Int(stats.recordsWritten))
     }
 }
