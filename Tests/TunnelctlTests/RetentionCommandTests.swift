@@ -30,6 +30,13 @@ import Testing
         let blank = try fixture(row: "   ")
         let b = blank.run(["retention", "show"])
         #expect(b.code == .ok && b.out == r.out, "a blank row reads like no row")
+        let empty = try fixture(row: "")
+        #expect(empty.run(["retention", "show"]).out == r.out, "an empty row reads like no row")
+        // An empty object is a row: every field defaulted, but no "no settings row" line.
+        let object = try fixture(row: "{}")
+        let o = object.run(["retention", "show"])
+        #expect(o.code == .ok && o.out.components(separatedBy: "(default: missing)").count == 9)
+        #expect(!o.out.contains("no settings row"))
     }
 
     @Test func missingFieldsTakeFactoryValuesTheRestAreKept() throws {
