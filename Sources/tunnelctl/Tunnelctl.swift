@@ -21,6 +21,10 @@ enum Tunnelctl {
         peersCommand,
         policyCommand,
         kickCommand,
+        timelineCommand,
+        auditCommand,
+        retentionCommand,
+        pruneCommand,
     ]
 
     static func main() {

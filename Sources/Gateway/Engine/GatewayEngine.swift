@@ -82,6 +82,9 @@ public final class GatewayEngine: @unchecked Sendable {
     let handshakeWindow = Mutex<(second: UInt64, count: Int)>((0, 0))
     let running = Atomic<Bool>(false)
     private var threads: [GatewayThread] = []
+    /// Called after each successful policy reload with (generation, rule count, directory);
+    /// set before `start` (tunneld's `DaemonMarkers` writes a marker from it).
+    public let policyReloadHook = Mutex<(@Sendable (UInt64, Int, String) -> Void)?>(nil)
 
     /// An engine over the given devices. `policy` is the compiled policy to start with (generation 1).
     public init(device: WireGuardDevice, tun: any TunDevice, bind: any DatagramBind, clock: any GatewayClock,
