@@ -29,15 +29,19 @@ extension GatewayEngine {
             dataPeer.deallocate()
         }
 
+        var full = false  // the last receive filled the batch: more is waiting, skip the poll
         while running.load(ordering: .relaxed) {
             let n: Int
             do {
-                switch try bind.waitReadable(timeoutMilliseconds: 250) {
-                case .closed: return
-                case .timedOut: continue
-                case .readable: break
+                if !full {
+                    switch try bind.waitReadable(timeoutMilliseconds: 250) {
+                    case .closed: return
+                    case .timedOut: continue
+                    case .readable: break
+                    }
                 }
                 n = try bind.receive(into: rx)
+                full = n == rx.capacity
             } catch {
                 log.error("inbound: \(error); retrying in 100 ms")
                 usleep(100_000)
@@ -179,15 +183,19 @@ extension GatewayEngine {
             controlValid.deallocate()
         }
 
+        var full = false  // the last read filled the batch: more is waiting, skip the poll
         while running.load(ordering: .relaxed) {
             let n: Int
             do {
-                switch try tun.waitReadable(timeoutMilliseconds: 250) {
-                case .closed: return
-                case .timedOut: continue
-                case .readable: break
+                if !full {
+                    switch try tun.waitReadable(timeoutMilliseconds: 250) {
+                    case .closed: return
+                    case .timedOut: continue
+                    case .readable: break
+                    }
                 }
                 n = try tun.readPackets(into: rd)
+                full = n == rd.capacity
             } catch {
                 log.error("outbound: \(error); retrying in 100 ms")
                 usleep(100_000)
