@@ -78,6 +78,9 @@ public final class GatewayEngine: @unchecked Sendable {
     let handshakeWindow = Mutex<(second: UInt64, count: Int)>((0, 0))
     let running = Atomic<Bool>(false)
     private var threads: [GatewayThread] = []
+    /// History and watchdog hooks (see `GatewayEvents`); set before `start()`, read-only after
+    /// (that ordering is what makes the unsynchronised access safe).
+    public var events: (any GatewayEvents)?
 
     /// An engine over the given devices. `policy` is the compiled policy to start with (generation 1).
     public init(device: WireGuardDevice, tun: any TunDevice, bind: any DatagramBind, clock: any GatewayClock,
@@ -117,6 +120,7 @@ public final class GatewayEngine: @unchecked Sendable {
                 tier: tier, persistentKeepalive: persistentKeepalive)
         }
         restampPolicy()
+        events?.peersChanged(peers)
         return handle
     }
 
@@ -127,6 +131,7 @@ public final class GatewayEngine: @unchecked Sendable {
         pending.withLock { $0[handle.rawValue] = nil }
         peerTable.withLock { $0[handle.rawValue] = nil }
         restampPolicy()
+        events?.peersChanged(peers)
     }
 
     /// Replaces a peer's AllowedIPs (UAPI `replace_allowed_ips` / `allowed_ip`).
@@ -208,6 +213,10 @@ public final class GatewayEngine: @unchecked Sendable {
         bind.close()
         for t in threads { t.join() }
         threads = []
+        if let events {
+            let nowMs = Int64(clock.monotonicNanoseconds() / 1_000_000)
+            flows.withLock { events.engineStopping(flows: $0, monoMs: nowMs) }
+        }
     }
 
     /// Ends a peer's session now: keys dropped, queued packets discarded. The peer may handshake
