@@ -21,6 +21,11 @@ enum Tunnelctl {
         peersCommand,
         policyCommand,
         kickCommand,
+        sessionCommand,
+        explainCommand,
+        refusalsCommand,
+        flowsCommand,
+        peerCommand,
     ]
 
     static func main() {
