@@ -64,7 +64,7 @@ let package = Package(
         .testTarget(name: "ControlTests", dependencies: ["Control", "Packet"], swiftSettings: strict),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "TestSupport", "CMNL"], swiftSettings: strict),
         .testTarget(
-            name: "TunnelctlTests", dependencies: ["tunnelctl", "Packet", "Policy"],
+            name: "TunnelctlTests", dependencies: ["tunnelctl", "Packet", "Policy", "Store"],
             resources: [.copy("Golden")], swiftSettings: strict),
     ]
 )
