@@ -98,11 +98,11 @@ public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
 
     // MARK: GatewayEvents
 
+    /// Peer names by handle, for flow rows (the engine's `peersChanged` keeps them current).
+    public func setPeerNames(_ byHandle: [UInt32: String]) { names.withLock { $0 = byHandle } }
+
     public func peersChanged(_ peers: [GatewayPeer]) {
-        names.withLock { n in
-            n.removeAll()
-            for p in peers { n[p.handle.rawValue] = p.name }
-        }
+        setPeerNames(Dictionary(peers.map { ($0.handle.rawValue, $0.name) }, uniquingKeysWith: { a, _ in a }))
         watchdog?.setPeers(peers.map { Watchdog.Peer(handle: $0.handle, name: $0.name, configTier: $0.tier) },
                            now: clock.wallMilliseconds())
     }
