@@ -39,13 +39,23 @@ extension Tunnelctl {
         // The store's view: refusals of this destination, and matching flows.
         let (dst, dstPort) = flow.direction == .out ? (flow.destination, flow.destinationPort) : (flow.source, flow.sourcePort)
         let key = Store.flowKey(proto: flow.proto.rawValue, dst: StoreAddress(dst), dstPort: dstPort)
+        // ICMP flows carry the echo identifier where ports would be: match them by addresses only.
+        let hasPorts = flow.proto == .tcp || flow.proto == .udp
         let refusals = try store?.refusals(peer: flow.peer, kind: .flow, flowKey: key) ?? []
         let matching = try (store?.flows(peer: flow.peer, limit: 100_000) ?? []).filter { f in
-            f.proto == flow.proto.rawValue && f.dst == StoreAddress(flow.destination) && f.dstPort == flow.destinationPort
-                && f.src == StoreAddress(flow.source) && (flow.sourcePort == 0 || f.srcPort == flow.sourcePort)
+            f.proto == flow.proto.rawValue && f.dst == StoreAddress(flow.destination) && f.src == StoreAddress(flow.source)
+                && (!hasPorts || (f.dstPort == flow.destinationPort && (flow.sourcePort == 0 || f.srcPort == flow.sourcePort)))
         }
         let live = matching.filter { $0.closedAt == nil }
-        let daemonRunning = askIfRunning(config, .status) != nil
+        // The daemon's table now (nil when tunneld is not running).
+        var liveNow: [LiveFlow]? = nil
+        if case .liveFlows(let all)? = askIfRunning(config, .liveFlows(peer: flow.peer)) {
+            liveNow = all.filter { f in
+                f.proto == flow.proto.rawValue && f.dst == flow.destination.description && f.src == flow.source.description
+                    && (!hasPorts || (f.dstPort == flow.destinationPort && (flow.sourcePort == 0 || f.srcPort == flow.sourcePort)))
+            }
+        }
+        let daemonRunning = liveNow != nil
         let refusedCount = refusals.reduce(0) { $0 + $1.count }
 
         if json {
@@ -54,7 +64,7 @@ extension Tunnelctl {
                 isDefault: why.isDefault, file: why.location?.file, line: why.location?.line, text: why.text,
                 reason: why.reason, refusedCount: refusedCount, firstRefused: refusals.map(\.firstAt).min().map(isoText),
                 lastRefused: refusals.map(\.lastAt).max().map(isoText), daemonRunning: daemonRunning,
-                flows: matching.prefix(20).map { FlowRow($0) }, liveFlows: live.count)
+                flows: matching.prefix(20).map { FlowRow($0) }, liveFlows: live.count, live: liveNow)
             console.print(try encodeJSON(report))
             return verdict.action == .allow ? .ok : .failure
         }
@@ -67,6 +77,16 @@ extension Tunnelctl {
             for r in refusals.prefix(3) { console.print("         \(r.count)× by \(r.rule) (\(r.reason)) in the hour from \(dateTimeText(r.window))") }
         } else {
             console.print("refused  never (no refusal of \(key) in the store)")
+        }
+        if let liveNow {
+            if liveNow.isEmpty {
+                console.print("live     no such flow in tunneld now")
+            } else {
+                console.print("live     \(liveNow.count) in tunneld now")
+                for f in liveNow.prefix(5) {
+                    console.print("         #\(f.id) \(f.verdict), out \(f.packetsOut) pkts \(formatBytes(f.bytesOut)), in \(f.packetsIn) pkts \(formatBytes(f.bytesIn)), since \(dateTimeText(f.firstSeenMs)), last \(clockText(f.lastSeenMs))")
+                }
+            }
         }
         if matching.isEmpty {
             console.print("seen     no such flow in the store")
@@ -116,10 +136,12 @@ struct FlowExplanation: Encodable {
     var daemonRunning: Bool
     var flows: [FlowRow]
     var liveFlows: Int
+    /// Matching flows in the daemon's table now; null when tunneld is not running.
+    var live: [LiveFlow]?
 
     enum CodingKeys: String, CodingKey {
         case flow, action, allowed, isDefault = "default", file, line, text, reason, refusedCount, firstRefused, lastRefused,
-             daemonRunning, flows, liveFlows
+             daemonRunning, flows, liveFlows, live
     }
     func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
@@ -137,5 +159,6 @@ struct FlowExplanation: Encodable {
         try c.encode(daemonRunning, forKey: .daemonRunning)
         try c.encode(flows, forKey: .flows)
         try c.encode(liveFlows, forKey: .liveFlows)
+        try c.encode(live, forKey: .live)
     }
 }

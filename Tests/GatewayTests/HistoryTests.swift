@@ -120,3 +120,23 @@ import WireGuard
         #expect(h.droppedRecords == 2)
     }
 }
+
+import Control
+
+/// The `liveFlows` control request/reply that `tunnelctl explain 'FLOW'` asks the daemon.
+@Suite struct HistoryLiveFlowsWireTests {
+    @Test(arguments: [ControlRequest.liveFlows(peer: nil), .liveFlows(peer: "alice")])
+    func requestRoundTrips(_ r: ControlRequest) throws {
+        let bytes = ControlWire.encode(r)
+        #expect(try ControlWire.decodeRequest(Array(bytes.dropLast(bytes.last == 10 ? 1 : 0))).get() == r)
+    }
+
+    @Test func replyRoundTrips() throws {
+        let f = LiveFlow(id: 7, peer: "alice", proto: 6, src: "10.99.0.2", srcPort: 40000, dst: "192.168.1.5", dstPort: 22,
+                         verdict: "block", firstSeenMs: 1, lastSeenMs: 2, bytesOut: 60, bytesIn: 0, packetsOut: 1, packetsIn: 0)
+        for r in [ControlResponse.liveFlows([]), .liveFlows([f])] {
+            let bytes = ControlWire.encode(r)
+            #expect(try ControlWire.decodeResponse(Array(bytes.dropLast(bytes.last == 10 ? 1 : 0))).get() == r)
+        }
+    }
+}

@@ -150,6 +150,8 @@ public enum Tunneld {
                 sessions.kicked(name)
                 log.notice("peer \(name): kicked by admin")
                 return .kick(KickReply(peer: name, endedSession: had))
+            case .liveFlows(let peer):  // session/history (issue 5): tunnelctl explain 'FLOW'
+                return .liveFlows(sessions.liveFlows(peer: peer))
             case .unknown(let type):
                 return .failure(.unknownRequest, "unknown request '\(type)'")
             }
