@@ -7,14 +7,18 @@ public struct LiveFlow: Hashable, Sendable, Codable {
     public var peer: String?
     /// IP protocol number.
     public var proto: UInt8
+    /// The originator's address and port (ports 0 or the ICMP identifier without ports).
     public var src: String
     public var srcPort: UInt16
+    /// The responder's address and port.
     public var dst: String
     public var dstPort: UInt16
     /// `allow`, `block` or `reject` (the cached verdict).
     public var verdict: String
+    /// First and latest packet (epoch ms).
     public var firstSeenMs: Int64
     public var lastSeenMs: Int64
+    /// Totals from the originator (*out*) and back (*in*).
     public var bytesOut: UInt64
     public var bytesIn: UInt64
     public var packetsOut: UInt64

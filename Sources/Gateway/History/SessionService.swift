@@ -10,7 +10,9 @@ import Synchronization
 public final class SessionService: @unchecked Sendable {
     // Safe: `ticker` and `tierStore` are set once in `start` (before the ticker thread exists) and
     // then touched only by the ticker thread's body and `stop` (after the thread is joined).
+    /// The recorder hooked into the engine.
     public let history: History
+    /// The free-session watchdog.
     public let watchdog: Watchdog
     let engine: GatewayEngine
     let log: Logger

@@ -13,10 +13,13 @@ import WireGuard
 public final class Watchdog: Sendable {
     /// One configured peer.
     public struct Peer: Sendable, Hashable {
+        /// The WireGuard handle.
         public var handle: PeerHandle
+        /// The configured name (the store's key).
         public var name: String
         /// Tier from the configuration (a store override wins).
         public var configTier: Control.PeerTier
+        /// A peer from its parts.
         public init(handle: PeerHandle, name: String, configTier: Control.PeerTier) {
             self.handle = handle
             self.name = name
@@ -26,7 +29,9 @@ public final class Watchdog: Sendable {
 
     /// A peer's live session.
     public struct LiveSession: Sendable, Hashable {
+        /// When the session started (epoch ms).
         public var startedAt: Int64
+        /// The latest completed handshake (epoch ms), for `idle`.
         public var lastHandshake: Int64
         var rx0: UInt64
         var tx0: UInt64
@@ -34,9 +39,13 @@ public final class Watchdog: Sendable {
 
     /// What `tunnelctl peers` / `session` need from the daemon about one peer.
     public struct PeerView: Sendable, Hashable {
+        /// Tier in force (override or configuration).
         public var tier: Control.PeerTier
+        /// The stored window, if any.
         public var window: WindowDates?
+        /// The live session, if connected.
         public var session: LiveSession?
+        /// True while the device refuses the peer.
         public var refused: Bool
     }
 
@@ -48,6 +57,7 @@ public final class Watchdog: Sendable {
         var refused: Set<String> = []
     }
 
+    /// Settings in force.
     public let config: WatchdogConfig
     let device: any WatchdogDevice
     let sink: any WatchdogSink
@@ -74,7 +84,7 @@ public final class Watchdog: Sendable {
             var next: [UInt32: Peer] = [:]
             for p in peers { next[p.handle.rawValue] = p }
             for (h, old) in s.peers where next[h] == nil && !peers.contains(where: { $0.name == old.name }) {
-                closeSession(&s, old, at: now, reason: .removed)
+                closeSessionLocked(&s, old, at: now, reason: .removed)
                 s.refused.remove(old.name)
             }
             s.peers = next
@@ -90,8 +100,8 @@ public final class Watchdog: Sendable {
                 // Rekey of a live session (or an unconnected peer's retry): not a new connect.
                 if case .paused = WatchdogRules.phase(now: now, tier: Watchdog.tier(s, p), window: s.windows[p.name]) {
                     // The window ended between ticks: end it now.
-                    closeSession(&s, p, at: now, reason: .freeLimit)
-                    refuse(&s, p, at: now)
+                    closeSessionLocked(&s, p, at: now, reason: .freeLimit)
+                    refuseLocked(&s, p, at: now)
                     return false
                 }
                 live.lastHandshake = now
@@ -105,7 +115,7 @@ public final class Watchdog: Sendable {
                 s.windows[p.name] = w
                 sink.record(.windowPut(peer: p.name, w))
             case .refuse(let w):
-                refuse(&s, p, at: now)
+                refuseLocked(&s, p, at: now)
                 sink.record(.refused(peer: p.name, windowEnd: w.allowedUntil, at: now))
                 return false
             }
@@ -136,7 +146,7 @@ public final class Watchdog: Sendable {
     public func kicked(_ handle: PeerHandle, now: Int64) {
         state.withLock { s in
             guard let p = s.peers[handle.rawValue] else { return }
-            closeSession(&s, p, at: now, reason: .adminKick)
+            closeSessionLocked(&s, p, at: now, reason: .adminKick)
         }
     }
 
@@ -174,9 +184,9 @@ public final class Watchdog: Sendable {
                     s.windows[p.name] = w
                     sink.record(.windowPut(peer: p.name, w))
                 }
-                if let reason = d.endSession { closeSession(&s, p, at: now, reason: reason) }
+                if let reason = d.endSession { closeSessionLocked(&s, p, at: now, reason: reason) }
                 if d.refuse {
-                    refuse(&s, p, at: now)
+                    refuseLocked(&s, p, at: now)
                 } else if s.refused.remove(p.name) != nil {
                     device.setRefused(p.handle, false)
                 }
@@ -187,7 +197,7 @@ public final class Watchdog: Sendable {
     /// Daemon shutdown: every live session ends `shutdown`.
     public func shutdown(now: Int64) {
         state.withLock { s in
-            for p in s.peers.values.sorted(by: { $0.handle < $1.handle }) { closeSession(&s, p, at: now, reason: .shutdown) }
+            for p in s.peers.values.sorted(by: { $0.handle < $1.handle }) { closeSessionLocked(&s, p, at: now, reason: .shutdown) }
         }
     }
 
@@ -205,15 +215,15 @@ public final class Watchdog: Sendable {
 
     // MARK: - under the lock
 
-    private func refuse(_ s: inout State, _ p: Peer, at now: Int64) {
-        if s.sessions[p.name] != nil { closeSession(&s, p, at: now, reason: .freeLimit) }
+    private func refuseLocked(_ s: inout State, _ p: Peer, at now: Int64) {
+        if s.sessions[p.name] != nil { closeSessionLocked(&s, p, at: now, reason: .freeLimit) }
         if s.refused.insert(p.name).inserted {
             device.setRefused(p.handle, true)
             device.endSession(p.handle)
         }
     }
 
-    private func closeSession(_ s: inout State, _ p: Peer, at now: Int64, reason: SessionEndReason) {
+    private func closeSessionLocked(_ s: inout State, _ p: Peer, at now: Int64, reason: SessionEndReason) {
         guard let live = s.sessions.removeValue(forKey: p.name) else { return }
         let bytes = device.byteCounts(p.handle)
         if reason == .freeLimit || reason == .adminKick || reason == .removed { device.endSession(p.handle) }
