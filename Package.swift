@@ -62,7 +62,9 @@ let package = Package(
         .testTarget(name: "LiveFeedTests", dependencies: ["LiveFeed", "CShims"], swiftSettings: strict),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "CPcap"], swiftSettings: strict),
         .testTarget(name: "ControlTests", dependencies: ["Control", "Packet"], swiftSettings: strict),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "TestSupport", "CMNL"], swiftSettings: strict),
+        .testTarget(
+            name: "GatewayTests", dependencies: ["Gateway", "TestSupport", "CMNL", "Control", "Packet", "Policy", "WireGuard"],
+            swiftSettings: strict),
         .testTarget(
             name: "TunnelctlTests", dependencies: ["tunnelctl", "Packet", "Policy", "Store"],
             resources: [.copy("Golden")], swiftSettings: strict),

@@ -1,19 +1,48 @@
 #!/usr/bin/env bash
-# The main job: for now, checks the shipped policies and asks them about a few flows.
-# (The gateway issue turns this into the full namespace demo.)
+# The main job: a whole TunnelVision gateway in network namespaces made (and removed) here.
+#   client ns: a stock wireguard-go + wg client      gateway ns: tunneld      server ns: test services
+# Shows traffic passing, a blocked and a rejected flow, `wg show` reading tunneld over UAPI,
+# and `tunnelctl status / peers / policy show`, then tears everything down. Needs root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=/opt/swift/usr/bin:$PATH
+[ "$(id -u)" -eq 0 ] || { echo "demo: run as root (it creates network namespaces)"; exit 2; }
 scripts/deps.sh
+echo "building tunneld and tunnelctl (release)…"
+swift build -c release --product tunneld >/dev/null
 swift build -c release --product tunnelctl >/dev/null
-ctl=.build/release/tunnelctl
-echo "\$ tunnelctl policy check policies"
-$ctl policy check policies || true
-for flow in 'tcp 10.99.0.2:40000 -> 93.184.216.34:443' \
-            'tcp 10.99.0.2:40001 -> 192.168.1.5:22' \
-            'tcp 10.99.0.2:40002 -> 203.0.113.9:25' \
-            'udp 10.99.0.3:51000 -> 198.51.100.7:6881 tier free' \
-            'tcp 10.99.0.2:40003 -> 198.51.100.8:443 host ads.doubleclick.net'; do
-  echo "\$ tunnelctl policy test '$flow'"
-  $ctl policy test --policies policies "$flow" || true
-done
+source scripts/lib/topology.sh
+trap tv_cleanup EXIT
+CTL="$TV_TUNNELCTL --config $TV_DIR/tunneld.conf"
+CLIENT="tv_in $TV_NS_C python3 scripts/e2e/lib/netclient.py"
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+run() { printf '$ %s\n' "$*"; "$@" 2>&1 | sed 's/^/  /' || true; }
+
+say "namespaces: client $TV_NS_C, gateway $TV_NS_G, server $TV_NS_S"
+tv_topology_up
+tv_tunneld_config e2e
+echo "policy in $TV_DIR/policies:"; sed 's/^/  /' "$TV_DIR"/policies/*.rules
+tv_gateway_tunneld_up
+tv_client_up 0
+tv_spawn "$TV_NS_S" "$TV_DIR/netserver.log" python3 scripts/e2e/lib/netserver.py >/dev/null
+tv_spawn "$TV_NS_S" "$TV_DIR/iperf3.log" iperf3 -s >/dev/null
+sleep 0.5
+
+say "traffic passes: the client pings the server through the tunnel (IPv4 and IPv6)"
+tv_wait_tunnel
+run tv_in "$TV_NS_C" ping -c3 -i0.2 $TV_SRV
+run tv_in "$TV_NS_C" ping -6 -c3 -i0.2 $TV_SRV6
+say "a TCP transfer through the gateway (iperf3, 3 s)"
+run tv_in "$TV_NS_C" iperf3 -c $TV_SRV -t 3 -f m
+say "a blocked flow (tcp port 7001) times out; a rejected one (tcp port 7002) is refused at once"
+run $CLIENT connect $TV_SRV 7001 3
+run $CLIENT connect $TV_SRV 7002 3
+say "tunnelctl asks tunneld why: policy test offline, policy show with live hit counters"
+run $CTL policy test "tcp $TV_C_TUN:40000 -> $TV_SRV:7002"
+run $CTL policy show
+say "the stock wg tool reads tunneld over the WireGuard UAPI"
+run tv_in "$TV_NS_G" wg show "$TV_IF_G"
+say "tunnelctl status and peers"
+run $CTL status
+run $CTL peers
+say "tearing down"

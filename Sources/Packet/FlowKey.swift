@@ -4,8 +4,9 @@
 /// Ports for ICMP/ICMPv6: echo request and reply use the echo identifier as both ports, so a
 /// ping and its replies form one flow (like conntrack's ICMP id). Other ICMP messages use
 /// `type << 8 | code` as the source port and 0 as the destination port: each kind is its own
-/// little flow; ICMP errors are not attributed to the flow they quote here (the caller may parse
-/// the quoted packet). Other protocols have ports 0.
+/// little flow. An ICMP error (`ParsedPacket.isICMPError`) belongs to the flow of the packet it
+/// quotes: take the `flowKey` of `PacketParser.parseQuoted` on its payload. Other protocols
+/// have ports 0.
 ///
 /// Stored as raw words so equality and `hash64` are a handful of integer operations.
 public struct FlowKey: Hashable, Sendable, CustomStringConvertible {
@@ -68,11 +69,15 @@ public struct FlowKey: Hashable, Sendable, CustomStringConvertible {
     @inlinable public var portB: UInt16 { UInt16(truncatingIfNeeded: ports) }
 
     /// A 64-bit hash of the key: a multiply–xorshift mix of its words (no `Hasher`, no
-    /// allocation). Not keyed: a table using it must bound its chains (FlowTable does, by
-    /// capacity) since an attacker who can choose addresses can choose collisions.
-    @inlinable public var hash64: UInt64 {
+    /// allocation), unseeded.
+    @inlinable public var hash64: UInt64 { hash64(seed: 0) }
+
+    /// The hash under `seed`. A table keyed by addresses that outsiders choose should use a
+    /// random seed (as conntrack seeds its jhash) so that nobody can aim many keys at one
+    /// bucket; `FlowTable(hashSeed:)` does.
+    @inlinable public func hash64(seed: UInt64) -> UInt64 {
         let tail = UInt64(ports) << 16 | UInt64(proto.rawValue) << 8 | (isIPv6 ? 1 : 0)
-        var h: UInt64 = 0x9E37_79B9_7F4A_7C15
+        var h: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ seed
         h = FlowKey.mix(h ^ aHigh)
         h = FlowKey.mix(h ^ aLow)
         h = FlowKey.mix(h ^ bHigh)

@@ -27,6 +27,8 @@ public final class FlowTable {
 
     /// The most flows the table holds.
     public let capacity: Int
+    /// The seed of the bucket hash (`FlowKey.hash64(seed:)`).
+    public let hashSeed: UInt64
     /// The idle timeouts in force.
     public var timeouts: FlowTimeouts
     /// Flows in the table now.
@@ -46,10 +48,13 @@ public final class FlowTable {
     @usableFromInline var nextID: UInt64 = 1
     @usableFromInline var sweepCursor = 0
 
-    /// A table for at most `capacity` flows (1 ... 2^30).
-    public init(capacity: Int, timeouts: FlowTimeouts = FlowTimeouts()) {
+    /// A table for at most `capacity` flows (1 ... 2^30). The daemon passes a random
+    /// `hashSeed` (read from the system once at start) so peers cannot pile their flows into one
+    /// bucket chain; tests may pass any value.
+    public init(capacity: Int, timeouts: FlowTimeouts = FlowTimeouts(), hashSeed: UInt64 = 0) {
         precondition(capacity >= 1 && capacity <= 1 << 30, "FlowTable capacity must be 1...2^30")
         self.capacity = capacity
+        self.hashSeed = hashSeed
         self.timeouts = timeouts
         var bucketCount = 1
         while bucketCount < 2 * capacity { bucketCount <<= 1 }
@@ -83,7 +88,7 @@ public final class FlowTable {
     @inlinable public func track(
         _ key: FlowKey, reversed: Bool, length: Int, tcpFlags: TCPFlags = [], now: Int64
     ) -> FlowTrackResult {
-        let hash = key.hash64
+        let hash = key.hash64(seed: hashSeed)
         var ended: FlowRecord? = nil
         var opened = false
         var slot = find(key, hash: hash)
@@ -117,7 +122,7 @@ public final class FlowTable {
     /// Finds the live flow of `key` without counting a packet or touching LRU order. An entry
     /// found expired is ended (and returned in `ended`) instead.
     public func lookup(_ key: FlowKey, now: Int64) -> (handle: FlowHandle?, ended: FlowRecord?) {
-        let slot = find(key, hash: key.hash64)
+        let slot = find(key, hash: key.hash64(seed: hashSeed))
         if slot < 0 { return (nil, nil) }
         if isExpired(slot, now: now) { return (nil, unlink(slot, reason: .expired)) }
         return (FlowHandle(slot), nil)
@@ -202,7 +207,7 @@ public final class FlowTable {
         let s = slots + Int(slot)
         precondition(s.pointee.entry.id != 0, "FlowTable: handle of a slot that holds no flow")
         // Bucket chain.
-        let b = Int(s.pointee.entry.key.hash64 & bucketMask)
+        let b = Int(s.pointee.entry.key.hash64(seed: hashSeed) & bucketMask)
         if buckets[b] == slot {
             buckets[b] = s.pointee.chainNext
         } else {

@@ -21,8 +21,8 @@ public enum PacketError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The IPv6 extension-header chain is longer than `PacketParser.maxExtensionHeaders` or a
     /// header that may appear once (hop-by-hop not first, two fragment headers) repeats.
     case badExtensionChain(offset: Int)
-    /// A fragment whose offset/length cannot be right (IPv4 offset + length beyond 65535, an
-    /// IPv6 fragment header with a non-zero reserved pattern is tolerated, this is not).
+    /// A fragment whose offset plus length runs past 65535, the largest datagram it can be part
+    /// of (RFC 791 §3.2, RFC 8200 §4.5).
     case badFragment
     /// IPv6 jumbograms (payload length 0 with a Jumbo Payload option) are not supported.
     case jumbogram

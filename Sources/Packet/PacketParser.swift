@@ -16,19 +16,40 @@ public enum PacketParser {
         guard bytes.count > 0 else { throw .empty }
         let version = bytes[0] >> 4
         switch version {
-        case 4: return try parseV4(bytes)
-        case 6: return try parseV6(bytes)
+        case 4: return try parseV4(bytes, quoted: false)
+        case 6: return try parseV6(bytes, quoted: false)
         default: throw .unsupportedVersion(version)
         }
     }
 
-    @inline(__always) static func parseV4(_ p: UnsafeRawBufferPointer) throws(PacketError) -> ParsedPacket {
+    /// Parses the invoking packet quoted in an ICMP or ICMPv6 error message (RFC 792; RFC 1812
+    /// §4.3.2.3; RFC 4443 §2.4(c)), which is usually cut short: the IP header (and IPv6
+    /// extension headers) must be complete, the length fields may claim more than is there.
+    /// `totalLength` is then the quoted length. With at least 8 bytes of a TCP/UDP header the
+    /// ports are read (and for TCP the sequence number); `hasTransportHeader` is true only when
+    /// the whole header was quoted. Use it to attribute an ICMP error to the flow it is about
+    /// (`flowKey` of the result; `reversed` tells which side sent the quoted packet).
+    public static func parseQuoted(_ bytes: UnsafeRawBufferPointer) throws(PacketError) -> ParsedPacket {
+        guard bytes.count > 0 else { throw .empty }
+        let version = bytes[0] >> 4
+        switch version {
+        case 4: return try parseV4(bytes, quoted: true)
+        case 6: return try parseV6(bytes, quoted: true)
+        default: throw .unsupportedVersion(version)
+        }
+    }
+
+    @inline(__always) static func parseV4(_ p: UnsafeRawBufferPointer, quoted: Bool) throws(PacketError) -> ParsedPacket {
         let count = p.count
         guard count >= 20 else { throw .truncated(needed: 20, have: count) }
         let ihl = Int(p[0] & 0x0F) &* 4
         guard ihl >= 20 else { throw .badHeaderLength(ihl) }
-        let total = Int(p.be16(2))
+        var total = Int(p.be16(2))
         guard total >= ihl else { throw .badTotalLength(total) }
+        if quoted {
+            guard count >= ihl else { throw .truncated(needed: ihl, have: count) }
+            total = min(total, count)
+        }
         guard count >= total else { throw .truncated(needed: total, have: count) }
         let fragField = p.be16(6)
         let fragOffset = Int(fragField & 0x1FFF) &* 8
@@ -45,17 +66,17 @@ public enum PacketParser {
         r.totalLength = total
         r.transportOffset = ihl
         r.payloadOffset = ihl
-        if fragOffset == 0 { try parseTransport(p, into: &r) }
+        if fragOffset == 0 { try parseTransport(p, into: &r, quoted: quoted) }
         return r
     }
 
-    @inline(__always) static func parseV6(_ p: UnsafeRawBufferPointer) throws(PacketError) -> ParsedPacket {
+    @inline(__always) static func parseV6(_ p: UnsafeRawBufferPointer, quoted: Bool) throws(PacketError) -> ParsedPacket {
         let count = p.count
         guard count >= 40 else { throw .truncated(needed: 40, have: count) }
         let payloadLength = Int(p.be16(4))
         var next = p[6]
         if payloadLength == 0 && next == 0 { throw .jumbogram }
-        let total = 40 &+ payloadLength
+        let total = quoted ? min(40 &+ payloadLength, count) : 40 &+ payloadLength
         guard count >= total else { throw .truncated(needed: total, have: count) }
 
         var r = ParsedPacket()
@@ -100,16 +121,27 @@ public enum PacketParser {
         r.proto = IPProtocol(rawValue: next)
         r.transportOffset = offset
         r.payloadOffset = offset
-        if r.fragment.offset == 0 { try parseTransport(p, into: &r) }
+        if r.fragment.offset == 0 { try parseTransport(p, into: &r, quoted: quoted) }
         return r
     }
 
     /// Parses the TCP/UDP/ICMP/ICMPv6 header at `r.transportOffset`, bounded by `r.totalLength`.
-    @inline(__always) static func parseTransport(_ p: UnsafeRawBufferPointer, into r: inout ParsedPacket) throws(PacketError) {
+    /// `quoted`: the packet may be cut short (see `parseQuoted`).
+    @inline(__always) static func parseTransport(
+        _ p: UnsafeRawBufferPointer, into r: inout ParsedPacket, quoted: Bool
+    ) throws(PacketError) {
         let t = r.transportOffset
         let end = r.totalLength
         switch r.proto.rawValue {
         case 6:  // TCP
+            if quoted && t &+ 20 > end {
+                guard t &+ 8 <= end else { throw .truncated(needed: t &+ 8, have: end) }
+                r.sourcePort = p.be16(t)
+                r.destinationPort = p.be16(t &+ 2)
+                r.tcpSequence = p.be32(t &+ 4)
+                r.payloadOffset = end
+                return
+            }
             guard t &+ 20 <= end else { throw .truncated(needed: t &+ 20, have: end) }
             let dataOffset = Int(p[t &+ 12] >> 4) &* 4
             guard dataOffset >= 20, t &+ dataOffset <= end else { throw .badDataOffset(dataOffset) }
@@ -123,7 +155,9 @@ public enum PacketParser {
             guard t &+ 8 <= end else { throw .truncated(needed: t &+ 8, have: end) }
             let length = Int(p.be16(t &+ 4))
             // A first fragment holds only part of the datagram the length field describes.
-            guard length >= 8, r.fragment.moreFragments || t &+ length <= end else { throw .badUDPLength(length) }
+            guard length >= 8, quoted || r.fragment.moreFragments || t &+ length <= end else {
+                throw .badUDPLength(length)
+            }
             r.sourcePort = p.be16(t)
             r.destinationPort = p.be16(t &+ 2)
             r.payloadOffset = t &+ 8

@@ -45,6 +45,21 @@ public struct ParsedPacket: Equatable, Sendable {
     /// Bytes in the buffer beyond it (link padding) are not part of the packet.
     public var totalLength: Int
 
+    /// True for an ICMP error message, which quotes the packet it is about at `payloadOffset`
+    /// (ICMPv4 types 3, 4, 5, 11, 12 — RFC 792; ICMPv6 types 1–4 — RFC 4443 §2.1). Parse the
+    /// quote with `PacketParser.parseQuoted` to find its flow.
+    @inlinable public var isICMPError: Bool {
+        guard hasTransportHeader else { return false }
+        if version == 4 && proto.rawValue == 1 {
+            switch icmpType {
+            case 3, 4, 5, 11, 12: return true
+            default: return false
+            }
+        }
+        if version == 6 && proto.rawValue == 58 { return icmpType >= 1 && icmpType <= 4 }
+        return false
+    }
+
     /// Bytes of transport payload (`totalLength - payloadOffset`).
     @inlinable public var payloadLength: Int { totalLength - payloadOffset }
 

@@ -16,12 +16,16 @@ public enum ReplyBuilder {
     /// A RST answering the TCP segment `packet` (already parsed as `parsed`), per RFC 9293
     /// §3.10.7.1: if the segment has ACK, the RST takes its sequence number from SEG.ACK;
     /// otherwise it has sequence 0, ACK set and acknowledges SEG.SEQ + SEG.LEN (SYN and FIN
-    /// count one each). A RST is never answered.
+    /// count one each). A RST is never answered, nor a fragmented segment without ACK.
     public static func tcpReset(
         answering packet: UnsafeRawBufferPointer, parsed: ParsedPacket, into out: UnsafeMutableRawBufferPointer
     ) throws(PacketError) -> Int {
         guard parsed.proto == .tcp, parsed.hasTransportHeader else { throw .mustNotAnswer("not a TCP segment") }
         guard !parsed.tcpFlags.contains(.rst) else { throw .mustNotAnswer("a RST is never answered") }
+        // Without ACK the RST acknowledges SEG.SEQ + SEG.LEN, which a fragment does not tell.
+        guard parsed.tcpFlags.contains(.ack) || !parsed.fragment.isFragment else {
+            throw .mustNotAnswer("a fragment without ACK: its segment length is unknown")
+        }
         try checkUnicast(parsed)
         let ipLength = parsed.version == 4 ? 20 : 40
         let length = ipLength + 20

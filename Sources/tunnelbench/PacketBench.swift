@@ -55,7 +55,7 @@ func packetBench(_ args: [String]) throws {
         lengths[i] = writeBenchPacket(p, flow: flow, v6: v6, tcp: tcp, reply: reply, payload: payload)
     }
 
-    let table = FlowTable(capacity: capacity)
+    let table = FlowTable(capacity: capacity, hashSeed: rng.next())
     var sink = 0
     var errors = 0
     func pass(now: Int64, track: Bool) {

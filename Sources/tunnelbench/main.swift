@@ -9,6 +9,7 @@ let groups: [(name: String, summary: String, run: ([String]) throws -> Void)] = 
         for i in 0..<100 { arrays.append([i, i + 1]) }
         print("alloc: 100 arrays -> \(allocationCount() - before) allocations counted (\(arrays.count))")
     }),
+    ("ring", "live ring across two processes: produce | consume | stress", { try RingBench.run($0) }),
     // Benchmark groups register here, one line each.
     ("packet", "packet parse + flow-table lookup packets/s", packetBench),
     (PolicyBench.name, PolicyBench.summary, PolicyBench.run),

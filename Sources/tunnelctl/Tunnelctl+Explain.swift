@@ -105,15 +105,6 @@ extension Tunnelctl {
             + "in \(c.packetsIn) pkts \(formatBytes(c.bytesIn)), \(dateTimeText(f.firstSeen))–\(clockText(f.lastSeen)) \(state)"
     }
 
-    /// `tcp 10.99.0.2:40000 -> 192.168.1.5:22`
-    static func flowText(_ f: Flow) -> String {
-        let name = IPProtocol(rawValue: f.proto).description
-        func ep(_ a: StoreAddress, _ p: UInt16) -> String {
-            guard f.proto == 6 || f.proto == 17 else { return a.description }
-            return a.isIPv6 ? "[\(a)]:\(p)" : "\(a):\(p)"
-        }
-        return "\(name) \(ep(f.src, f.srcPort)) -> \(ep(f.dst, f.dstPort))"
-    }
 }
 
 extension StoreAddress {

@@ -5,15 +5,9 @@ import Store
 /// Helpers shared by the history commands (`session`, `explain`, `refusals`, `flows`, `peer
 /// tier`, `peers` without the daemon): the store, the time they answer for, and time text.
 ///
-/// `TUNNELCTL_NOW` (epoch ms) and `TUNNELCTL_TZ` (a time-zone identifier) fix "now" and the local
-/// time zone (golden tests and reproducible reports); without them the system clock and zone apply.
+/// "Now" is `cliNow()` (Tunnelctl+Audit.swift; tests fix it); `TUNNELCTL_TZ` (a time-zone
+/// identifier) overrides the local time zone (else `TZ` / the system's applies).
 extension Tunnelctl {
-    /// The time the command answers for, epoch ms.
-    static func cliNow() -> Int64 {
-        if let v = ProcessInfo.processInfo.environment["TUNNELCTL_NOW"], let ms = Int64(v) { return ms }
-        return Int64(Date().timeIntervalSince1970 * 1000)
-    }
-
     static var cliTimeZone: TimeZone {
         ProcessInfo.processInfo.environment["TUNNELCTL_TZ"].flatMap(TimeZone.init(identifier:)) ?? .current
     }

@@ -26,6 +26,10 @@ enum Tunnelctl {
         refusalsCommand,
         flowsCommand,
         peerCommand,
+        timelineCommand,
+        auditCommand,
+        retentionCommand,
+        pruneCommand,
     ]
 
     static func main() {

@@ -53,6 +53,12 @@ import Testing
         #expect(unreach.flowKey.key.portA == 0x030D || unreach.flowKey.key.portB == 0x030D)
     }
 
+    @Test func seedChangesTheHash() {
+        let k = FlowKey(proto: .tcp, source: IPAddress("10.0.0.1")!, sourcePort: 1, destination: IPAddress("10.0.0.2")!, destinationPort: 2)
+        #expect(k.hash64(seed: 0) == k.hash64)
+        #expect(k.hash64(seed: 1) != k.hash64(seed: 2))
+    }
+
     /// The hash spreads sequential keys over buckets (no bucket more than a few times its share).
     @Test func hashSpreads() {
         var buckets = [Int](repeating: 0, count: 1024)

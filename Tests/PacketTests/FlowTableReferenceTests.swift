@@ -58,7 +58,7 @@ struct SlowFlowTable {
     @Test(arguments: [(UInt64(1), 16), (2, 64), (3, 5)])
     func randomAgainstSlowModel(seed: UInt64, capacity: Int) {
         var rng = SplitMix(seed: seed)
-        let table = FlowTable(capacity: capacity)
+        let table = FlowTable(capacity: capacity, hashSeed: rng.next())
         var model = SlowFlowTable(capacity: capacity)
         let protos: [IPProtocol] = [.tcp, .udp, .icmp, IPProtocol(rawValue: 47)]
         let pool: [FlowKey] = (0..<(capacity * 3)).map { i in

@@ -157,3 +157,14 @@ func checksumsVerify(_ bytes: [UInt8]) throws -> Bool {
         }
     }
 }
+
+@Suite struct ReplyBuilderFragmentTests {
+    @Test func fragmentedSegmentWithoutAckIsNotReset() {
+        let synFrag = TestPackets.ipv4(proto: 6, src: "10.99.0.2", dst: "192.0.2.10",
+                                       payload: TestPackets.tcp(sport: 1, dport: 2, flags: .syn, data: [1, 2, 3, 4]), moreFragments: true)
+        #expect(rst(synFrag) == .failure(.mustNotAnswer("a fragment without ACK: its segment length is unknown")))
+        let ackFrag = TestPackets.ipv4(proto: 6, src: "10.99.0.2", dst: "192.0.2.10",
+                                       payload: TestPackets.tcp(sport: 1, dport: 2, ack: 55, flags: .ack, data: [1, 2]), moreFragments: true)
+        #expect((try? parsed(try rst(ackFrag).get()))?.tcpSequence == 55)
+    }
+}

@@ -9,7 +9,7 @@ import Testing
 /// time zone at UTC through TUNNELCTL_NOW / TUNNELCTL_TZ (the same values in every test, so
 /// parallel tests agree). TUNNELVISION_UPDATE_GOLDEN=1 rewrites the golden files.
 @Suite struct SessionCommandTests {
-    static let now: Int64 = 1_795_948_800_000  // 2026-11-29T10:40:00Z
+    static let now: Int64 = HistoryFixture.now  // 2026-03-01T12:00:00Z
     static let min: Int64 = 60_000
 
     /// A fresh directory with a config (4 peers) and a store holding windows, sessions,
@@ -20,7 +20,7 @@ import Testing
         var store: String { dir + "/state/state.db" }
 
         init() throws {
-            setenv("TUNNELCTL_NOW", String(SessionCommandTests.now), 1)
+            _ = HistoryFixture.setUp
             setenv("TUNNELCTL_TZ", "UTC", 1)
             dir = NSTemporaryDirectory() + "tv-session-\(getpid())-\(UUID().uuidString.prefix(8))"
             try FileManager.default.createDirectory(atPath: dir + "/state", withIntermediateDirectories: true)
@@ -112,9 +112,9 @@ import Testing
         #expect(all.err.contains("tunneld is not running"))
         try expectGolden(all.out, "session-all.txt")
         let alice = f.run(["session", "alice"])
-        #expect(alice.out == "alice (free): paused, can reconnect in 20m00s (at 11:00:00)\n")
+        #expect(alice.out == "alice (free): paused, can reconnect in 20m00s (at 12:20:00)\n")
         let carol = f.run(["session", "carol"])
-        #expect(carol.out == "carol (free): disconnected, 6m12s left in its window (until 10:46:12), then paused until 11:31:12\n")
+        #expect(carol.out == "carol (free): disconnected, 6m12s left in its window (until 12:06:12), then paused until 12:51:12\n")
         let json = f.run(["session", "--json"])
         #expect(json.code == .ok)
         try expectGolden(json.out, "session-all.json")

@@ -3,6 +3,7 @@
 // AddressSanitizer report or a failed precondition below is a bug.
 
 nonisolated(unsafe) let fuzzTable = FlowTable(capacity: 64)
+nonisolated(unsafe) let fuzzFragments = FragmentTracker(slots: 8)
 nonisolated(unsafe) var fuzzClock: Int64 = 0
 nonisolated(unsafe) let replyBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1500, alignment: 16)
 
@@ -14,13 +15,29 @@ public func packetFuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     if let data, size > 0 { copy.copyMemory(from: UnsafeRawBufferPointer(start: data, count: size)) }
     let bytes = UnsafeRawBufferPointer(copy)
 
-    let p: ParsedPacket
-    do { p = try PacketParser.parse(bytes) } catch { return 0 }
-    precondition(p.version == 4 || p.version == 6)
-    precondition(p.transportOffset <= p.payloadOffset && p.payloadOffset <= p.totalLength && p.totalLength <= size)
+    // The raw input as a first TCP payload too.
+    checkHost(TLSClientHello.serverName(in: bytes), bytes)
+    checkHost(HTTPRequestHost.host(in: bytes), bytes)
 
-    let (key, reversed) = p.flowKey
+    if let q = try? PacketParser.parseQuoted(bytes) { checkOffsets(q, size) }
+
+    var p: ParsedPacket
+    do { p = try PacketParser.parse(bytes) } catch { return 0 }
+    checkOffsets(p, size)
+    if p.isICMPError, let q = try? PacketParser.parseQuoted(UnsafeRawBufferPointer(rebasing: bytes[p.payloadOffset..<p.totalLength])) {
+        checkOffsets(q, p.totalLength - p.payloadOffset)
+        _ = q.flowKey
+    }
+
     fuzzClock &+= Int64(size) * 97
+    let original = p
+    if fuzzFragments.resolve(&p, now: fuzzClock) == false { precondition(p == original) }
+    if p.proto == .tcp && p.hasTransportHeader {
+        let payload = UnsafeRawBufferPointer(rebasing: bytes[p.payloadOffset..<p.totalLength])
+        checkHost(TLSClientHello.serverName(in: payload), payload)
+        checkHost(HTTPRequestHost.host(in: payload), payload)
+    }
+    let (key, reversed) = p.flowKey
     let r = fuzzTable.track(key, reversed: reversed, length: p.totalLength, tcpFlags: p.tcpFlags, now: fuzzClock)
     precondition(fuzzTable[r.handle].key == key)
     if size % 7 == 0 { fuzzTable.expire(now: fuzzClock, budget: 16) }
@@ -39,6 +56,18 @@ public func packetFuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         }
     }
     return 0
+}
+
+func checkOffsets(_ p: ParsedPacket, _ size: Int) {
+    precondition(p.version == 4 || p.version == 6)
+    precondition(p.transportOffset <= p.payloadOffset && p.payloadOffset <= p.totalLength && p.totalLength <= size)
+}
+
+func checkHost(_ r: HostExtraction, _ b: UnsafeRawBufferPointer) {
+    if case .found(let range) = r {
+        precondition(range.lowerBound >= 0 && range.upperBound <= b.count && !range.isEmpty)
+        precondition(HostExtraction.isValidHostName(UnsafeRawBufferPointer(rebasing: b[range])))
+    }
 }
 
 func transportChecksumVerifies(_ p: ParsedPacket, _ b: UnsafeRawBufferPointer) -> Bool {

@@ -26,6 +26,11 @@ seeds = {
     "v6chain": v6(0, bytes([60]) + opt[1:] + bytes([43]) + opt[1:] + bytes([6]) + opt[1:] + tcp),
     "v6frag": v6(44, bytes([17, 0, 0, 1, 0, 0, 0, 9]) + udp),
 }
+# A real ClientHello (OpenSSL 3, SNI www.Example.com) and an HTTP request, raw and in TCP.
+hello = bytes.fromhex("1603010200010001fc03037816643d3a80a44205d9432297b8325b134a35212043dec24fdddb617a80491e20a68f713b5c0cbecad8f189b2c1f8f28b5cf7c2dc704f885b0f5de803af6c22990024130213031301c02cc030c02bc02fcca9cca8c024c028c023c027009f009e006b006700ff0100018f00000014001200000f7777772e4578616d706c652e636f6d000b000403000102000a00160014001d0017001e0019001801000101010201030104002300000016000000170000000d002a0028040305030603080708080809080a080b080408050806040105010601030303010302040205020602002b00050403040303002d00020101003300260024001d002038ef8c3589c7a64b4bfc0f8745b4aac6587fca93bb86e53b4c16e01ed3051446001500de") + bytes(0xDE)
+http = b"GET / HTTP/1.1\r\nHost: www.example.com:8080\r\nAccept: */*\r\n\r\n"
+tcpdata = struct.pack("!HHIIBBHHH", 40000, 443, 7, 1, 0x50, 0x18, 65535, 0, 0)
+seeds.update({"tls": hello, "http": http, "v4tls": v4(6, tcpdata + hello), "v6http": v6(6, tcpdata + http)})
 for name, data in seeds.items():
     with open(os.path.join(out, name), "wb") as f:
         f.write(data)

@@ -22,16 +22,21 @@ TV_DIR=${TV_DIR:-$(mktemp -d /tmp/tunnelvision-e2e.XXXXXX)}
 tv_log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
 tv_in() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
 
-# Starts a background command inside a namespace and remembers its pid for cleanup.
+# Starts a background command inside a namespace and remembers its pid for cleanup; the pid is
+# also left in TV_LAST_PID. Never call it in $(…): the pid would be recorded in a subshell only.
 tv_spawn() {
   local ns=$1 log=$2; shift 2
   ip netns exec "$ns" "$@" >"$log" 2>&1 &
+  TV_LAST_PID=$!
   TV_PIDS+=($!)
-  echo $!
 }
 
 tv_cleanup() {
   local p
+  # Processes started here, then anything still inside our namespaces (started by them).
+  for ns in "$TV_NS_C" "$TV_NS_G" "$TV_NS_S"; do
+    for p in $(ip netns pids "$ns" 2>/dev/null); do TV_PIDS+=("$p"); done
+  done
   for p in "${TV_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
   sleep 0.3
   for p in "${TV_PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
@@ -73,7 +78,8 @@ tv_keys() {
 # The client: wireguard-go in the client namespace, peer = the gateway, routes to the server LAN.
 tv_client_up() {
   local keepalive=${1:-0}
-  TV_WG_C_PID=$(tv_spawn "$TV_NS_C" "$TV_DIR/client-wireguard-go.log" env WG_PROCESS_FOREGROUND=1 wireguard-go -f "$TV_WG_C")
+  tv_spawn "$TV_NS_C" "$TV_DIR/client-wireguard-go.log" env WG_PROCESS_FOREGROUND=1 wireguard-go -f "$TV_WG_C"
+  TV_WG_C_PID=$TV_LAST_PID
   for _ in $(seq 50); do [ -S "/var/run/wireguard/$TV_WG_C.sock" ] && break; sleep 0.1; done
   tv_in "$TV_NS_C" wg set "$TV_WG_C" private-key "$TV_DIR/client.key" \
       peer "$TV_G_PUB" endpoint $TV_GW_UNDERLAY:$TV_PORT persistent-keepalive "$keepalive" \
@@ -87,7 +93,8 @@ tv_client_up() {
 
 # The rival gateway: wireguard-go in the gateway namespace with the same keys and addresses.
 tv_gateway_wggo_up() {
-  TV_GW_PID=$(tv_spawn "$TV_NS_G" "$TV_DIR/gateway-wireguard-go.log" env WG_PROCESS_FOREGROUND=1 wireguard-go -f "$TV_IF_G")
+  tv_spawn "$TV_NS_G" "$TV_DIR/gateway-wireguard-go.log" env WG_PROCESS_FOREGROUND=1 wireguard-go -f "$TV_IF_G"
+  TV_GW_PID=$TV_LAST_PID
   for _ in $(seq 50); do [ -S "/var/run/wireguard/$TV_IF_G.sock" ] && break; sleep 0.1; done
   tv_in "$TV_NS_G" wg set "$TV_IF_G" private-key "$TV_DIR/gateway.key" listen-port $TV_PORT \
       peer "$TV_C_PUB" allowed-ips $TV_C_TUN/32,$TV_C_TUN6/128
@@ -167,7 +174,8 @@ CONF
 # unless it exists) and waits for its control socket.
 tv_gateway_tunneld_up() {
   [ -f "$TV_DIR/tunneld.conf" ] || tv_tunneld_config "${1:-e2e}"
-  TV_GW_PID=$(tv_spawn "$TV_NS_G" "$TV_DIR/tunneld.log" "$TV_TUNNELD" --config "$TV_DIR/tunneld.conf" --foreground)
+  tv_spawn "$TV_NS_G" "$TV_DIR/tunneld.log" "$TV_TUNNELD" --config "$TV_DIR/tunneld.conf" --foreground
+  TV_GW_PID=$TV_LAST_PID
   for _ in $(seq 100); do [ -S "$TV_DIR/run/control.sock" ] && return 0; sleep 0.1; done
   tv_log "tunneld did not start:"; cat "$TV_DIR/tunneld.log" >&2; return 1
 }

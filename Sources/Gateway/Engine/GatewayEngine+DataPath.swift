@@ -58,7 +58,7 @@ extension GatewayEngine {
                 let underLoad = (type >= 1 && type <= 3) ? noteHandshake(now: now) : false
                 let k = toNet.count
                 let result = device.receive(
-                    slot, length: length, from: WireGuard.Endpoint(rx.endpoints[i]), now: now, underLoad: underLoad,
+                    slot, length: length, from: rx.endpoints[i], now: now, underLoad: underLoad,
                     output: toNet.slot(k))
                 switch result {
                 case .data(let peer, let range, let confirmed):
@@ -98,12 +98,16 @@ extension GatewayEngine {
             let nowMs = Int64(now / 1_000_000)
             let minute = minutes.minuteOfWeek(epochMs: clock.wallMilliseconds())
             toTun.count = 0
-            flows.withLock { table in
+            withFlows { table in
                 for i in 0..<n where dataPeer[i] != 0 {
                     let packet = UnsafeRawBufferPointer(rx.packet(i))
                     let peer = dataPeer[i]
-                    guard let parsed = try? PacketParser.parse(packet) else {
+                    guard var parsed = try? PacketParser.parse(packet) else {
                         counters.drop(.malformedInner)
+                        continue
+                    }
+                    guard resolveFragment(&parsed, nowMs: nowMs) else {
+                        counters.drop(.unattributableFragment)
                         continue
                     }
                     // Cryptokey routing (whitepaper §2): the inner source must be one of the peer's.
@@ -111,7 +115,7 @@ extension GatewayEngine {
                         counters.drop(.spoofedSource)
                         continue
                     }
-                    switch decide(table, parsed, length: packet.count, peer: peer, fromPeer: true, policy: policy,
+                    switch decide(table, parsed, packet, peer: peer, fromPeer: true, policy: policy,
                                   minute: minute, nowMs: nowMs)
                     {
                     case .allow:
@@ -207,13 +211,17 @@ extension GatewayEngine {
             toTun.count = 0
 
             // 1. Route and decide under the flow lock.
-            flows.withLock { table in
+            withFlows { table in
                 for i in 0..<n {
                     sendPeer[i] = 0
                     valid[i] = false
                     let packet = UnsafeRawBufferPointer(rd.packet(i))
-                    guard let parsed = try? PacketParser.parse(packet) else {
+                    guard var parsed = try? PacketParser.parse(packet) else {
                         counters.drop(.malformedOutbound)
+                        continue
+                    }
+                    guard resolveFragment(&parsed, nowMs: nowMs) else {
+                        counters.drop(.unattributableFragment)
                         continue
                     }
                     let peer = trie.lookupRaw(parsed.destination)
@@ -221,7 +229,7 @@ extension GatewayEngine {
                         counters.drop(.noRoute)
                         continue
                     }
-                    switch decide(table, parsed, length: packet.count, peer: UInt32(peer), fromPeer: false,
+                    switch decide(table, parsed, packet, peer: UInt32(peer), fromPeer: false,
                                   policy: policy, minute: minute, nowMs: nowMs)
                     {
                     case .allow:
@@ -250,7 +258,7 @@ extension GatewayEngine {
                 case .send(let range, let to):
                     rd.offsets[i] = range.lowerBound
                     rd.lengths[i] = range.count
-                    rd.endpoints[i] = UDPEndpoint(to)
+                    rd.endpoints[i] = to
                     valid[i] = true
                 case .handshakeNeeded:
                     enqueuePending(peer, UnsafeRawBufferPointer(rd.packet(i)))
@@ -305,12 +313,12 @@ extension GatewayEngine {
             if control.count > 0 { sendRuns(control, valid: valid) }
             let nowMs = Int64(now / 1_000_000)
             if let events {
-                flows.withLock { table in
+                withFlows { table in
                     _ = table.expire(now: nowMs, budget: options.expiryBudget) { events.flowEnded($0) }
                     events.timerTick(flows: table, monoMs: nowMs)
                 }
             } else {
-                flows.withLock { _ = $0.expire(now: nowMs, budget: options.expiryBudget) }
+                withFlows { _ = $0.expire(now: nowMs, budget: options.expiryBudget) }
             }
             if let boundary = policy.nextBoundary, clock.wallMilliseconds() / 1000 >= boundary {
                 restampPolicy()
@@ -324,12 +332,24 @@ extension GatewayEngine {
     /// Tracks the packet's flow and returns its verdict: the cached one when it carries the
     /// current generation, otherwise a fresh evaluation (stamped and counted).
     /// `fromPeer`: the packet came out of the tunnel (its sender is the peer).
+    ///
+    /// An ICMP error about a flow we track (fragmentation needed, port unreachable, …) takes that
+    /// flow's verdict, so return traffic of an allowed flow passes even under `default in block`.
     @inline(__always)
-    func decide(_ table: FlowTable, _ p: ParsedPacket, length: Int, peer: UInt32, fromPeer: Bool, policy: ActivePolicy,
-                minute: Int, nowMs: Int64) -> PolicyAction
+    func decide(_ table: FlowTable, _ p: ParsedPacket, _ packet: UnsafeRawBufferPointer, peer: UInt32, fromPeer: Bool,
+                policy: ActivePolicy, minute: Int, nowMs: Int64) -> PolicyAction
     {
+        if p.isICMPError, p.payloadOffset < packet.count,
+            let quoted = try? PacketParser.parseQuoted(UnsafeRawBufferPointer(rebasing: packet[p.payloadOffset...])),
+            case let (handle?, _) = table.lookup(quoted.flowKey.key, now: nowMs)
+        {
+            let e = table[handle]
+            if e.verdictGeneration == policy.generation, let cached = PolicyAction(rawValue: e.verdictAction) {
+                return cached
+            }
+        }
         let (key, reversed) = p.flowKey
-        let t = table.track(key, reversed: reversed, length: length, tcpFlags: p.tcpFlags, now: nowMs)
+        let t = table.track(key, reversed: reversed, length: packet.count, tcpFlags: p.tcpFlags, now: nowMs)
         if t.opened { counters.flowsOpened.add(1, ordering: .relaxed) }
         let entry = table[t.handle]
         if entry.verdictGeneration == policy.generation, let cached = PolicyAction(rawValue: entry.verdictAction) {
@@ -351,6 +371,15 @@ extension GatewayEngine {
             events.flowDecided(table[t.handle], peer: peer, verdict: v, policy: policy, opened: t.opened)
         }
         return v.action
+    }
+
+    /// Gives a later fragment its datagram's ports (RFC 791 / RFC 8200 reassembly key), so it
+    /// joins its flow; false for a later fragment whose first fragment was not seen (dropped).
+    /// Call with the `flows` lock held.
+    @inline(__always)
+    func resolveFragment(_ p: inout ParsedPacket, nowMs: Int64) -> Bool {
+        guard p.fragment.isFragment else { return true }
+        return fragments.tracker.resolve(&p, now: nowMs)
     }
 
     /// The answer to a rejected packet: a TCP RST for TCP, ICMP port unreachable for UDP, ICMP
@@ -380,7 +409,7 @@ extension GatewayEngine {
         case .send(let range, let to):
             batch.offsets[k] = range.lowerBound
             batch.lengths[k] = range.count
-            batch.endpoints[k] = UDPEndpoint(to)
+            batch.endpoints[k] = to
             valid[k] = true
         case .handshakeNeeded:
             if length > 0 {
@@ -403,7 +432,7 @@ extension GatewayEngine {
         case .send(let range, let to):
             batch.offsets[k] = range.lowerBound
             batch.lengths[k] = range.count
-            batch.endpoints[k] = UDPEndpoint(to)
+            batch.endpoints[k] = to
             valid[k] = true
             batch.count = k + 1
         case .noEndpoint:

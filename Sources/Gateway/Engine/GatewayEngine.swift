@@ -72,7 +72,11 @@ public final class GatewayEngine: @unchecked Sendable {
 
     let policyState: Mutex<ActivePolicy>
     let routes = Mutex(AllowedIPs())
-    let flows: Mutex<FlowTable>
+    /// The flow table (and `fragments`) are used only inside `withFlows`, which holds `flowLock`.
+    let flowLock = Mutex(())
+    let flowBox: FlowBox
+    /// Later IP fragments → their datagram's ports; used only under the `flows` lock.
+    let fragments = FragmentBox()
     let pending = Mutex<[UInt32: PendingPackets]>([:])
     let peerTable = Mutex<[UInt32: GatewayPeer]>([:])
     let handshakeWindow = Mutex<(second: UInt64, count: Int)>((0, 0))
@@ -81,6 +85,9 @@ public final class GatewayEngine: @unchecked Sendable {
     /// History and watchdog hooks (see `GatewayEvents`); set before `start()`, read-only after
     /// (that ordering is what makes the unsynchronised access safe).
     public var events: (any GatewayEvents)?
+    /// Called after each successful policy reload with (generation, rule count, directory);
+    /// set before `start` (tunneld's `DaemonMarkers` writes a marker from it).
+    public let policyReloadHook = Mutex<(@Sendable (UInt64, Int, String) -> Void)?>(nil)
 
     /// An engine over the given devices. `policy` is the compiled policy to start with (generation 1).
     public init(device: WireGuardDevice, tun: any TunDevice, bind: any DatagramBind, clock: any GatewayClock,
@@ -93,7 +100,7 @@ public final class GatewayEngine: @unchecked Sendable {
         self.log = log
         self.options = options
         startedAtMs = clock.wallMilliseconds()
-        flows = Mutex(FlowTable(capacity: options.flowCapacity))
+        flowBox = FlowBox(FlowTable(capacity: options.flowCapacity))
         let now = clock.wallMilliseconds()
         policyState = Mutex(ActivePolicy(
             compiled: policy.1, set: policy.0, generation: 1, loadedAtMs: now, peers: [],
@@ -215,7 +222,7 @@ public final class GatewayEngine: @unchecked Sendable {
         threads = []
         if let events {
             let nowMs = Int64(clock.monotonicNanoseconds() / 1_000_000)
-            flows.withLock { events.engineStopping(flows: $0, monoMs: nowMs) }
+            withFlows { events.engineStopping(flows: $0, monoMs: nowMs) }
         }
     }
 
@@ -227,7 +234,13 @@ public final class GatewayEngine: @unchecked Sendable {
     }
 
     /// Number of flows tracked now.
-    public var flowCount: Int { flows.withLock { $0.count } }
+    public var flowCount: Int { withFlows { $0.count } }
+
+    /// Runs `body` with the flow table, under the flow lock (held once per data-path batch).
+    @inline(__always)
+    func withFlows<R: Sendable>(_ body: (FlowTable) throws -> R) rethrows -> R {
+        try flowLock.withLock { _ in try body(flowBox.table) }
+    }
 
     // MARK: Helpers shared by the loops
 
@@ -261,10 +274,16 @@ public final class GatewayEngine: @unchecked Sendable {
     }
 }
 
-extension UDPEndpoint {
-    @inline(__always) init(_ e: WireGuard.Endpoint) { self.init(address: e.address, port: e.port) }
+/// The flow table, reachable from the data-path threads.
+final class FlowBox: @unchecked Sendable {
+    // Safe: only touched inside GatewayEngine.withFlows, which holds the flow lock.
+    let table: FlowTable
+    init(_ table: FlowTable) { self.table = table }
 }
 
-extension WireGuard.Endpoint {
-    @inline(__always) init(_ e: UDPEndpoint) { self.init(address: e.address, port: e.port) }
+/// The fragment tracker, reachable from the data-path threads.
+final class FragmentBox: @unchecked Sendable {
+    // Safe: only touched while the engine's `flows` mutex is held (GatewayEngine.resolveFragment).
+    let tracker = FragmentTracker()
 }
+

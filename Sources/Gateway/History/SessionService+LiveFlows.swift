@@ -10,7 +10,7 @@ extension SessionService {
         let trie = engine.routes.withLock { $0 }
         let names = Dictionary(engine.peers.map { (Int32(bitPattern: $0.handle.rawValue), $0.name) }, uniquingKeysWith: { a, _ in a })
         var out: [LiveFlow] = []
-        engine.flows.withLock { table in
+        engine.withFlows { table in
             table.forEach { _, e in
                 let h = trie.lookupRaw(e.originator)
                 let name = names[h > 0 ? h : trie.lookupRaw(e.responder)]

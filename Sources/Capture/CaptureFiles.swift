@@ -1,0 +1,85 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The capture directory: file naming, listing and retention (`tunnelctl capture list`, `prune`).
+public enum CaptureFiles {
+    /// File name for a sequence: `capture-000042.pcap`.
+    public static func fileName(sequence: UInt32) -> String {
+        let digits = String(sequence)
+        return "capture-" + String(repeating: "0", count: max(0, 6 - digits.count)) + digits + ".pcap"
+    }
+
+    /// The sequence in a capture file name, nil for any other name.
+    public static func sequence(fromFileName name: String) -> UInt32? {
+        guard name.hasPrefix("capture-"), name.hasSuffix(".pcap") else { return nil }
+        let digits = name.dropFirst("capture-".count).dropLast(".pcap".count)
+        guard digits.count >= 6, digits.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
+        return UInt32(digits)
+    }
+
+    /// Capture files in `directory`, oldest (lowest sequence) first. With `scan`, each file is
+    /// read to fill in packet count and first/last packet times (a file that cannot be read is
+    /// listed without them). A missing directory lists as empty.
+    public static func list(directory: String, scan: Bool = false) throws(CaptureError) -> [CaptureFileInfo] {
+        guard let dir = opendir(directory) else {
+            let e = errno
+            if e == ENOENT { return [] }
+            throw .system(call: "opendir", errno: e, path: directory)
+        }
+        defer { closedir(dir) }
+        var files: [CaptureFileInfo] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            guard let sequence = sequence(fromFileName: name) else { continue }
+            let path = directory.hasSuffix("/") ? directory + name : "\(directory)/\(name)"
+            var st = stat()
+            guard stat(path, &st) == 0 else { continue }  // removed meanwhile
+            var info = CaptureFileInfo(
+                sequence: sequence, path: path, size: Int(st.st_size),
+                modifiedNanoseconds: UInt64(st.st_mtim.tv_sec) &* 1_000_000_000 &+ UInt64(st.st_mtim.tv_nsec))
+            if scan, let input = try? PcapInput(path: path) {
+                var count = 0
+                while let packet = input.next() {
+                    if count == 0 { info.firstPacketNanoseconds = packet.timestampNanoseconds }
+                    info.lastPacketNanoseconds = packet.timestampNanoseconds
+                    count += 1
+                }
+                info.packetCount = count
+            }
+            files.append(info)
+        }
+        return files.sorted { $0.sequence < $1.sequence }
+    }
+
+    /// The next unused sequence in `directory` (one past the highest; 1 for an empty directory).
+    public static func nextSequence(directory: String) throws(CaptureError) -> UInt32 {
+        (try list(directory: directory).last?.sequence).map { $0 &+ 1 } ?? 1
+    }
+
+    /// Deletes capture files, oldest first, until they total at most `maxTotalBytes` and none was
+    /// last modified more than `maxAgeNanoseconds` before `nowNanoseconds` (nil: no such limit).
+    /// The file with sequence `keeping` (the one being written) is never deleted.
+    public static func prune(directory: String, maxTotalBytes: Int?, maxAgeNanoseconds: UInt64?,
+                             nowNanoseconds: UInt64, keeping: UInt32? = nil) throws(CaptureError) -> CapturePruneResult {
+        let files = try list(directory: directory)
+        var total = files.reduce(0) { $0 + $1.size }
+        var removed: [CaptureFileInfo] = []
+        for file in files where file.sequence != keeping {
+            let tooOld = maxAgeNanoseconds.map { nowNanoseconds > file.modifiedNanoseconds && nowNanoseconds - file.modifiedNanoseconds > $0 } ?? false
+            let overBudget = maxTotalBytes.map { total > $0 } ?? false
+            guard tooOld || overBudget else { continue }
+            if unlink(file.path) != 0 {
+                let e = errno
+                if e != ENOENT { throw .system(call: "unlink", errno: e, path: file.path) }
+            }
+            total -= file.size
+            removed.append(file)
+        }
+        return CapturePruneResult(removed: removed)
+    }
+}

@@ -1,0 +1,63 @@
+import CPcap
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One packet read from a capture file; valid until the next `PcapInput.next()`.
+struct PcapPacket {
+    /// libpcap's record header (for `pcap_offline_filter` and re-dumping).
+    let header: UnsafePointer<pcap_pkthdr>
+    /// The captured bytes (`caplen` of them).
+    let bytes: UnsafeRawBufferPointer
+    /// Original length on the wire.
+    var length: Int { Int(header.pointee.len) }
+    /// Timestamp, nanoseconds since the epoch (files are opened with nanosecond precision).
+    var timestampNanoseconds: UInt64 {
+        UInt64(header.pointee.ts.tv_sec) &* 1_000_000_000 &+ UInt64(header.pointee.ts.tv_usec)
+    }
+}
+
+/// A capture file opened for reading with `pcap_open_offline` (nanosecond timestamps).
+final class PcapInput {
+    let path: String
+    let handle: OpaquePointer
+
+    init(path: String) throws(CaptureError) {
+        self.path = path
+        var errorBuffer = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE))
+        guard let handle = pcap_open_offline_with_tstamp_precision(path, UInt32(PCAP_TSTAMP_PRECISION_NANO), &errorBuffer) else {
+            throw .cannotOpen(path: path, message: pcapErrorString(errorBuffer))
+        }
+        self.handle = handle
+    }
+
+    deinit { pcap_close(handle) }
+
+    /// The file's link type (DLT_RAW for ours).
+    var linkType: Int32 { pcap_datalink(handle) }
+    /// The file's snapshot length.
+    var snaplen: Int32 { pcap_snapshot(handle) }
+
+    /// Moves to the record at byte `offset` (a `CaptureLocation.offset`).
+    func seek(to offset: UInt64) throws(CaptureError) {
+        guard let file = pcap_file(handle), fseeko(file, off_t(offset), SEEK_SET) == 0 else {
+            throw .system(call: "fseeko", errno: errno, path: path)
+        }
+    }
+
+    /// The next packet, nil at the end of the file or at a truncated last record.
+    func next() -> PcapPacket? {
+        var header: UnsafeMutablePointer<pcap_pkthdr>?
+        var data: UnsafePointer<UInt8>?
+        guard pcap_next_ex(handle, &header, &data) == 1, let header, let data else { return nil }
+        return PcapPacket(header: UnsafePointer(header),
+                          bytes: UnsafeRawBufferPointer(start: data, count: Int(header.pointee.caplen)))
+    }
+}
+
+/// The NUL-terminated message libpcap left in an error buffer.
+func pcapErrorString(_ buffer: [CChar]) -> String {
+    buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+}

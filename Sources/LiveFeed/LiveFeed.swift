@@ -1,1 +1,0 @@
-// The LiveFeed module. See docs/ARCHITECTURE.md.

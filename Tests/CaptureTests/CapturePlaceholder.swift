@@ -1,1 +1,0 @@
-// Tests for Capture live in this target; this file keeps the target non-empty until they arrive.
