@@ -114,7 +114,9 @@ public enum Tunneld {
         let bind = try LinuxDatagramBind(port: iface.listenPort)
         log.info("listening on UDP port \(bind.port) (\(bind.buffers))")
         let engine = GatewayEngine(device: device, tun: tun, bind: bind, clock: SystemClock(), policy: policy, log: log)
-        // BEGIN session/history (issue 5): store, history recorder, free-session watchdog.
+        // BEGIN session/history (issue 5): store, history recorder, free-session watchdog. Must open
+        // the store before DaemonMarkers writes its start marker: crash recovery closes leftover
+        // sessions at the last proven-alive time, which a fresh marker would move to now.
         // TUNNELD_HISTORY=off turns flow recording off (benchmarks); the watchdog always runs.
         let sessions = SessionService(engine: engine, interface: iface, log: log,
                                       recordFlows: ProcessInfo.processInfo.environment["TUNNELD_HISTORY"] != "off")
