@@ -66,7 +66,7 @@ let package = Package(
             name: "GatewayTests", dependencies: ["Gateway", "TestSupport", "CMNL", "Control", "Packet", "Policy", "WireGuard"],
             swiftSettings: strict),
         .testTarget(
-            name: "TunnelctlTests", dependencies: ["tunnelctl", "Packet", "Policy"],
+            name: "TunnelctlTests", dependencies: ["tunnelctl", "Packet", "Policy", "Store"],
             resources: [.copy("Golden")], swiftSettings: strict),
     ]
 )

@@ -15,6 +15,8 @@ public enum ControlRequest: Hashable, Sendable {
     case policyShow
     /// End a peer's session now (stop reason `admin-kick`) → `ControlResponse.kick`.
     case kick(peer: String)
+    /// Flows in the daemon's table now, optionally one peer's → `ControlResponse.liveFlows`.
+    case liveFlows(peer: String?)
     /// A request type this build does not know (only produced by decoding).
     case unknown(type: String)
 
@@ -26,6 +28,7 @@ public enum ControlRequest: Hashable, Sendable {
         case .policyReload: return "policyReload"
         case .policyShow: return "policyShow"
         case .kick: return "kick"
+        case .liveFlows: return "liveFlows"
         case .unknown(let t): return t
         }
     }
@@ -45,6 +48,7 @@ extension ControlRequest: Codable {
         case "policyReload": self = .policyReload
         case "policyShow": self = .policyShow
         case "kick": self = .kick(peer: try c.decode(String.self, forKey: .peer))
+        case "liveFlows": self = .liveFlows(peer: try c.decodeIfPresent(String.self, forKey: .peer))
         default: self = .unknown(type: type)
         }
     }
@@ -54,5 +58,6 @@ extension ControlRequest: Codable {
         try c.encode(ControlWire.version, forKey: .version)
         try c.encode(type, forKey: .type)
         if case .kick(let peer) = self { try c.encode(peer, forKey: .peer) }
+        if case .liveFlows(let peer?) = self { try c.encode(peer, forKey: .peer) }
     }
 }

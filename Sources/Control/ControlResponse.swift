@@ -13,6 +13,8 @@ public enum ControlResponse: Hashable, Sendable {
     case policyShow(PolicyShowReply)
     /// Reply to `.kick`.
     case kick(KickReply)
+    /// Reply to `.liveFlows`.
+    case liveFlows([LiveFlow])
     /// The request failed.
     case error(ControlErrorReply)
     /// A reply type this build does not know (only produced by decoding).
@@ -26,6 +28,7 @@ public enum ControlResponse: Hashable, Sendable {
         case .policyReload: return "policyReload"
         case .policyShow: return "policyShow"
         case .kick: return "kick"
+        case .liveFlows: return "liveFlows"
         case .error: return "error"
         case .unknown(let t): return t
         }
@@ -39,7 +42,7 @@ public enum ControlResponse: Hashable, Sendable {
 
 extension ControlResponse: Codable {
     enum CodingKeys: String, CodingKey {
-        case version, type, status, peers, policyReload, policyShow, kick, error
+        case version, type, status, peers, policyReload, policyShow, kick, liveFlows, error
     }
 
     public init(from decoder: any Decoder) throws {
@@ -51,6 +54,7 @@ extension ControlResponse: Codable {
         case "policyReload": self = .policyReload(try c.decode(PolicyReloadReply.self, forKey: .policyReload))
         case "policyShow": self = .policyShow(try c.decode(PolicyShowReply.self, forKey: .policyShow))
         case "kick": self = .kick(try c.decode(KickReply.self, forKey: .kick))
+        case "liveFlows": self = .liveFlows(try c.decode([LiveFlow].self, forKey: .liveFlows))
         case "error": self = .error(try c.decode(ControlErrorReply.self, forKey: .error))
         default: self = .unknown(type: type)
         }
@@ -66,6 +70,7 @@ extension ControlResponse: Codable {
         case .policyReload(let r): try c.encode(r, forKey: .policyReload)
         case .policyShow(let r): try c.encode(r, forKey: .policyShow)
         case .kick(let r): try c.encode(r, forKey: .kick)
+        case .liveFlows(let r): try c.encode(r, forKey: .liveFlows)
         case .error(let r): try c.encode(r, forKey: .error)
         case .unknown: break
         }

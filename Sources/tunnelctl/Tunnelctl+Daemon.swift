@@ -23,7 +23,8 @@ extension Tunnelctl {
         let json = args.flag("--json")
         let config = try cliConfig(&args)
         try args.finish()
-        let reply = try ask(config, .peers)
+        // Without the daemon: the configured peers with the store's tiers and windows (exit 0).
+        guard let reply = askIfRunning(config, .peers) else { return try peersFromStore(config, json: json, console) }
         guard case .peers(let peers) = reply else { throw unexpected(reply) }
         if json {
             console.print(try encodeJSON(peers))

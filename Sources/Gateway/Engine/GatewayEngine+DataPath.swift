@@ -70,18 +70,27 @@ extension GatewayEngine {
                     rx.lengths[i] = range.count
                     dataPeer[i] = peer.rawValue
                     if confirmed { flushes.append((peer, false)) }
-                case .sendResponse(_, let range), .sendCookieReply(let range):
+                case .sendResponse(let peer, let range):
+                    // The watchdog may refuse the peer (free-session pause): then nothing goes back.
+                    if events?.handshakeCompleted(peer: peer) == false { break }
+                    toNet.offsets[k] = range.lowerBound
+                    toNet.lengths[k] = range.count
+                    toNet.endpoints[k] = rx.endpoints[i]
+                    netValid[k] = true
+                    toNet.count = k + 1
+                case .sendCookieReply(let range):
                     toNet.offsets[k] = range.lowerBound
                     toNet.lengths[k] = range.count
                     toNet.endpoints[k] = rx.endpoints[i]
                     netValid[k] = true
                     toNet.count = k + 1
                 case .handshakeComplete(let peer):
-                    flushes.append((peer, true))
+                    if events?.handshakeCompleted(peer: peer) != false { flushes.append((peer, true)) }
                 case .keepalive(let peer, let confirmed):
                     if confirmed { flushes.append((peer, false)) }
-                case .refused:
+                case .refused(let peer):
                     counters.drop(.peerRefused)
+                    events?.handshakeRefused(peer: peer)
                 case .cookieStored, .drop:
                     break
                 }
@@ -313,7 +322,14 @@ extension GatewayEngine {
             }
             if control.count > 0 { sendRuns(control, valid: valid) }
             let nowMs = Int64(now / 1_000_000)
-            withFlows { _ = $0.expire(now: nowMs, budget: options.expiryBudget) }
+            if let events {
+                withFlows { table in
+                    _ = table.expire(now: nowMs, budget: options.expiryBudget) { events.flowEnded($0) }
+                    events.timerTick(flows: table, monoMs: nowMs)
+                }
+            } else {
+                withFlows { _ = $0.expire(now: nowMs, budget: options.expiryBudget) }
+            }
             if let boundary = policy.nextBoundary, clock.wallMilliseconds() / 1000 >= boundary {
                 restampPolicy()
                 log.info("policy: time boundary passed; generation \(policy.generation), flows re-evaluate")
@@ -360,6 +376,10 @@ extension GatewayEngine {
         let v = policy.compiled.evaluate(q)
         policy.hit(v)
         table.setVerdict(t.handle, generation: policy.generation, action: v.action.rawValue, ruleIndex: v.ruleIndex)
+        if let events {
+            if let ended = t.ended { events.flowEnded(ended) }
+            events.flowDecided(table[t.handle], peer: peer, verdict: v, policy: policy, opened: t.opened)
+        }
         return v.action
     }
 

@@ -82,6 +82,9 @@ public final class GatewayEngine: @unchecked Sendable {
     let handshakeWindow = Mutex<(second: UInt64, count: Int)>((0, 0))
     let running = Atomic<Bool>(false)
     private var threads: [GatewayThread] = []
+    /// History and watchdog hooks (see `GatewayEvents`); set before `start()`, read-only after
+    /// (that ordering is what makes the unsynchronised access safe).
+    public var events: (any GatewayEvents)?
     /// Called after each successful policy reload with (generation, rule count, directory);
     /// set before `start` (tunneld's `DaemonMarkers` writes a marker from it).
     public let policyReloadHook = Mutex<(@Sendable (UInt64, Int, String) -> Void)?>(nil)
@@ -124,6 +127,7 @@ public final class GatewayEngine: @unchecked Sendable {
                 tier: tier, persistentKeepalive: persistentKeepalive)
         }
         restampPolicy()
+        events?.peersChanged(peers)
         return handle
     }
 
@@ -134,6 +138,7 @@ public final class GatewayEngine: @unchecked Sendable {
         pending.withLock { $0[handle.rawValue] = nil }
         peerTable.withLock { $0[handle.rawValue] = nil }
         restampPolicy()
+        events?.peersChanged(peers)
     }
 
     /// Replaces a peer's AllowedIPs (UAPI `replace_allowed_ips` / `allowed_ip`).
@@ -215,6 +220,10 @@ public final class GatewayEngine: @unchecked Sendable {
         bind.close()
         for t in threads { t.join() }
         threads = []
+        if let events {
+            let nowMs = Int64(clock.monotonicNanoseconds() / 1_000_000)
+            withFlows { events.engineStopping(flows: $0, monoMs: nowMs) }
+        }
     }
 
     /// Ends a peer's session now: keys dropped, queued packets discarded. The peer may handshake

@@ -114,12 +114,21 @@ public enum Tunneld {
         let bind = try LinuxDatagramBind(port: iface.listenPort)
         log.info("listening on UDP port \(bind.port) (\(bind.buffers))")
         let engine = GatewayEngine(device: device, tun: tun, bind: bind, clock: SystemClock(), policy: policy, log: log)
+        // BEGIN session/history (issue 5): store, history recorder, free-session watchdog. Must open
+        // the store before DaemonMarkers writes its start marker: crash recovery closes leftover
+        // sessions at the last proven-alive time, which a fresh marker would move to now.
+        // TUNNELD_HISTORY=off turns flow recording off (benchmarks); the watchdog always runs.
+        let sessions = SessionService(engine: engine, interface: iface, log: log,
+                                      recordFlows: ProcessInfo.processInfo.environment["TUNNELD_HISTORY"] != "off")
+        defer { sessions.stop() }
+        // END session/history
         for p in config.peers {
             guard let pub = WireGuard.PublicKey(p.publicKey.bytes) else { continue }
             let endpoint = p.endpoint.flatMap { e in e.address.map { WireGuard.Endpoint(address: $0, port: e.port) } }
             engine.addPeer(name: p.name, publicKey: pub, presharedKey: p.presharedKey?.bytes, allowedIPs: p.allowedIPs,
                            endpoint: endpoint, persistentKeepalive: p.persistentKeepalive ?? 0, tier: p.tier)
         }
+        try sessions.start()  // session/history (issue 5): refuse paused peers before traffic
         engine.start()
         defer { engine.stop() }
 
@@ -156,9 +165,9 @@ public enum Tunneld {
             switch request {
             case .status:
                 return .status(engine.statusReply(interface: tun.name, addresses: addressTexts, listenPort: bind.port,
-                                                  version: version))
+                                                  version: version, storeQueueDrops: sessions.history.droppedRecords))
             case .peers:
-                return .peers(engine.peerStatuses())
+                return .peers(sessions.annotate(engine.peerStatuses()))
             case .policyReload:
                 return .policyReload(engine.reloadPolicy(directory: iface.policyDirectory))
             case .policyShow:
@@ -169,8 +178,11 @@ public enum Tunneld {
                 }
                 let had = engine.device.status(of: p.handle)?.hasCurrentKeypair ?? false
                 engine.kick(p.handle)
+                sessions.kicked(name)
                 log.notice("peer \(name): kicked by admin")
                 return .kick(KickReply(peer: name, endedSession: had))
+            case .liveFlows(let peer):  // session/history (issue 5): tunnelctl explain 'FLOW'
+                return .liveFlows(sessions.liveFlows(peer: peer))
             case .unknown(let type):
                 return .failure(.unknownRequest, "unknown request '\(type)'")
             }

@@ -1,0 +1,200 @@
+import Control
+import Glibc
+import Packet
+import Policy
+import Store
+import Synchronization
+import WireGuard
+
+/// The daemon's history recorder (DESIGN.md §7, issue 5): owns the `StoreWriter` and turns the
+/// engine's hooks (`GatewayEvents`) and the watchdog's records (`WatchdogSink`) into store
+/// records — flows opened, updated every `flowUpdateIntervalMs` (batched by a sweep of the flow
+/// table on the timer thread, never per packet) and closed; coalesced flow refusals; sessions,
+/// windows and automatic markers. A full writer queue drops the record and counts it
+/// (`droppedRecords`, shown by `tunnelctl status`); nothing here waits on disk.
+public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
+    // Safe: `writer`, `clock`, `idBase`, `recordFlows`, `flowUpdateIntervalMs` are immutable;
+    // `watchdog` and the caches are behind Mutexes; `lastSweep`/`lastSweepMono` are only touched by
+    // the timer thread (timerTick) under the engine's flow lock; `offsetMs` is atomic.
+
+    /// The writer (nil when the store could not be opened: every record is then dropped and counted).
+    public let writer: StoreWriter?
+    let clock: any GatewayClock
+    /// Flow ids in the store are `idBase + FlowEntry.id`, unique across restarts.
+    public let idBase: Int64
+    /// False turns flow recording off (sessions, windows, refusals of the watchdog stay on).
+    public let recordFlows: Bool
+    /// Period of the flow-update sweep.
+    public let flowUpdateIntervalMs: Int64
+    private let watchdogRef = Mutex<Watchdog?>(nil)
+    private let names = Mutex<[UInt32: String]>([:])
+    private let rules = Mutex<RuleTexts?>(nil)
+    private let offsetMs: Atomic<Int64>
+    private let lostWithoutWriter = Atomic<UInt64>(0)
+    private var lastSweepMono: Int64 = .min
+    private var sweptThrough: Int64 = .min
+
+    /// Rule texts of one policy, by rule index: `file:line` and reason.
+    final class RuleTexts: Sendable {
+        let policy: ObjectIdentifier
+        let where_: [String]
+        let reasons: [String]
+        init(_ p: ActivePolicy) {
+            policy = ObjectIdentifier(p)
+            where_ = p.compiled.rules.map { "\($0.location.file):\($0.location.line)" }
+            reasons = p.compiled.rules.map { r in r.reason ?? r.name ?? r.text }
+        }
+        func rule(_ index: Int32) -> String? { index >= 0 && Int(index) < where_.count ? where_[Int(index)] : nil }
+        func reason(_ index: Int32, action: PolicyAction) -> String {
+            index >= 0 && Int(index) < reasons.count ? reasons[Int(index)] : "default \(action)"
+        }
+    }
+
+    /// A recorder writing through `writer` (flow ids above `idBase`).
+    public init(writer: StoreWriter?, clock: any GatewayClock, idBase: Int64, recordFlows: Bool = true,
+                flowUpdateIntervalMs: Int64 = 5_000)
+    {
+        self.writer = writer
+        self.clock = clock
+        self.idBase = idBase
+        self.recordFlows = recordFlows
+        self.flowUpdateIntervalMs = flowUpdateIntervalMs
+        offsetMs = Atomic(clock.wallMilliseconds() - Int64(clock.monotonicNanoseconds() / 1_000_000))
+    }
+
+    /// Connects the watchdog that the handshake hooks feed.
+    public func attach(_ watchdog: Watchdog) { watchdogRef.withLock { $0 = watchdog } }
+
+    /// The attached watchdog.
+    public var watchdog: Watchdog? { watchdogRef.withLock { $0 } }
+
+    /// Records dropped: queue full (or no store).
+    public var droppedRecords: UInt64 { (writer?.droppedCount ?? 0) &+ lostWithoutWriter.load(ordering: .relaxed) }
+
+    @inline(__always) func submit(_ r: StoreRecord) {
+        if let writer { writer.submit(r) } else { lostWithoutWriter.add(1, ordering: .relaxed) }
+    }
+
+    /// Moves the daemon's heartbeat (crash recovery proves liveness up to it).
+    public func heartbeat(now: Int64) { submit(.heartbeat(at: now)) }
+
+    /// Wall-clock ms of a flow-table (monotonic) time.
+    @inline(__always) func wall(_ monoMs: Int64) -> Int64 { monoMs &+ offsetMs.load(ordering: .relaxed) }
+
+    // MARK: WatchdogSink
+
+    public func record(_ record: WatchdogRecord) {
+        switch record {
+        case let .windowPut(peer, w):
+            submit(.windowPut(SessionWindow(peer: peer, allowedUntil: w.allowedUntil, reconnectAt: w.reconnectAt)))
+        case let .windowDeleted(peer): submit(.windowDeleted(peer: peer))
+        case let .sessionOpened(peer, at): submit(.sessionOpened(peer: peer, at: at))
+        case let .sessionClosed(peer, at, reason, rx, tx):
+            submit(.sessionClosed(SessionClose(peer: peer, at: at, reason: reason, rxBytes: rx, txBytes: tx)))
+        case let .refused(peer, windowEnd, at): submit(.refusal(.session(peer: peer, windowEnd: windowEnd, at: at)))
+        case let .marker(at, label, detail): submit(.marker(MarkerInput(at: at, label: label, kind: .automatic, detail: detail)))
+        }
+    }
+
+    // MARK: GatewayEvents
+
+    /// Peer names by handle, for flow rows (the engine's `peersChanged` keeps them current).
+    public func setPeerNames(_ byHandle: [UInt32: String]) { names.withLock { $0 = byHandle } }
+
+    public func peersChanged(_ peers: [GatewayPeer]) {
+        setPeerNames(Dictionary(peers.map { ($0.handle.rawValue, $0.name) }, uniquingKeysWith: { a, _ in a }))
+        watchdog?.setPeers(peers.map { Watchdog.Peer(handle: $0.handle, name: $0.name, configTier: $0.tier) },
+                           now: clock.wallMilliseconds())
+    }
+
+    public func handshakeCompleted(peer: PeerHandle) -> Bool {
+        watchdog?.handshakeCompleted(peer, now: clock.wallMilliseconds()) ?? true
+    }
+
+    public func handshakeRefused(peer: PeerHandle) {
+        watchdog?.handshakeRefused(peer, now: clock.wallMilliseconds())
+    }
+
+    private func texts(_ policy: ActivePolicy) -> RuleTexts {
+        rules.withLock { cached in
+            if let c = cached, c.policy == ObjectIdentifier(policy) { return c }
+            let t = RuleTexts(policy)
+            cached = t
+            return t
+        }
+    }
+
+    public func flowDecided(_ entry: FlowEntry, peer: UInt32, verdict: PolicyVerdict, policy: ActivePolicy, opened: Bool) {
+        guard recordFlows, opened else { return }
+        let t = texts(policy)
+        let name = names.withLock { $0[peer] } ?? "peer-\(peer)"
+        let at = wall(entry.firstSeen)
+        let dst = StoreAddress(entry.responder)
+        submit(.flowOpened(FlowOpen(
+            id: idBase &+ Int64(entry.id), proto: entry.key.proto.rawValue, src: StoreAddress(entry.originator),
+            srcPort: entry.originatorPort, dst: dst, dstPort: entry.responderPort, peer: name, at: at,
+            verdict: FlowVerdict(verdict.action), rule: t.rule(verdict.ruleIndex))))
+        if verdict.action != .allow {
+            submit(.refusal(.flow(peer: name, rule: t.rule(verdict.ruleIndex) ?? "default",
+                                  reason: t.reason(verdict.ruleIndex, action: verdict.action), proto: entry.key.proto.rawValue,
+                                  dst: dst, dstPort: entry.responderPort, at: at)))
+        }
+    }
+
+    public func flowEnded(_ record: FlowRecord) {
+        guard recordFlows else { return }
+        let reason: String
+        switch record.reason {
+        case .expired: reason = "idle"
+        case .evicted: reason = "evicted"
+        case .removed: reason = "removed"
+        }
+        submit(.flowClosed(FlowClose(id: idBase &+ Int64(record.entry.id), at: max(wall(record.entry.lastSeen), wall(record.entry.firstSeen)),
+                                     counters: History.counters(record.entry), reason: reason)))
+    }
+
+    public func timerTick(flows: FlowTable, monoMs: Int64) {
+        offsetMs.store(clock.wallMilliseconds() - monoMs, ordering: .relaxed)
+        guard recordFlows else { return }
+        if lastSweepMono != .min && monoMs - lastSweepMono < flowUpdateIntervalMs { return }
+        let since = sweptThrough
+        lastSweepMono = monoMs
+        sweptThrough = monoMs
+        let t = rules.withLock { $0 }
+        flows.forEach { _, e in
+            guard e.lastSeen > since else { return }
+            let action = PolicyAction(rawValue: e.verdictAction) ?? .allow
+            submit(.flowUpdated(FlowUpdate(
+                id: idBase &+ Int64(e.id), lastSeen: wall(e.lastSeen), counters: History.counters(e),
+                verdict: FlowVerdict(action), rule: t?.rule(e.verdictRuleIndex))))
+        }
+    }
+
+    public func engineStopping(flows: FlowTable, monoMs: Int64) {
+        guard recordFlows else { return }
+        let now = clock.wallMilliseconds()
+        flows.forEach { _, e in
+            submit(.flowClosed(FlowClose(id: idBase &+ Int64(e.id), at: max(now, wall(e.firstSeen)),
+                                         counters: History.counters(e), reason: "shutdown")))
+        }
+    }
+
+    static func counters(_ e: FlowEntry) -> FlowCounters {
+        FlowCounters(bytesOut: e.bytesOriginal, bytesIn: e.bytesReply, packetsOut: e.packetsOriginal, packetsIn: e.packetsReply)
+    }
+}
+
+extension StoreAddress {
+    /// The store's form of a packet address (same 128-bit layout).
+    init(_ a: IPAddress) { self.init(high: a.high, low: a.low, isIPv6: a.isIPv6) }
+}
+
+extension FlowVerdict {
+    init(_ a: PolicyAction) {
+        switch a {
+        case .allow: self = .allow
+        case .block: self = .block
+        case .reject: self = .reject
+        }
+    }
+}

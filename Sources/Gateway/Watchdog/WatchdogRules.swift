@@ -1,0 +1,72 @@
+import Control
+import Store
+
+/// The free-session rules of DESIGN.md §6 as pure functions of the wall-clock time `now` (Unix
+/// epoch ms), the peer's tier, the configuration and its stored dates. No I/O, no clock reads:
+/// `Watchdog` feeds them and applies the answers.
+///
+/// Boundaries: the window is `[start, allowedUntil)`, the pause `[allowedUntil, reconnectAt)`;
+/// at exactly `allowedUntil` the peer is paused, at exactly `reconnectAt` it may open a new window.
+///
+/// Clock steps: the stored dates are absolute wall-clock times and are never moved. A forward
+/// step past `allowedUntil` ends the window at the next tick (as suspend does: §6.4 counts wall
+/// time). A backward step never extends a window beyond its stored `allowedUntil` and never opens
+/// a new one: the peer stays in its window (or pause) until the wall clock reaches the stored end
+/// again, so in elapsed time it can get up to the size of the step extra, but never a later end
+/// date and never a fresh window.
+public enum WatchdogRules {
+    /// The peer's phase at `now`.
+    public static func phase(now: Int64, tier: Control.PeerTier, window: WindowDates?) -> WatchdogPhase {
+        guard tier == .free else { return .unlimited }
+        guard let w = window else { return .noWindow }
+        if now < w.allowedUntil { return .inWindow(w) }
+        if now < w.reconnectAt { return .paused(w) }
+        return .pauseOver(w)
+    }
+
+    /// §6.1–2: a peer with no live session completed a handshake at `now`.
+    public static func onConnect(now: Int64, tier: Control.PeerTier, window: WindowDates?, config: WatchdogConfig) -> ConnectDecision {
+        switch phase(now: now, tier: tier, window: window) {
+        case .unlimited: return .admitUnlimited
+        case .noWindow, .pauseOver: return .openWindow(newWindow(now: now, config: config))
+        case .inWindow(let w): return .resume(w)
+        case .paused(let w): return .refuse(w)
+        }
+    }
+
+    /// A window opened at `now`.
+    public static func newWindow(now: Int64, config: WatchdogConfig) -> WindowDates {
+        let until = now &+ config.freeSessionMs
+        return WindowDates(allowedUntil: until, reconnectAt: until &+ config.freePauseMs)
+    }
+
+    /// §6.3–4, §6.7: the tick at `now`. `session` is the live session's last handshake time, nil
+    /// when the peer has no live session.
+    public static func onTick(now: Int64, tier: Control.PeerTier, window: WindowDates?, sessionLastHandshake: Int64?,
+                              config: WatchdogConfig) -> TickDecision
+    {
+        let p = phase(now: now, tier: tier, window: window)
+        var d = TickDecision(refuse: false)
+        if case .paused = p { d.refuse = true }
+        guard let last = sessionLastHandshake else { return d }
+        switch p {
+        case .paused, .pauseOver:
+            // The window ended while the session was live (or the clock jumped past it).
+            d.endSession = .freeLimit
+            return d
+        case .noWindow:
+            // A connected peer moved to free: its window starts now (not at a later reconnect,
+            // which would let a peer that never disconnects stay unlimited).
+            d.openWindow = newWindow(now: now, config: config)
+        case .unlimited, .inWindow:
+            break
+        }
+        if now &- last >= config.idleMs { d.endSession = .idle }
+        return d
+    }
+
+    /// Seconds (rounded up) from `now` to `date`, never negative.
+    public static func secondsLeft(now: Int64, until date: Int64) -> Int64 {
+        date <= now ? 0 : (date - now + 999) / 1000
+    }
+}

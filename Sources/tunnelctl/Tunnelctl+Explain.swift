@@ -1,0 +1,155 @@
+import Control
+import Foundation
+import Packet
+import Policy
+import Store
+
+/// `tunnelctl explain 'FLOW'`: the deciding rule (as `policy test`, with the peer and its tier
+/// filled in from the configuration and the store when the FLOW does not name them), then what
+/// the store knows — how often and when such a flow was refused, and matching flows (live ones
+/// first). Exit 0 when the flow is allowed, 1 when blocked or rejected.
+extension Tunnelctl {
+    static func explainFlow(_ text: String, config: TunnelConfig, policies: String?, json: Bool, _ console: Console) throws -> ExitCode {
+        var flow: PolicyFlow
+        do {
+            flow = try PolicyFlow(parsing: text)
+        } catch {
+            throw CLIError.usage("bad FLOW '\(text)': \(error.message)\n  FLOW: \(PolicyFlow.syntax)")
+        }
+        let store = try readStore(config)
+        let peerSide = flow.direction == .out ? flow.source : flow.destination
+        if flow.peer == nil {
+            flow.peer = config.peers.first { p in p.allowedIPs.contains { $0.contains(peerSide) } }?.name
+        }
+        if flow.tier == nil, let name = flow.peer, let p = config.peer(named: name) {
+            flow.tier = try tier(of: p, store) == .premium ? .premium : .free
+        }
+        let directory = policies ?? config.interface.policyDirectory
+        let set = try loadPolicy(directory)
+        if set.hasErrors {
+            for e in set.errors { console.error(e.description) }
+            throw CLIError.failure("\(directory) has errors; fix them (tunnelctl policy check \(directory)) and try again")
+        }
+        let policy = CompiledPolicy(set)
+        let now = cliNow()
+        let minute = PolicyClock.minuteOfWeek(epochSeconds: now / 1000, utcOffsetSeconds: cliTimeZone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(now) / 1000)))
+        let verdict = policy.evaluate(flow.query(for: policy, minuteOfWeek: minute))
+        let why = policy.explain(verdict)
+
+        // The store's view: refusals of this destination, and matching flows.
+        let (dst, dstPort) = flow.direction == .out ? (flow.destination, flow.destinationPort) : (flow.source, flow.sourcePort)
+        let key = Store.flowKey(proto: flow.proto.rawValue, dst: StoreAddress(dst), dstPort: dstPort)
+        // ICMP flows carry the echo identifier where ports would be: match them by addresses only.
+        let hasPorts = flow.proto == .tcp || flow.proto == .udp
+        let refusals = try store?.refusals(peer: flow.peer, kind: .flow, flowKey: key) ?? []
+        let matching = try (store?.flows(peer: flow.peer, limit: 100_000) ?? []).filter { f in
+            f.proto == flow.proto.rawValue && f.dst == StoreAddress(flow.destination) && f.src == StoreAddress(flow.source)
+                && (!hasPorts || (f.dstPort == flow.destinationPort && (flow.sourcePort == 0 || f.srcPort == flow.sourcePort)))
+        }
+        let live = matching.filter { $0.closedAt == nil }
+        // The daemon's table now (nil when tunneld is not running).
+        var liveNow: [LiveFlow]? = nil
+        if case .liveFlows(let all)? = askIfRunning(config, .liveFlows(peer: flow.peer)) {
+            liveNow = all.filter { f in
+                f.proto == flow.proto.rawValue && f.dst == flow.destination.description && f.src == flow.source.description
+                    && (!hasPorts || (f.dstPort == flow.destinationPort && (flow.sourcePort == 0 || f.srcPort == flow.sourcePort)))
+            }
+        }
+        let daemonRunning = liveNow != nil
+        let refusedCount = refusals.reduce(0) { $0 + $1.count }
+
+        if json {
+            let report = FlowExplanation(
+                flow: flow.description, action: verdict.action.description, allowed: verdict.action == .allow,
+                isDefault: why.isDefault, file: why.location?.file, line: why.location?.line, text: why.text,
+                reason: why.reason, refusedCount: refusedCount, firstRefused: refusals.map(\.firstAt).min().map(isoText),
+                lastRefused: refusals.map(\.lastAt).max().map(isoText), daemonRunning: daemonRunning,
+                flows: matching.prefix(20).map { FlowRow($0) }, liveFlows: live.count, live: liveNow)
+            console.print(try encodeJSON(report))
+            return verdict.action == .allow ? .ok : .failure
+        }
+        console.print("flow     \(flow.description)")
+        console.print("verdict  \(verdict.action)")
+        console.print("rule     " + why.summary)
+        if let r = why.reason { console.print("reason   " + r) }
+        if let first = refusals.map(\.firstAt).min(), let last = refusals.map(\.lastAt).max() {
+            console.print("refused  \(refusedCount) time\(refusedCount == 1 ? "" : "s") (\(key)\(flow.peer.map { ", peer \($0)" } ?? "")), first \(dateTimeText(first)), last \(dateTimeText(last))")
+            for r in refusals.prefix(3) { console.print("         \(r.count)× by \(r.rule) (\(r.reason)) in the hour from \(dateTimeText(r.window))") }
+        } else {
+            console.print("refused  never (no refusal of \(key) in the store)")
+        }
+        if let liveNow {
+            if liveNow.isEmpty {
+                console.print("live     no such flow in tunneld now")
+            } else {
+                console.print("live     \(liveNow.count) in tunneld now")
+                for f in liveNow.prefix(5) {
+                    console.print("         #\(f.id) \(f.verdict), out \(f.packetsOut) pkts \(formatBytes(f.bytesOut)), in \(f.packetsIn) pkts \(formatBytes(f.bytesIn)), since \(dateTimeText(f.firstSeenMs)), last \(clockText(f.lastSeenMs))")
+                }
+            }
+        }
+        if matching.isEmpty {
+            console.print("seen     no such flow in the store")
+        } else {
+            console.print("seen     \(matching.count) matching flow\(matching.count == 1 ? "" : "s") in the store, \(live.count) live\(daemonRunning ? "" : " (tunneld is not running: as last recorded)")")
+            for f in (live + matching.filter({ $0.closedAt != nil })).prefix(5) { console.print("         " + flowLine(f)) }
+        }
+        return verdict.action == .allow ? .ok : .failure
+    }
+
+    /// `#17 tcp 10.99.0.2:40000 -> 192.168.1.5:22 block, out 3 pkts 180 B, in 0 pkts 0 B, 10:40:01–10:40:12 live`
+    static func flowLine(_ f: Flow) -> String {
+        let c = f.counters
+        let state = f.closedAt == nil ? "live" : "closed (\(f.closeReason ?? "?"))"
+        return "#\(f.id) \(flowText(f)) \(f.verdict.rawValue), out \(c.packetsOut) pkts \(formatBytes(c.bytesOut)), "
+            + "in \(c.packetsIn) pkts \(formatBytes(c.bytesIn)), \(dateTimeText(f.firstSeen))–\(clockText(f.lastSeen)) \(state)"
+    }
+
+}
+
+extension StoreAddress {
+    init(_ a: IPAddress) { self.init(high: a.high, low: a.low, isIPv6: a.isIPv6) }
+}
+
+/// `explain 'FLOW' --json`.
+struct FlowExplanation: Encodable {
+    var flow: String
+    var action: String
+    var allowed: Bool
+    var isDefault: Bool
+    var file: String?
+    var line: Int?
+    var text: String
+    var reason: String?
+    var refusedCount: Int64
+    var firstRefused: String?
+    var lastRefused: String?
+    var daemonRunning: Bool
+    var flows: [FlowRow]
+    var liveFlows: Int
+    /// Matching flows in the daemon's table now; null when tunneld is not running.
+    var live: [LiveFlow]?
+
+    enum CodingKeys: String, CodingKey {
+        case flow, action, allowed, isDefault = "default", file, line, text, reason, refusedCount, firstRefused, lastRefused,
+             daemonRunning, flows, liveFlows, live
+    }
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(flow, forKey: .flow)
+        try c.encode(action, forKey: .action)
+        try c.encode(allowed, forKey: .allowed)
+        try c.encode(isDefault, forKey: .isDefault)
+        try c.encode(file, forKey: .file)
+        try c.encode(line, forKey: .line)
+        try c.encode(text, forKey: .text)
+        try c.encode(reason, forKey: .reason)
+        try c.encode(refusedCount, forKey: .refusedCount)
+        try c.encode(firstRefused, forKey: .firstRefused)
+        try c.encode(lastRefused, forKey: .lastRefused)
+        try c.encode(daemonRunning, forKey: .daemonRunning)
+        try c.encode(flows, forKey: .flows)
+        try c.encode(liveFlows, forKey: .liveFlows)
+        try c.encode(live, forKey: .live)
+    }
+}

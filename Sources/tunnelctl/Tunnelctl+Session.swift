@@ -1,0 +1,237 @@
+import Control
+import Foundation
+import Policy
+import Store
+
+/// `tunnelctl session [NAME]` and `tunnelctl explain PEER` (DESIGN.md §6, §9): a free peer's
+/// window and pause, read from the store (the daemon, when it runs, only adds whether the peer
+/// is connected right now).
+extension Tunnelctl {
+    static let sessionCommand = Command(name: "session", summary: "remaining session time / pause left (all peers without NAME)") { args, console in
+        let json = args.flag("--json")
+        let config = try cliConfig(&args)
+        let name = args.next()
+        try args.finish()
+        let peers = try name.map { [try configuredPeer($0, config)] } ?? config.peers
+        let now = cliNow()
+        let store = try readStore(config)
+        let live = liveSessions(config)
+        if live == nil && !json { console.error("note: tunneld is not running; connection state from the store") }
+        let reports = try peers.map { try sessionReport($0, config: config, store: store, live: live, now: now) }
+        if json {
+            console.print(try encodeJSON(name == nil ? AnyEncodable(reports) : AnyEncodable(reports[0])))
+        } else {
+            for r in reports { console.print(r.line) }
+        }
+        return .ok
+    }
+
+    /// Who the daemon says is connected (nil when it is not running).
+    static func liveSessions(_ config: TunnelConfig) -> [String: PeerSessionState]? {
+        guard case .peers(let peers)? = askIfRunning(config, .peers) else { return nil }
+        return Dictionary(peers.map { ($0.name, $0.session) }, uniquingKeysWith: { a, _ in a })
+    }
+
+    /// One peer's window state at `now`.
+    static func sessionReport(_ peer: PeerConfig, config: TunnelConfig, store: Store?, live: [String: PeerSessionState]?,
+                              now: Int64) throws -> SessionReport
+    {
+        let tier = try tier(of: peer, store)
+        let window = try store?.window(peer: peer.name)
+        let connected = live?[peer.name] == .connected
+        var r = SessionReport(peer: peer.name, tier: tier.rawValue, state: connected ? "connected" : "disconnected",
+                              limited: tier == .free, daemonRunning: live != nil,
+                              windowSeconds: Int64(config.interface.freeSession.components.seconds))
+        guard tier == .free else {
+            r.line = "\(peer.name) (premium): \(r.state), unlimited"
+            return r
+        }
+        let session = formatDuration(r.windowSeconds)
+        guard let w = window, now < w.reconnectAt else {
+            r.line = "\(peer.name) (free): \(r.state), " + (connected ? "window not yet recorded" : "the next connection opens a \(session) window")
+            return r
+        }
+        r.allowedUntil = isoText(w.allowedUntil)
+        r.reconnectAt = isoText(w.reconnectAt)
+        if now < w.allowedUntil {
+            let left = (w.allowedUntil - now + 999) / 1000
+            r.secondsLeft = left
+            r.line = "\(peer.name) (free): \(r.state), \(formatDuration(left)) left\(connected ? "" : " in its window") "
+                + "(until \(clockText(w.allowedUntil))), then paused until \(clockText(w.reconnectAt))"
+        } else {
+            let wait = (w.reconnectAt - now + 999) / 1000
+            r.state = "paused"
+            r.secondsToReconnect = wait
+            r.line = "\(peer.name) (free): paused, can reconnect in \(formatDuration(wait)) (at \(clockText(w.reconnectAt)))"
+        }
+        return r
+    }
+
+    static let explainCommand = Command(name: "explain", summary: "why a peer is refused now, or which rule decides a flow") { args, console in
+        let json = args.flag("--json")
+        let config = try cliConfig(&args)
+        let policies = try args.option("--policies")
+        var words: [String] = []
+        while let w = args.next() {
+            if w.hasPrefix("--") { throw CLIError.usage("unknown option '\(w)'") }
+            words.append(w)
+        }
+        guard !words.isEmpty else {
+            throw CLIError.usage("usage: tunnelctl explain PEER | tunnelctl explain 'FLOW'\n  FLOW: \(PolicyFlow.syntax)")
+        }
+        if words.count == 1 && !words[0].contains(" ") && config.peer(named: words[0]) != nil {
+            return try explainPeer(words[0], config: config, json: json, console)
+        }
+        if words.count == 1 && !words[0].contains(" ") && !words[0].contains("->") {
+            _ = try configuredPeer(words[0], config)  // "no peer named …" (exit 1)
+        }
+        return try explainFlow(words.joined(separator: " "), config: config, policies: policies, json: json, console)
+    }
+
+    /// `explain PEER`: exit 0 when the peer is refused (the explanation follows), 1 when it is not
+    /// (DESIGN.md §9: 1 is the answer "no").
+    static func explainPeer(_ name: String, config: TunnelConfig, json: Bool, _ console: Console) throws -> ExitCode {
+        let peer = try configuredPeer(name, config)
+        let now = cliNow()
+        let store = try readStore(config)
+        let live = liveSessions(config)
+        let session = try sessionReport(peer, config: config, store: store, live: live, now: now)
+        var e = PeerExplanation(peer: name, refused: false, session: session)
+        if session.state == "paused", let w = try store?.window(peer: name) {
+            e.refused = true
+            e.reason = "free-limit pause"
+            e.since = isoText(w.allowedUntil)
+            e.until = isoText(w.reconnectAt)
+            e.secondsLeft = session.secondsToReconnect
+            let rows = try store?.refusals(peer: name, kind: .session).filter { $0.window == w.allowedUntil } ?? []
+            e.attempts = rows.reduce(0) { $0 + $1.count }
+            e.lastAttempt = rows.map(\.lastAt).max().map(isoText)
+            if json {
+                console.print(try encodeJSON(e))
+                return .ok
+            }
+            console.print("\(name): refused — free-tier pause: its \(formatDuration(session.windowSeconds)) session window ended at \(clockText(w.allowedUntil))")
+            console.print("  since     \(dateTimeText(w.allowedUntil))")
+            console.print("  until     \(dateTimeText(w.reconnectAt)) (can reconnect in \(formatDuration(session.secondsToReconnect ?? 0)))")
+            if let last = rows.map(\.lastAt).max() {
+                console.print("  attempts  \(e.attempts) handshake\(e.attempts == 1 ? "" : "s") refused, last at \(dateTimeText(last))")
+            } else {
+                console.print("  attempts  none yet")
+            }
+            return .ok
+        }
+        if json {
+            console.print(try encodeJSON(e))
+        } else {
+            console.print("\(name): not refused")
+            console.print(session.line)
+        }
+        return .failure
+    }
+}
+
+/// `session --json` (one object per peer; fields documented in docs/session.md).
+struct SessionReport: Encodable {
+    var peer: String
+    var tier: String
+    /// `connected`, `disconnected` or `paused`.
+    var state: String
+    /// True for free peers (a window and a pause apply).
+    var limited: Bool
+    /// False when tunneld was not running (connection state from the store only).
+    var daemonRunning: Bool
+    /// FreeSession in seconds.
+    var windowSeconds: Int64
+    var allowedUntil: String?
+    var reconnectAt: String?
+    var secondsLeft: Int64?
+    var secondsToReconnect: Int64?
+    /// The text line (not encoded).
+    var line = ""
+
+    enum CodingKeys: String, CodingKey {
+        case peer, tier, state, limited, daemonRunning, windowSeconds, allowedUntil, reconnectAt, secondsLeft, secondsToReconnect
+    }
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(peer, forKey: .peer)
+        try c.encode(tier, forKey: .tier)
+        try c.encode(state, forKey: .state)
+        try c.encode(limited, forKey: .limited)
+        try c.encode(daemonRunning, forKey: .daemonRunning)
+        try c.encode(windowSeconds, forKey: .windowSeconds)
+        try c.encode(allowedUntil, forKey: .allowedUntil)
+        try c.encode(reconnectAt, forKey: .reconnectAt)
+        try c.encode(secondsLeft, forKey: .secondsLeft)
+        try c.encode(secondsToReconnect, forKey: .secondsToReconnect)
+    }
+}
+
+/// `explain PEER --json`.
+struct PeerExplanation: Encodable {
+    var peer: String
+    var refused: Bool
+    var reason: String?
+    var since: String?
+    var until: String?
+    var secondsLeft: Int64?
+    var attempts: Int64 = 0
+    var lastAttempt: String?
+    var session: SessionReport
+
+    init(peer: String, refused: Bool, session: SessionReport) {
+        self.peer = peer
+        self.refused = refused
+        self.session = session
+    }
+
+    enum CodingKeys: String, CodingKey { case peer, refused, reason, since, until, secondsLeft, attempts, lastAttempt, session }
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(peer, forKey: .peer)
+        try c.encode(refused, forKey: .refused)
+        try c.encode(reason, forKey: .reason)
+        try c.encode(since, forKey: .since)
+        try c.encode(until, forKey: .until)
+        try c.encode(secondsLeft, forKey: .secondsLeft)
+        try c.encode(attempts, forKey: .attempts)
+        try c.encode(lastAttempt, forKey: .lastAttempt)
+        try c.encode(session, forKey: .session)
+    }
+}
+
+/// Type-erased Encodable (one object or a list from the same command).
+struct AnyEncodable: Encodable {
+    let value: any Encodable
+    init(_ value: any Encodable) { self.value = value }
+    func encode(to encoder: any Encoder) throws { try value.encode(to: encoder) }
+}
+
+extension Tunnelctl {
+    /// `tunnelctl peers` while tunneld is not running: configured peers, tiers (with the store's
+    /// overrides), windows and the last session from the store. Says so on stderr; exit 0.
+    static func peersFromStore(_ config: TunnelConfig, json: Bool, _ console: Console) throws -> ExitCode {
+        console.error("note: tunneld is not running; showing the configuration and the store (no live handshakes or counters)")
+        let store = try readStore(config)
+        let now = cliNow()
+        var out: [PeerStatus] = []
+        for p in config.peers {
+            let tier = try tier(of: p, store)
+            let w = tier == .free ? try store?.window(peer: p.name) : nil
+            let last = try store?.sessions(peer: p.name, limit: 1).first
+            var s = PeerStatus(name: p.name, publicKey: p.publicKey.base64, tier: tier, endpoint: nil,
+                               lastHandshakeMs: last.map { $0.endedAt ?? $0.startedAt },
+                               rxBytes: UInt64(max(0, last?.rxBytes ?? 0)), txBytes: UInt64(max(0, last?.txBytes ?? 0)),
+                               session: .disconnected, allowedUntilMs: w?.allowedUntil, reconnectAtMs: w?.reconnectAt,
+                               allowedIPs: p.allowedIPs.map(\.description))
+            if let w, w.allowedUntil <= now && now < w.reconnectAt { s.session = .paused }
+            out.append(s)
+        }
+        if json {
+            console.print(try encodeJSON(out))
+        } else {
+            console.print(renderPeers(out, now: now))
+        }
+        return .ok
+    }
+}

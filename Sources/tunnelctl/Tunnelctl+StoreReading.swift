@@ -1,0 +1,88 @@
+import Control
+import Foundation
+import Store
+
+/// Helpers shared by the history commands (`session`, `explain`, `refusals`, `flows`, `peer
+/// tier`, `peers` without the daemon): the store, the time they answer for, and time text.
+///
+/// "Now" is `cliNow()` (Tunnelctl+Audit.swift; tests fix it); `TUNNELCTL_TZ` (a time-zone
+/// identifier) overrides the local time zone (else `TZ` / the system's applies).
+extension Tunnelctl {
+    static var cliTimeZone: TimeZone {
+        ProcessInfo.processInfo.environment["TUNNELCTL_TZ"].flatMap(TimeZone.init(identifier:)) ?? .current
+    }
+
+    /// `10:15:00` in the local zone.
+    static func clockText(_ ms: Int64) -> String { formatted(ms, "HH:mm:ss") }
+
+    /// `2026-11-29 10:15:00` in the local zone.
+    static func dateTimeText(_ ms: Int64) -> String { formatted(ms, "yyyy-MM-dd HH:mm:ss") }
+
+    private static func formatted(_ ms: Int64, _ pattern: String) -> String {
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.timeZone = cliTimeZone
+        f.dateFormat = pattern
+        return f.string(from: Date(timeIntervalSince1970: Double(ms) / 1000))
+    }
+
+    /// ISO-8601 UTC with milliseconds: `2026-11-29T10:15:00.000Z` (for --json).
+    static func isoText(_ ms: Int64) -> String {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        f.timeZone = TimeZone(identifier: "UTC")
+        return f.string(from: Date(timeIntervalSince1970: Double(ms) / 1000))
+    }
+
+    /// The store read-only, or nil when none exists yet (the daemon never ran). Any other problem
+    /// (corrupt, not a store, wrong schema) is an error that says what to do.
+    static func readStore(_ config: TunnelConfig) throws -> Store? {
+        do {
+            return try Store(path: config.interface.storePath, mode: .readOnly)
+        } catch StoreError.missing {
+            return nil
+        } catch let e as StoreError {
+            throw CLIError.failure(e.description)
+        }
+    }
+
+    /// The daemon's answer, or nil when it is not running (history commands then use the store).
+    static func askIfRunning(_ config: TunnelConfig, _ request: ControlRequest) -> ControlResponse? {
+        do {
+            return try ask(config, request)
+        } catch {
+            return nil
+        }
+    }
+
+    /// `--since 10m` as a cut-off (epoch ms), `.min` without the option.
+    static func sinceOption(_ args: inout Arguments, now: Int64) throws -> Int64 {
+        guard let text = try args.option("--since") else { return .min }
+        do {
+            guard let ms = try ValueFormat.parseDuration(text) else { return .min }
+            return now - ms
+        } catch {
+            throw CLIError.usage("--since \(text): \(error)")
+        }
+    }
+
+    /// The configured peer called `name`, or a "not found" error naming the configured ones.
+    static func configuredPeer(_ name: String, _ config: TunnelConfig) throws -> PeerConfig {
+        guard let p = config.peer(named: name) else {
+            let names = config.peers.map(\.name)
+            throw CLIError.failure("no peer named '\(name)' in \(config.sourceDescription)\(didYouMean(name, names)) (configured: \(names.joined(separator: ", ")))")
+        }
+        return p
+    }
+
+    /// A peer's tier: the store's override when there is one, else the configuration's.
+    static func tier(of peer: PeerConfig, _ store: Store?) throws -> Control.PeerTier {
+        guard let o = try store?.tierOverride(peer: peer.name) else { return peer.tier }
+        return Control.PeerTier(rawValue: o.tier.rawValue) ?? peer.tier
+    }
+}
+
+extension TunnelConfig {
+    /// "the configuration" (the CLI names the file where it can).
+    var sourceDescription: String { "the configuration" }
+}
