@@ -133,13 +133,14 @@ public enum Tunneld {
         defer { engine.stop() }
 
         // ── history: automatic markers and scheduled prune (issue 6; DaemonMarkers, PruneSchedule) ──
-        // Both use connections of their own on state.db. Drop markers need the StoreWriter's
-        // counter: pass `droppedCount: { writer.droppedCount }` once the daemon owns a writer.
+        // Both use connections of their own on state.db (a marker about a full writer queue must
+        // not wait in that queue). Session ends are marked by the watchdog itself (issue 5 block).
         let wallMs: @Sendable () -> Int64 = { SystemClock().wallMilliseconds() }
         var history: (DaemonMarkers, PruneSchedule)?
         do {
             if let store = try? Store(path: iface.storePath) { _ = PruneSchedule.loadSettings(store, log: log) }
-            history = (try DaemonMarkers(storePath: iface.storePath, log: log, now: wallMs),
+            history = (try DaemonMarkers(storePath: iface.storePath, log: log, now: wallMs,
+                                         droppedCount: { sessions.history.droppedRecords }),
                        try PruneSchedule(storePath: iface.storePath, captureDirectory: iface.stateDirectory + "/capture",
                                          log: log, now: wallMs))
         } catch {

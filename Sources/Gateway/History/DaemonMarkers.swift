@@ -153,11 +153,6 @@ public final class DaemonMarkers: @unchecked Sendable {
                             detail: "generation=\(generation) rules=\(ruleCount) files=\(DaemonMarkers.ruleHash(directory: directory))"))
     }
 
-    /// Call when the watchdog (or an admin kick, or shutdown) ended `peer`'s session at `at`.
-    public func sessionEnded(peer: String, reason: String, at: Int64) {
-        enqueue(MarkerInput(at: at, label: "session of \(peer) ended", kind: .automatic, detail: "peer=\(peer) reason=\(reason)"))
-    }
-
     /// A BLAKE2s-128 hex digest over the rule files as `name NUL text NUL`, sorted by name
     /// (what `PolicySource.loadDirectory` reads); `unreadable` when the directory cannot be read.
     /// Read again after the load, so an edit in between would show; the generation is exact.
