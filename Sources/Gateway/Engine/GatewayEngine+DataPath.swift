@@ -1,5 +1,6 @@
 // The three loops of the data path; see the narrative at the top of GatewayEngine.swift.
 import Glibc
+import LiveFeed
 import Packet
 import Policy
 import WireGuard
@@ -74,10 +75,12 @@ extension GatewayEngine {
                     toNet.count = k + 1
                 case .handshakeComplete(let peer):
                     flushes.append((peer, true))
+                    observer?.noteHandshake(peer: peer.rawValue)
                 case .keepalive(let peer, let confirmed):
                     if confirmed { flushes.append((peer, false)) }
-                case .refused:
+                case .refused(let peer):
                     counters.drop(.peerRefused)
+                    observer?.noteRefusal(peer: peer.rawValue)
                 case .cookieStored, .drop:
                     break
                 }
@@ -90,6 +93,7 @@ extension GatewayEngine {
             let minute = minutes.minuteOfWeek(epochMs: clock.wallMilliseconds())
             toTun.count = 0
             flows.withLock { table in
+                observer?.beginBatch()
                 for i in 0..<n where dataPeer[i] != 0 {
                     let packet = UnsafeRawBufferPointer(rx.packet(i))
                     let peer = dataPeer[i]
@@ -102,7 +106,7 @@ extension GatewayEngine {
                         counters.drop(.spoofedSource)
                         continue
                     }
-                    switch decide(table, parsed, length: packet.count, peer: peer, fromPeer: true, policy: policy,
+                    switch decide(table, parsed, packet: ObservedBytes(packet), peer: peer, fromPeer: true, policy: policy,
                                   minute: minute, nowMs: nowMs)
                     {
                     case .allow:
@@ -126,6 +130,7 @@ extension GatewayEngine {
                         }
                     }
                 }
+                observer?.endBatch()
             }
 
             // 3. Deliver to the kernel.
@@ -199,6 +204,7 @@ extension GatewayEngine {
 
             // 1. Route and decide under the flow lock.
             flows.withLock { table in
+                observer?.beginBatch()
                 for i in 0..<n {
                     sendPeer[i] = 0
                     valid[i] = false
@@ -212,7 +218,7 @@ extension GatewayEngine {
                         counters.drop(.noRoute)
                         continue
                     }
-                    switch decide(table, parsed, length: packet.count, peer: UInt32(peer), fromPeer: false,
+                    switch decide(table, parsed, packet: ObservedBytes(packet), peer: UInt32(peer), fromPeer: false,
                                   policy: policy, minute: minute, nowMs: nowMs)
                     {
                     case .allow:
@@ -229,6 +235,7 @@ extension GatewayEngine {
                         }
                     }
                 }
+                observer?.endBatch()
             }
             if toTun.count > 0 { writeAll(toTun) }
 
@@ -295,7 +302,15 @@ extension GatewayEngine {
             }
             if control.count > 0 { sendRuns(control, valid: valid) }
             let nowMs = Int64(now / 1_000_000)
-            flows.withLock { _ = $0.expire(now: nowMs, budget: options.expiryBudget) }
+            let trie = routes.withLock { $0 }
+            flows.withLock { table in
+                observer?.tick()
+                _ = table.expire(now: nowMs, budget: options.expiryBudget) { ended in
+                    let p = max(trie.lookupRaw(ended.entry.originator), trie.lookupRaw(ended.entry.responder))
+                    observer?.flowEnded(ended, peer: p > 0 ? UInt32(p) : LiveRecord.noPeer)
+                }
+                observer?.endBatch()
+            }
             if let boundary = policy.nextBoundary, clock.wallMilliseconds() / 1000 >= boundary {
                 restampPolicy()
                 log.info("policy: time boundary passed; generation \(policy.generation), flows re-evaluate")
@@ -307,16 +322,20 @@ extension GatewayEngine {
 
     /// Tracks the packet's flow and returns its verdict: the cached one when it carries the
     /// current generation, otherwise a fresh evaluation (stamped and counted).
-    /// `fromPeer`: the packet came out of the tunnel (its sender is the peer).
+    /// `fromPeer`: the packet came out of the tunnel (its sender is the peer). The observer (live
+    /// ring, capture) sees every packet here with its verdict.
     @inline(__always)
-    func decide(_ table: FlowTable, _ p: ParsedPacket, length: Int, peer: UInt32, fromPeer: Bool, policy: ActivePolicy,
-                minute: Int, nowMs: Int64) -> PolicyAction
+    func decide(_ table: FlowTable, _ p: ParsedPacket, packet: ObservedBytes, peer: UInt32, fromPeer: Bool,
+                policy: ActivePolicy, minute: Int, nowMs: Int64) -> PolicyAction
     {
         let (key, reversed) = p.flowKey
-        let t = table.track(key, reversed: reversed, length: length, tcpFlags: p.tcpFlags, now: nowMs)
+        let t = table.track(key, reversed: reversed, length: packet.count, tcpFlags: p.tcpFlags, now: nowMs)
         if t.opened { counters.flowsOpened.add(1, ordering: .relaxed) }
+        if let ended = t.ended { observer?.flowEnded(ended, peer: ended.entry.key == key ? peer : LiveRecord.noPeer) }
         let entry = table[t.handle]
         if entry.verdictGeneration == policy.generation, let cached = PolicyAction(rawValue: entry.verdictAction) {
+            observer?.packet(packet, p, handle: t.handle, entry: entry, opened: t.opened, action: cached, peer: peer,
+                             fromPeer: fromPeer)
             return cached
         }
         // The flow's originator sent its first packet; a reply's sender is the other side.
@@ -330,6 +349,10 @@ extension GatewayEngine {
         let v = policy.compiled.evaluate(q)
         policy.hit(v)
         table.setVerdict(t.handle, generation: policy.generation, action: v.action.rawValue, ruleIndex: v.ruleIndex)
+        if let observer {
+            observer.packet(packet, p, handle: t.handle, entry: table[t.handle], opened: t.opened, action: v.action,
+                            peer: peer, fromPeer: fromPeer)
+        }
         return v.action
     }
 

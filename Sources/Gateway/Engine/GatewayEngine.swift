@@ -77,6 +77,8 @@ public final class GatewayEngine: @unchecked Sendable {
     let peerTable = Mutex<[UInt32: GatewayPeer]>([:])
     let handshakeWindow = Mutex<(second: UInt64, count: Int)>((0, 0))
     let running = Atomic<Bool>(false)
+    /// Live ring and capture (nil: none). Set before `start()`; the data path reads it unlocked.
+    public var observer: PacketObserver?
     private var threads: [GatewayThread] = []
 
     /// An engine over the given devices. `policy` is the compiled policy to start with (generation 1).

@@ -119,6 +119,10 @@ public enum Tunneld {
             engine.addPeer(name: p.name, publicKey: pub, presharedKey: p.presharedKey?.bytes, allowedIPs: p.allowedIPs,
                            endpoint: endpoint, persistentKeepalive: p.persistentKeepalive ?? 0, tier: p.tier)
         }
+        // ---- live ring and capture (docs/ring.md, docs/capture.md) ----
+        let observe = Observe.start(config: config, engine: engine, log: log)
+        defer { observe.stop() }
+        // ---- end live ring and capture ----
         engine.start()
         defer { engine.stop() }
 
