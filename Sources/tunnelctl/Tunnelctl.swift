@@ -21,6 +21,8 @@ enum Tunnelctl {
         peersCommand,
         policyCommand,
         kickCommand,
+        watchCommand,
+        captureCommand,
     ]
 
     static func main() {
