@@ -21,10 +21,13 @@ extension Tunnelctl {
         var count: Int?
         /// Force the line format even on a terminal.
         var lines = false
+        /// Force the refreshing view even when piped.
+        var view = false
 
         static func parse(_ args: inout Arguments) throws -> WatchOptions {
             let json = args.flag("--json")
             let lines = args.flag("--lines")
+            let view = args.flag("--view")
             let blocked = args.flag("--blocked")
             let peer = try args.option("--peer")
             let count = try args.option("--count").map { text -> Int in
@@ -39,7 +42,8 @@ extension Tunnelctl {
                 path = try cliConfig(&args).interface.ringPath
             }
             try args.finish()
-            return WatchOptions(ringPath: path, json: json, peer: peer, blockedOnly: blocked, count: count, lines: lines)
+            return WatchOptions(ringPath: path, json: json, peer: peer, blockedOnly: blocked, count: count, lines: lines,
+                                view: view)
         }
 
         /// Whether `r` passes `--peer` and `--blocked`.
@@ -59,7 +63,7 @@ extension Tunnelctl {
         signal(SIGINT) { _ in Tunnelctl.interrupted.store(true, ordering: .relaxed) }
         signal(SIGTERM) { _ in Tunnelctl.interrupted.store(true, ordering: .relaxed) }
         signal(SIGPIPE, SIG_IGN)
-        let live = console.isTerminal && !o.json && !o.lines
+        let live = o.view || (console.isTerminal && !o.json && !o.lines)
         var view = WatchView()
         var consumer: RingConsumer? = nil
         var said = ""
