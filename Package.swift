@@ -62,7 +62,9 @@ let package = Package(
         .testTarget(name: "LiveFeedTests", dependencies: ["LiveFeed", "CShims"], swiftSettings: strict),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "CPcap"], swiftSettings: strict),
         .testTarget(name: "ControlTests", dependencies: ["Control", "Packet"], swiftSettings: strict),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "TestSupport", "CMNL", "LiveFeed", "Capture"], swiftSettings: strict),
+        .testTarget(
+            name: "GatewayTests", dependencies: ["Gateway", "TestSupport", "CMNL", "Packet", "Policy", "WireGuard", "LiveFeed", "Capture"],
+            swiftSettings: strict),
         .testTarget(
             name: "TunnelctlTests", dependencies: ["tunnelctl", "Packet", "Policy", "LiveFeed", "Capture"],
             resources: [.copy("Golden")], swiftSettings: strict),

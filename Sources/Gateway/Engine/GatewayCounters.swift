@@ -25,6 +25,8 @@ public enum GatewayDrop: Int, CaseIterable, Sendable, CustomStringConvertible {
     case tunBusy
     /// The UDP socket would block; the datagram was dropped instead of waiting.
     case udpBusy
+    /// A later IP fragment whose first fragment was not seen (so its flow, and verdict, are unknown).
+    case unattributableFragment
 
     public var description: String {
         switch self {
@@ -39,6 +41,7 @@ public enum GatewayDrop: Int, CaseIterable, Sendable, CustomStringConvertible {
         case .peerRefused: "peer-refused"
         case .tunBusy: "tun-busy"
         case .udpBusy: "udp-busy"
+        case .unattributableFragment: "unattributable-fragment"
         }
     }
 }

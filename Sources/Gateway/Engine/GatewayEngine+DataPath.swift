@@ -92,13 +92,17 @@ extension GatewayEngine {
             let nowMs = Int64(now / 1_000_000)
             let minute = minutes.minuteOfWeek(epochMs: clock.wallMilliseconds())
             toTun.count = 0
-            flows.withLock { table in
+            withFlows { table in
                 observer?.beginBatch()
                 for i in 0..<n where dataPeer[i] != 0 {
                     let packet = UnsafeRawBufferPointer(rx.packet(i))
                     let peer = dataPeer[i]
-                    guard let parsed = try? PacketParser.parse(packet) else {
+                    guard var parsed = try? PacketParser.parse(packet) else {
                         counters.drop(.malformedInner)
+                        continue
+                    }
+                    guard resolveFragment(&parsed, nowMs: nowMs) else {
+                        counters.drop(.unattributableFragment)
                         continue
                     }
                     // Cryptokey routing (whitepaper §2): the inner source must be one of the peer's.
@@ -106,7 +110,7 @@ extension GatewayEngine {
                         counters.drop(.spoofedSource)
                         continue
                     }
-                    switch decide(table, parsed, packet: ObservedBytes(packet), peer: peer, fromPeer: true, policy: policy,
+                    switch decide(table, parsed, packet, peer: peer, fromPeer: true, policy: policy,
                                   minute: minute, nowMs: nowMs)
                     {
                     case .allow:
@@ -203,14 +207,18 @@ extension GatewayEngine {
             toTun.count = 0
 
             // 1. Route and decide under the flow lock.
-            flows.withLock { table in
+            withFlows { table in
                 observer?.beginBatch()
                 for i in 0..<n {
                     sendPeer[i] = 0
                     valid[i] = false
                     let packet = UnsafeRawBufferPointer(rd.packet(i))
-                    guard let parsed = try? PacketParser.parse(packet) else {
+                    guard var parsed = try? PacketParser.parse(packet) else {
                         counters.drop(.malformedOutbound)
+                        continue
+                    }
+                    guard resolveFragment(&parsed, nowMs: nowMs) else {
+                        counters.drop(.unattributableFragment)
                         continue
                     }
                     let peer = trie.lookupRaw(parsed.destination)
@@ -218,7 +226,7 @@ extension GatewayEngine {
                         counters.drop(.noRoute)
                         continue
                     }
-                    switch decide(table, parsed, packet: ObservedBytes(packet), peer: UInt32(peer), fromPeer: false,
+                    switch decide(table, parsed, packet, peer: UInt32(peer), fromPeer: false,
                                   policy: policy, minute: minute, nowMs: nowMs)
                     {
                     case .allow:
@@ -303,7 +311,7 @@ extension GatewayEngine {
             if control.count > 0 { sendRuns(control, valid: valid) }
             let nowMs = Int64(now / 1_000_000)
             let trie = routes.withLock { $0 }
-            flows.withLock { table in
+            withFlows { table in
                 observer?.tick()
                 _ = table.expire(now: nowMs, budget: options.expiryBudget) { ended in
                     let p = max(trie.lookupRaw(ended.entry.originator), trie.lookupRaw(ended.entry.responder))
@@ -323,19 +331,31 @@ extension GatewayEngine {
     /// Tracks the packet's flow and returns its verdict: the cached one when it carries the
     /// current generation, otherwise a fresh evaluation (stamped and counted).
     /// `fromPeer`: the packet came out of the tunnel (its sender is the peer). The observer (live
-    /// ring, capture) sees every packet here with its verdict.
+    /// ring, capture) sees every tracked packet here with its verdict.
+    ///
+    /// An ICMP error about a flow we track (fragmentation needed, port unreachable, …) takes that
+    /// flow's verdict, so return traffic of an allowed flow passes even under `default in block`.
     @inline(__always)
-    func decide(_ table: FlowTable, _ p: ParsedPacket, packet: ObservedBytes, peer: UInt32, fromPeer: Bool,
+    func decide(_ table: FlowTable, _ p: ParsedPacket, _ packet: UnsafeRawBufferPointer, peer: UInt32, fromPeer: Bool,
                 policy: ActivePolicy, minute: Int, nowMs: Int64) -> PolicyAction
     {
+        if p.isICMPError, p.payloadOffset < packet.count,
+            let quoted = try? PacketParser.parseQuoted(UnsafeRawBufferPointer(rebasing: packet[p.payloadOffset...])),
+            case let (handle?, _) = table.lookup(quoted.flowKey.key, now: nowMs)
+        {
+            let e = table[handle]
+            if e.verdictGeneration == policy.generation, let cached = PolicyAction(rawValue: e.verdictAction) {
+                return cached
+            }
+        }
         let (key, reversed) = p.flowKey
         let t = table.track(key, reversed: reversed, length: packet.count, tcpFlags: p.tcpFlags, now: nowMs)
         if t.opened { counters.flowsOpened.add(1, ordering: .relaxed) }
         if let ended = t.ended { observer?.flowEnded(ended, peer: ended.entry.key == key ? peer : LiveRecord.noPeer) }
         let entry = table[t.handle]
         if entry.verdictGeneration == policy.generation, let cached = PolicyAction(rawValue: entry.verdictAction) {
-            observer?.packet(packet, p, handle: t.handle, entry: entry, opened: t.opened, action: cached, peer: peer,
-                             fromPeer: fromPeer)
+            observer?.packet(ObservedBytes(packet), p, handle: t.handle, entry: entry, opened: t.opened,
+                             action: cached, peer: peer, fromPeer: fromPeer)
             return cached
         }
         // The flow's originator sent its first packet; a reply's sender is the other side.
@@ -350,10 +370,19 @@ extension GatewayEngine {
         policy.hit(v)
         table.setVerdict(t.handle, generation: policy.generation, action: v.action.rawValue, ruleIndex: v.ruleIndex)
         if let observer {
-            observer.packet(packet, p, handle: t.handle, entry: table[t.handle], opened: t.opened, action: v.action,
-                            peer: peer, fromPeer: fromPeer)
+            observer.packet(ObservedBytes(packet), p, handle: t.handle, entry: table[t.handle], opened: t.opened,
+                            action: v.action, peer: peer, fromPeer: fromPeer)
         }
         return v.action
+    }
+
+    /// Gives a later fragment its datagram's ports (RFC 791 / RFC 8200 reassembly key), so it
+    /// joins its flow; false for a later fragment whose first fragment was not seen (dropped).
+    /// Call with the `flows` lock held.
+    @inline(__always)
+    func resolveFragment(_ p: inout ParsedPacket, nowMs: Int64) -> Bool {
+        guard p.fragment.isFragment else { return true }
+        return fragments.tracker.resolve(&p, now: nowMs)
     }
 
     /// The answer to a rejected packet: a TCP RST for TCP, ICMP port unreachable for UDP, ICMP

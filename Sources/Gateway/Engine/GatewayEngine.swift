@@ -72,7 +72,11 @@ public final class GatewayEngine: @unchecked Sendable {
 
     let policyState: Mutex<ActivePolicy>
     let routes = Mutex(AllowedIPs())
-    let flows: Mutex<FlowTable>
+    /// The flow table (and `fragments`) are used only inside `withFlows`, which holds `flowLock`.
+    let flowLock = Mutex(())
+    let flowBox: FlowBox
+    /// Later IP fragments → their datagram's ports; used only under the `flows` lock.
+    let fragments = FragmentBox()
     let pending = Mutex<[UInt32: PendingPackets]>([:])
     let peerTable = Mutex<[UInt32: GatewayPeer]>([:])
     let handshakeWindow = Mutex<(second: UInt64, count: Int)>((0, 0))
@@ -92,7 +96,7 @@ public final class GatewayEngine: @unchecked Sendable {
         self.log = log
         self.options = options
         startedAtMs = clock.wallMilliseconds()
-        flows = Mutex(FlowTable(capacity: options.flowCapacity))
+        flowBox = FlowBox(FlowTable(capacity: options.flowCapacity))
         let now = clock.wallMilliseconds()
         policyState = Mutex(ActivePolicy(
             compiled: policy.1, set: policy.0, generation: 1, loadedAtMs: now, peers: [],
@@ -220,7 +224,13 @@ public final class GatewayEngine: @unchecked Sendable {
     }
 
     /// Number of flows tracked now.
-    public var flowCount: Int { flows.withLock { $0.count } }
+    public var flowCount: Int { withFlows { $0.count } }
+
+    /// Runs `body` with the flow table, under the flow lock (held once per data-path batch).
+    @inline(__always)
+    func withFlows<R: Sendable>(_ body: (FlowTable) throws -> R) rethrows -> R {
+        try flowLock.withLock { _ in try body(flowBox.table) }
+    }
 
     // MARK: Helpers shared by the loops
 
@@ -252,6 +262,19 @@ public final class GatewayEngine: @unchecked Sendable {
         }
         if !kept { counters.drop(.handshakeQueueFull) }
     }
+}
+
+/// The flow table, reachable from the data-path threads.
+final class FlowBox: @unchecked Sendable {
+    // Safe: only touched inside GatewayEngine.withFlows, which holds the flow lock.
+    let table: FlowTable
+    init(_ table: FlowTable) { self.table = table }
+}
+
+/// The fragment tracker, reachable from the data-path threads.
+final class FragmentBox: @unchecked Sendable {
+    // Safe: only touched while the engine's `flows` mutex is held (GatewayEngine.resolveFragment).
+    let tracker = FragmentTracker()
 }
 
 extension UDPEndpoint {
