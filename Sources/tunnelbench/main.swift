@@ -16,6 +16,7 @@ let groups: [(name: String, summary: String, run: ([String]) throws -> Void)] = 
     ("wireguard", "WireGuard handshakes/s, transport GB/s vs raw libsodium, allocations", wireguardBench),
     ("udp", "loopback UDP datagrams/s: batched LinuxDatagramBind (recvmmsg) vs one recvfrom per datagram", UDPBench.run),
     ("store", "StoreWriter write rate; prune of 1M flow rows under a concurrent writer", StoreBench.run),
+    ("observe", "daemon observer cost per packet: none, idle, watching, capture full", ObserveBench.run),
 ]
 
 let argv = Array(CommandLine.arguments.dropFirst())

@@ -61,6 +61,7 @@ extension GatewayEngine {
                 let result = device.receive(
                     slot, length: length, from: WireGuard.Endpoint(rx.endpoints[i]), now: now, underLoad: underLoad,
                     output: toNet.slot(k))
+                if case .sendResponse(let peer, _) = result { observer?.noteHandshake(peer: peer.rawValue) }
                 switch result {
                 case .data(let peer, let range, let confirmed):
                     rx.offsets[i] = range.lowerBound
