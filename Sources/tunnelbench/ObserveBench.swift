@@ -27,7 +27,7 @@ enum ObserveBench {
         print("observe: \(count) packets of 1400 bytes over 64 flows, batches of 64; ns per packet of parse + track + observer")
         for mode in ["none", "idle", "watching", "capture-full", "watching+capture"] {
             let ring = mode == "none" ? nil : try RingProducer(directory: dir, slotCount: 65_536)
-            let capture = mode.contains("capture") ? try CaptureWriter(directory: dir + "/capture", detail: .full) : nil
+            let capture = mode.contains("capture") ? try CaptureSpooler(directory: dir + "/capture", detail: .full) : nil
             let observer = mode == "none" ? nil : PacketObserver(ring: ring, capture: capture, flowCapacity: 4096)
             var consumer: RingConsumer? = nil
             let stop = StopFlag()

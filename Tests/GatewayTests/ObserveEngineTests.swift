@@ -48,7 +48,7 @@ import WireGuard
                 endpoint: WireGuard.Endpoint(address: gwBind.endpoint.address, port: gwBind.endpoint.port)))
             let ring = try RingProducer(directory: dir, slotCount: 1024)
             consumer = try RingConsumer(path: ring.path)
-            observer = PacketObserver(ring: ring, capture: try CaptureWriter(directory: dir + "/capture", detail: .full),
+            observer = PacketObserver(ring: ring, capture: try CaptureSpooler(directory: dir + "/capture", detail: .full),
                                       flowCapacity: engine.options.flowCapacity)
             for p in engine.peers { observer.setPeerName(p.name, for: p.handle.rawValue) }
             engine.observer = observer
@@ -131,7 +131,7 @@ import WireGuard
         #expect(packets[0].flowID == packets[1].flowID && packets[2].flowID != packets[0].flowID)
 
         // The capture holds the same three packets at the locations the records name.
-        h.engine.observer?.capture?.flush()
+        h.engine.observer?.capture?.sync()
         let files = try CaptureFiles.list(directory: h.dir + "/capture")
         var stored: [CaptureLocation: [UInt8]] = [:]
         for f in files {

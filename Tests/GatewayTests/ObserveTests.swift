@@ -69,7 +69,7 @@ import Testing
     @Test func nothingHappensWhenNobodyWatchesAndCaptureIsOff() throws {
         let dir = try Directory("idle")
         let ring = try RingProducer(directory: dir.path, slotCount: 64)
-        let capture = try CaptureWriter(directory: dir.path + "/capture", enabled: false)
+        let capture = try CaptureSpooler(directory: dir.path + "/capture", enabled: false)
         let o = PacketObserver(ring: ring, capture: capture, flowCapacity: 64)
         let table = FlowTable(capacity: 64)
         o.beginBatch()
@@ -84,7 +84,7 @@ import Testing
         let dir = try Directory("rec")
         let ring = try RingProducer(directory: dir.path, slotCount: 256)
         let consumer = try RingConsumer(path: ring.path)
-        let capture = try CaptureWriter(directory: dir.path + "/capture", detail: .full, enabled: true)
+        let capture = try CaptureSpooler(directory: dir.path + "/capture", detail: .full, enabled: true)
         let o = PacketObserver(ring: ring, capture: capture, flowCapacity: 64)
         o.setPeerName("alice", for: 1)
         let table = FlowTable(capacity: 64)
@@ -162,7 +162,7 @@ import Testing
 
     @Test func settingsChangesApplyAtTheNextTick() throws {
         let dir = try Directory("settings")
-        let capture = try CaptureWriter(directory: dir.path + "/capture", detail: .full, enabled: false)
+        let capture = try CaptureSpooler(directory: dir.path + "/capture", detail: .full, enabled: false)
         let o = PacketObserver(ring: nil, capture: capture, flowCapacity: 64)
         let table = FlowTable(capacity: 64)
         let big = Self.ipv4(17, Self.client, 40_000, Self.server, 53, payload: 1000)
@@ -193,7 +193,7 @@ import Testing
 
     @Test func pruneRemovesOldFilesWithTheirIndexesButKeepsTheActiveFile() throws {
         let dir = try Directory("prune")
-        let capture = try CaptureWriter(directory: dir.path + "/capture", detail: .full, maxFileBytes: 4096, enabled: true)
+        let capture = try CaptureSpooler(directory: dir.path + "/capture", detail: .full, maxFileBytes: 4096, enabled: true)
         let o = PacketObserver(ring: nil, capture: capture, flowCapacity: 64)
         let table = FlowTable(capacity: 64)
         o.beginBatch()
@@ -202,6 +202,7 @@ import Testing
                            fromPeer: true)
         }
         o.tick()
+        capture.sync()
         let before = try CaptureFiles.list(directory: capture.directory)
         #expect(before.count >= 5)
         let result = try o.pruneCaptures(olderThanMs: nil, maxTotalBytes: 1, nowMs: 0)

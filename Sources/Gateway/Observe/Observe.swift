@@ -37,10 +37,10 @@ public struct Observe: Sendable {
         }
         let detail: Capture.CaptureDetail = settings.capture.detail == .full ? .full : .metadata
         let fileBytes = ProcessInfo.processInfo.environment[fileBytesVariable].flatMap(Int.init) ?? 64 << 20
-        var capture: CaptureWriter? = nil
+        var capture: CaptureSpooler? = nil
         let directory = iface.stateDirectory + "/capture"
         do {
-            capture = try CaptureWriter(directory: directory, detail: detail, maxFileBytes: max(4096, fileBytes),
+            capture = try CaptureSpooler(directory: directory, detail: detail, maxFileBytes: max(4096, fileBytes),
                                         enabled: settings.capture.enabled)
         } catch {
             log.error("capture directory \(directory): \(error); capture is unavailable")

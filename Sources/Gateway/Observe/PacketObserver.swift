@@ -33,7 +33,7 @@ public final class PacketObserver: @unchecked Sendable {
     /// The ring producer (nil when the ring could not be created: the daemon runs without a live feed).
     public let ring: RingProducer?
     /// The capture writer (nil when the capture directory is unusable).
-    public let capture: CaptureWriter?
+    public let capture: CaptureSpooler?
     /// The capture's flow index (`capture-NNNNNN.flows`).
     let flowIndex: CaptureFlowIndex?
 
@@ -64,7 +64,7 @@ public final class PacketObserver: @unchecked Sendable {
     public var ringDropped: UInt64 { ring?.dropped ?? 0 }
 
     /// An observer for a flow table of `flowCapacity` slots. `ring` and `capture` may be nil.
-    public init(ring: RingProducer?, capture: CaptureWriter?, flowCapacity: Int) {
+    public init(ring: RingProducer?, capture: CaptureSpooler?, flowCapacity: Int) {
         self.ring = ring
         self.capture = capture
         flowIndex = capture.map { CaptureFlowIndex(directory: $0.directory) }
