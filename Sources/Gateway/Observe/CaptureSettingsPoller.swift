@@ -54,7 +54,7 @@ public final class CaptureSettingsPoller: @unchecked Sendable {
                 if change != applied {
                     observer.requestCapture(change)
                     if applied != nil || change.enabled {
-                        log.notice("capture: \(change.enabled ? "on, detail \(change.detail.rawValue)" : "off")")
+                        log.info("capture: \(change.enabled ? "on, detail \(change.detail.rawValue)" : "off")")
                     }
                     applied = change
                 }

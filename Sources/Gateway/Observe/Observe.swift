@@ -45,7 +45,7 @@ public struct Observe: Sendable {
         } catch {
             log.error("capture directory \(directory): \(error); capture is unavailable")
         }
-        if settings.capture.enabled { log.notice("capture: on, detail \(detail.rawValue), files in \(directory)") }
+        if settings.capture.enabled { log.info("capture: on, detail \(detail.rawValue), files in \(directory)") }
         let observer = PacketObserver(ring: ring, capture: capture, flowCapacity: engine.options.flowCapacity)
         for p in engine.peers { observer.setPeerName(p.name, for: p.handle.rawValue) }
         engine.observer = observer
