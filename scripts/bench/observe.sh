@@ -3,13 +3,14 @@
 # in three configurations back to back, ROUNDS times — capture off and nobody watching; capture at
 # `full`; a `tunnelctl watch` consumer attached (refreshing view, output discarded) — and prints
 # each configuration's medians and the ratio to the first. Needs root and release binaries.
-#   Usage: scripts/bench/observe.sh [ROUNDS] [SECONDS]   (also TV_BENCH_WATCH_MODE=view|json|lines)
+#   Usage: scripts/bench/observe.sh [ROUNDS] [SECONDS]   (also TV_BENCH_WATCH_MODE=view|json|lines,
+#          TV_BENCH_CONFIGS="off watch" to run a subset)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS=${1:-3}; SECS=${2:-8}
 OUT=$(mktemp /tmp/tv-observe-bench.XXXXXX)
 for r in $(seq "$ROUNDS"); do
-  for cfg in off full watch; do
+  for cfg in ${TV_BENCH_CONFIGS:-off full watch}; do
     case $cfg in
       off)   env TV_NO_BUILD=1 scripts/bench/gateway.sh "$SECS" tunneld ;;
       full)  env TV_NO_BUILD=1 TV_BENCH_CAPTURE=full scripts/bench/gateway.sh "$SECS" tunneld ;;
