@@ -63,7 +63,7 @@ let package = Package(
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "CPcap"], swiftSettings: strict),
         .testTarget(name: "ControlTests", dependencies: ["Control", "Packet"], swiftSettings: strict),
         .testTarget(
-            name: "GatewayTests", dependencies: ["Gateway", "TestSupport", "CMNL", "Packet", "Policy", "WireGuard", "LiveFeed", "Capture"],
+            name: "GatewayTests", dependencies: ["Gateway", "TestSupport", "CMNL", "Control", "Packet", "Policy", "WireGuard", "LiveFeed", "Capture"],
             swiftSettings: strict),
         .testTarget(
             name: "TunnelctlTests", dependencies: ["tunnelctl", "Packet", "Policy", "LiveFeed", "Capture"],

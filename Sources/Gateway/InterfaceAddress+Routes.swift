@@ -1,3 +1,4 @@
+import Control
 import Packet
 
 extension InterfaceAddress {
@@ -13,5 +14,13 @@ extension InterfaceAddress {
             }
             return !covered && seen.insert(r).inserted
         }
+    }
+}
+
+extension InterfaceAddress {
+    /// An interface address, or nil when the prefix length does not fit the address family.
+    public init?(_ address: IPAddress, prefixLength: Int) {
+        guard prefixLength >= 0 && prefixLength <= address.bitWidth else { return nil }
+        self.init(address: address, prefixLength: prefixLength)
     }
 }

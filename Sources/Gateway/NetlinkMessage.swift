@@ -1,3 +1,4 @@
+import Control
 import CMNL
 import Glibc
 import Packet

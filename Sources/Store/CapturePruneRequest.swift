@@ -8,4 +8,11 @@ public struct CapturePruneRequest: Sendable, Equatable {
     public var maxTotalBytes: Int64?
     /// Only count, change nothing.
     public var dryRun: Bool
+
+    /// A request.
+    public init(olderThan: Int64?, maxTotalBytes: Int64?, dryRun: Bool) {
+        self.olderThan = olderThan
+        self.maxTotalBytes = maxTotalBytes
+        self.dryRun = dryRun
+    }
 }

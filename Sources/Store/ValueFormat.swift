@@ -74,12 +74,14 @@ public enum ValueFormat {
     /// The shortest exact text for `bytes` (`2GiB`, `500MB`, `123B`); `unlimited` for nil.
     public static func formatSize(_ bytes: Int64?) -> String {
         guard let bytes else { return "unlimited" }
+        // The exact unit giving the smallest number (2GB stays 2GB, not 1953125KiB); binary first on a tie.
+        var best = (text: "\(bytes)B", value: bytes)
         for (suffix, unit) in [("TiB", Int64(1) << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10),
                                ("TB", 1_000_000_000_000), ("GB", 1_000_000_000), ("MB", 1_000_000), ("kB", 1000)]
-        where bytes >= unit && bytes % unit == 0 {
-            return "\(bytes / unit)\(suffix)"
+        where bytes >= unit && bytes % unit == 0 && bytes / unit < best.value {
+            best = ("\(bytes / unit)\(suffix)", bytes / unit)
         }
-        return "\(bytes)B"
+        return best.text
     }
 }
 

@@ -21,6 +21,10 @@ enum Tunnelctl {
         peersCommand,
         policyCommand,
         kickCommand,
+        timelineCommand,
+        auditCommand,
+        retentionCommand,
+        pruneCommand,
         watchCommand,
         captureCommand,
     ]
@@ -71,7 +75,7 @@ enum Tunnelctl {
     }
 
     /// Options that take a value (`--since 1h`); every other `-…` word is a flag.
-    static let valueOptions: Set<String> = ["--config", "--policies", "--since", "--peer", "--detail", "--flow", "--filter", "-o"]
+    static let valueOptions: Set<String> = ["--config", "--policies", "--since", "--peer", "--detail", "--flow", "--filter", "-o", "--count", "--ring"]
 
     /// `--name`, `--name=value` or `-x`; not `->` (FLOW syntax) nor `-5`.
     static func isOption(_ w: String) -> Bool {

@@ -48,7 +48,7 @@ import WireGuard
                            persistentKeepalive: 0, tier: .free)
             gatewayPeer = client.addPeer(PeerConfiguration(
                 publicKey: gwDevice.publicKey,
-                endpoint: WireGuard.Endpoint(address: gwBind.endpoint.address, port: gwBind.endpoint.port)))
+                endpoint: gwBind.endpoint))
             engine.start()
         }
 
@@ -83,7 +83,7 @@ import WireGuard
             try sendToGateway(UnsafeRawBufferPointer(rebasing: buffer[range]))
             let response = try #require(try receiveFromGateway())
             response.withUnsafeBytes { buffer.copyMemory(from: $0) }
-            let result = client.receive(buffer, length: response.count, from: WireGuard.Endpoint(address: gwBind.endpoint.address, port: gwBind.endpoint.port),
+            let result = client.receive(buffer, length: response.count, from: gwBind.endpoint,
                                         now: nowNs, underLoad: false, output: output)
             #expect(result == .handshakeComplete(peer: gatewayPeer))
         }
@@ -101,7 +101,7 @@ import WireGuard
             while let datagram = try receiveFromGateway(timeout: timeout) {
                 datagram.withUnsafeBytes { buffer.copyMemory(from: $0) }
                 let r = client.receive(buffer, length: datagram.count,
-                                       from: WireGuard.Endpoint(address: gwBind.endpoint.address, port: gwBind.endpoint.port),
+                                       from: gwBind.endpoint,
                                        now: nowNs, underLoad: false, output: output)
                 switch r {
                 case .data(_, let range, _): return Array(UnsafeRawBufferPointer(rebasing: buffer[range]))
@@ -225,7 +225,7 @@ import WireGuard
         let initiation = try #require(try h.receiveFromGateway())
         #expect(initiation.first == 1 && initiation.count == 148)
         initiation.withUnsafeBytes { h.buffer.copyMemory(from: $0) }
-        let from = WireGuard.Endpoint(address: h.gwBind.endpoint.address, port: h.gwBind.endpoint.port)
+        let from = h.gwBind.endpoint
         let r = h.client.receive(h.buffer, length: initiation.count, from: from, now: h.nowNs, underLoad: false, output: h.output)
         guard case .sendResponse(_, let range) = r else { Issue.record("client: \(r)"); return }
         try h.sendToGateway(UnsafeRawBufferPointer(rebasing: h.output[range]))

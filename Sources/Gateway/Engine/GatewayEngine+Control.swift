@@ -76,6 +76,7 @@ extension GatewayEngine {
         case .success(let loaded):
             let generation = install(policy: loaded)
             log.notice("policy: reloaded \(directory): \(loaded.1.rules.count) rules, generation \(generation)")
+            policyReloadHook.withLock { $0 }?(generation, loaded.1.rules.count, directory)
             return PolicyReloadReply(policy: policySummary(), warnings: loaded.0.warnings.map(Self.diagnostic))
         case .failure(let failure):
             log.error("policy: reload of \(directory) failed, keeping generation \(policy.generation):\n\(failure)")

@@ -30,15 +30,19 @@ extension GatewayEngine {
             dataPeer.deallocate()
         }
 
+        var full = false  // the last receive filled the batch: more is waiting, skip the poll
         while running.load(ordering: .relaxed) {
             let n: Int
             do {
-                switch try bind.waitReadable(timeoutMilliseconds: 250) {
-                case .closed: return
-                case .timedOut: continue
-                case .readable: break
+                if !full {
+                    switch try bind.waitReadable(timeoutMilliseconds: 250) {
+                    case .closed: return
+                    case .timedOut: continue
+                    case .readable: break
+                    }
                 }
                 n = try bind.receive(into: rx)
+                full = n == rx.capacity
             } catch {
                 log.error("inbound: \(error); retrying in 100 ms")
                 usleep(100_000)
@@ -59,7 +63,7 @@ extension GatewayEngine {
                 let underLoad = (type >= 1 && type <= 3) ? noteHandshake(now: now) : false
                 let k = toNet.count
                 let result = device.receive(
-                    slot, length: length, from: WireGuard.Endpoint(rx.endpoints[i]), now: now, underLoad: underLoad,
+                    slot, length: length, from: rx.endpoints[i], now: now, underLoad: underLoad,
                     output: toNet.slot(k))
                 if case .sendResponse(let peer, _) = result { observer?.noteHandshake(peer: peer.rawValue) }
                 switch result {
@@ -185,15 +189,19 @@ extension GatewayEngine {
             controlValid.deallocate()
         }
 
+        var full = false  // the last read filled the batch: more is waiting, skip the poll
         while running.load(ordering: .relaxed) {
             let n: Int
             do {
-                switch try tun.waitReadable(timeoutMilliseconds: 250) {
-                case .closed: return
-                case .timedOut: continue
-                case .readable: break
+                if !full {
+                    switch try tun.waitReadable(timeoutMilliseconds: 250) {
+                    case .closed: return
+                    case .timedOut: continue
+                    case .readable: break
+                    }
                 }
                 n = try tun.readPackets(into: rd)
+                full = n == rd.capacity
             } catch {
                 log.error("outbound: \(error); retrying in 100 ms")
                 usleep(100_000)
@@ -257,7 +265,7 @@ extension GatewayEngine {
                 case .send(let range, let to):
                     rd.offsets[i] = range.lowerBound
                     rd.lengths[i] = range.count
-                    rd.endpoints[i] = UDPEndpoint(to)
+                    rd.endpoints[i] = to
                     valid[i] = true
                 case .handshakeNeeded:
                     enqueuePending(peer, UnsafeRawBufferPointer(rd.packet(i)))
@@ -268,7 +276,9 @@ extension GatewayEngine {
                     counters.drop(.noEndpoint)
                 case .refused:
                     counters.drop(.peerRefused)
-                case .unknownPeer, .bufferTooSmall, .handshakeInProgress:
+                case .unknownPeer:
+                    counters.drop(.noRoute)  // removed (e.g. over UAPI) while its route was in this batch
+                case .bufferTooSmall, .handshakeInProgress:
                     counters.drop(.malformedOutbound)
                 }
             }
@@ -413,7 +423,7 @@ extension GatewayEngine {
         case .send(let range, let to):
             batch.offsets[k] = range.lowerBound
             batch.lengths[k] = range.count
-            batch.endpoints[k] = UDPEndpoint(to)
+            batch.endpoints[k] = to
             valid[k] = true
         case .handshakeNeeded:
             if length > 0 {
@@ -436,7 +446,7 @@ extension GatewayEngine {
         case .send(let range, let to):
             batch.offsets[k] = range.lowerBound
             batch.lengths[k] = range.count
-            batch.endpoints[k] = UDPEndpoint(to)
+            batch.endpoints[k] = to
             valid[k] = true
             batch.count = k + 1
         case .noEndpoint:

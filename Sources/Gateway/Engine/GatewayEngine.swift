@@ -84,6 +84,9 @@ public final class GatewayEngine: @unchecked Sendable {
     /// Live ring and capture (nil: none). Set before `start()`; the data path reads it unlocked.
     public var observer: PacketObserver?
     private var threads: [GatewayThread] = []
+    /// Called after each successful policy reload with (generation, rule count, directory);
+    /// set before `start` (tunneld's `DaemonMarkers` writes a marker from it).
+    public let policyReloadHook = Mutex<(@Sendable (UInt64, Int, String) -> Void)?>(nil)
 
     /// An engine over the given devices. `policy` is the compiled policy to start with (generation 1).
     public init(device: WireGuardDevice, tun: any TunDevice, bind: any DatagramBind, clock: any GatewayClock,
@@ -277,10 +280,3 @@ final class FragmentBox: @unchecked Sendable {
     let tracker = FragmentTracker()
 }
 
-extension UDPEndpoint {
-    @inline(__always) init(_ e: WireGuard.Endpoint) { self.init(address: e.address, port: e.port) }
-}
-
-extension WireGuard.Endpoint {
-    @inline(__always) init(_ e: UDPEndpoint) { self.init(address: e.address, port: e.port) }
-}

@@ -32,7 +32,7 @@ public struct Logger: Sendable {
     }
 
     public func log(_ level: Level, _ message: @autoclosure () -> String) {
-        if level <= minimum { sink(level, message()) }
+        if level >= minimum { sink(level, message()) }  // `<` orders by severity: debug < … < error
     }
     public func error(_ m: @autoclosure () -> String) { log(.error, m()) }
     public func warning(_ m: @autoclosure () -> String) { log(.warning, m()) }

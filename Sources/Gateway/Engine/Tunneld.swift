@@ -5,6 +5,7 @@ import Foundation
 import Glibc
 import Packet
 import Policy
+import Store
 import WireGuard
 
 /// The gateway daemon's entry point and life cycle.
@@ -96,7 +97,7 @@ public enum Tunneld {
 
         let tun = try LinuxTun(name: iface.name, mtu: iface.mtu)
         let netlink = try NetlinkInterfaceConfigurator()
-        let addresses = iface.addresses.compactMap { InterfaceAddress($0.address, prefixLength: $0.prefixLength) }
+        let addresses = iface.addresses
         let routes = InterfaceAddress.routesOutsideSubnets(config.peers.flatMap(\.allowedIPs), of: addresses)
         do {
             try netlink.bringUp(name: tun.name, mtu: iface.mtu, addresses: addresses, routes: routes)
@@ -125,6 +126,34 @@ public enum Tunneld {
         // ---- end live ring and capture ----
         engine.start()
         defer { engine.stop() }
+
+        // ── history: automatic markers and scheduled prune (issue 6; DaemonMarkers, PruneSchedule) ──
+        // Both use connections of their own on state.db. Drop markers need the StoreWriter's
+        // counter: pass `droppedCount: { writer.droppedCount }` once the daemon owns a writer.
+        let wallMs: @Sendable () -> Int64 = { SystemClock().wallMilliseconds() }
+        var history: (DaemonMarkers, PruneSchedule)?
+        do {
+            if let store = try? Store(path: iface.storePath) { _ = PruneSchedule.loadSettings(store, log: log) }
+            history = (try DaemonMarkers(storePath: iface.storePath, log: log, now: wallMs),
+                       try PruneSchedule(storePath: iface.storePath, captureDirectory: iface.stateDirectory + "/capture",
+                                         log: log, now: wallMs))
+        } catch {
+            log.error("store \(iface.storePath): \(error); running without markers and scheduled prune")
+        }
+        let markers = history?.0, pruneSchedule = history?.1
+        markers?.start()
+        markers?.daemonStarted(version: version, pid: getpid(), generation: engine.policy.generation,
+                               ruleCount: policy.1.rules.count, policyDirectory: iface.policyDirectory)
+        engine.policyReloadHook.withLock { hook in
+            hook = { generation, rules, directory in markers?.policyReloaded(generation: generation, ruleCount: rules, directory: directory) }
+        }
+        pruneSchedule?.start()
+        defer {
+            pruneSchedule?.stop()
+            markers?.daemonStopping(reason: "shutdown")
+            markers?.stop()
+        }
+        // ── end history ──
 
         let addressTexts = iface.addresses.map(\.description)
         let control = try ControlServer(path: iface.controlSocketPath) { request, _ in

@@ -1,0 +1,277 @@
+import Control
+import Foundation
+import Store
+import Synchronization
+
+/// `tunnelctl audit start LABEL | stop | mark LABEL | list [--since]` (DESIGN.md §9, issue 6).
+///
+/// tunnelctl writes audit sessions and markers into the store itself, daemon running or not
+/// (the daemon's writer and tunnelctl are two connections on one WAL file). A write waits for
+/// the daemon's lock through the busy timeout and is retried, so it never fails with
+/// "database is locked" while the daemon writes. Also home of the store helpers the history
+/// commands share (`openStore`, `cliNow`, `formatTime`, `parseSince`).
+extension Tunnelctl {
+    static let auditCommand = Command(name: "audit", summary: "audit sessions and markers: start LABEL | stop | mark LABEL | list") { args, console in
+        let json = args.flag("--json")
+        guard let sub = args.next() else { throw CLIError.usage(auditUsage) }
+        switch sub {
+        case "start":
+            let label = try labelWords(&args, "audit start LABEL")
+            let (store, _) = try openStore(&args, write: true)
+            try args.finish()
+            let now = cliNow()
+            let a = try writing { try store.startAudit(label: label, at: now) }
+            if json { console.print(try encodeJSON(AuditSessionJSON(a))) } else {
+                console.print("audit session \(a.id) '\(a.label)' started at \(formatTime(a.startedAt))")
+            }
+            return .ok
+        case "stop":
+            let (store, _) = try openStore(&args, write: true)
+            try args.finish()
+            let a = try writing { try store.stopAudit(at: cliNow()) }
+            if json { console.print(try encodeJSON(AuditSessionJSON(a))) } else {
+                let lasted = formatDuration(((a.endedAt ?? a.startedAt) - a.startedAt) / 1000)
+                console.print("audit session \(a.id) '\(a.label)' stopped at \(formatTime(a.endedAt ?? a.startedAt)) (lasted \(lasted))")
+            }
+            return .ok
+        case "mark":
+            let detail = try args.option("--detail")
+            let label = try labelWords(&args, "audit mark LABEL [--detail TEXT]")
+            let (store, _) = try openStore(&args, write: true)
+            try args.finish()
+            let m = try writing { try store.addMarker(MarkerInput(at: cliNow(), label: label, kind: .manual, detail: detail)) }
+            if json { console.print(try encodeJSON(MarkerJSON(m))) } else {
+                let session = m.auditSessionId.map { " (audit session \($0))" } ?? ""
+                console.print("marker \(m.id) '\(m.label)' at \(formatTime(m.at))\(session)")
+            }
+            return .ok
+        case "list":
+            let from = try args.option("--since").map { try parseSince($0, now: cliNow()) } ?? .min
+            let (store, _) = try openStore(&args, write: false)
+            try args.finish()
+            let (audits, markers) = try storeCall { try store.connection.read { (try store.audits(since: from), try store.markers(since: from)) } }
+            if json {
+                console.print(try encodeJSON(AuditListJSON(auditSessions: audits.map(AuditSessionJSON.init), markers: markers.map(MarkerJSON.init))))
+                return .ok
+            }
+            console.print(renderAuditList(audits, markers))
+            return .ok
+        default:
+            throw CLIError.usage("unknown audit subcommand '\(sub)'\(didYouMean(sub, ["start", "stop", "mark", "list"]))\n\(auditUsage)")
+        }
+    }
+
+    static let auditUsage = "usage: tunnelctl audit start LABEL | stop | mark LABEL [--detail TEXT] | list [--since 1h|DATE] [--json]"
+
+    /// The remaining positional words as one label (`audit mark printer test` → "printer test").
+    static func labelWords(_ args: inout Arguments, _ usage: String) throws -> String {
+        var words: [String] = []
+        while let w = args.words.first, !isOption(w) { words.append(w); _ = args.next() }
+        let label = words.joined(separator: " ").trimmingCharacters(in: .whitespaces)
+        guard !label.isEmpty else { throw CLIError.usage("a label is needed: tunnelctl \(usage)") }
+        guard label.utf8.count <= 1000 else { throw CLIError.usage("the label is longer than 1000 bytes") }
+        return label
+    }
+
+    static func renderAuditList(_ audits: [AuditSession], _ markers: [Marker]) -> String {
+        var out: [String] = []
+        if audits.isEmpty {
+            out.append("no audit sessions")
+        } else {
+            var rows = [["ID", "STARTED", "ENDED", "LABEL"]]
+            for a in audits {
+                rows.append([String(a.id), formatTime(a.startedAt), a.endedAt.map(formatTime) ?? "(open)", a.label])
+            }
+            out.append("audit sessions:")
+            out.append(table(rows).split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
+        }
+        if markers.isEmpty {
+            out.append("no markers")
+        } else {
+            var rows = [["ID", "AT", "KIND", "AUDIT", "LABEL"]]
+            for m in markers {
+                let label = m.detail.map { "\(m.label) (\($0))" } ?? m.label
+                rows.append([String(m.id), formatTime(m.at), m.kind.rawValue, m.auditSessionId.map(String.init) ?? "-", label])
+            }
+            out.append("markers:")
+            out.append(table(rows).split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
+        }
+        return out.joined(separator: "\n")
+    }
+
+    // MARK: JSON (field names documented in docs/audit.md)
+
+    struct AuditSessionJSON: Encodable {
+        var id: Int64
+        var label: String
+        var startedAt: String
+        var startedAtMs: Int64
+        var endedAt: String?
+        var endedAtMs: Int64?
+        var open: Bool
+        init(_ a: AuditSession) {
+            id = a.id
+            label = a.label
+            startedAt = isoTime(a.startedAt)
+            startedAtMs = a.startedAt
+            endedAt = a.endedAt.map(isoTime)
+            endedAtMs = a.endedAt
+            open = a.endedAt == nil
+        }
+    }
+
+    struct MarkerJSON: Encodable {
+        var id: Int64
+        var at: String
+        var atMs: Int64
+        var label: String
+        var kind: String
+        var auditSessionId: Int64?
+        var detail: String?
+        init(_ m: Marker) {
+            id = m.id
+            at = isoTime(m.at)
+            atMs = m.at
+            label = m.label
+            kind = m.kind.rawValue
+            auditSessionId = m.auditSessionId
+            detail = m.detail
+        }
+    }
+
+    struct AuditListJSON: Encodable {
+        var auditSessions: [AuditSessionJSON]
+        var markers: [MarkerJSON]
+    }
+
+    // MARK: shared store helpers (audit, timeline, retention, prune)
+
+    /// Fixed "now" (Unix epoch ms) for golden tests; nil = the system clock.
+    static let clockOverride = Mutex<Int64?>(nil)
+
+    /// Now, Unix epoch milliseconds.
+    static func cliNow() -> Int64 {
+        if let t = clockOverride.withLock({ $0 }) { return t }
+        return Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
+    }
+
+    /// Opens the store named by `--config`. Writing commands create the state directory and
+    /// the store when missing (the daemon need not have run); read commands never create.
+    static func openStore(_ args: inout Arguments, write: Bool) throws -> (Store, TunnelConfig) {
+        let config = try cliConfig(&args)
+        let path = config.interface.storePath
+        if write {
+            let dir = config.interface.stateDirectory
+            if !FileManager.default.fileExists(atPath: dir) {
+                do {
+                    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true,
+                                                            attributes: [.posixPermissions: 0o750])
+                } catch {
+                    throw CLIError.failure("cannot create the state directory \(dir): \(error.localizedDescription)")
+                }
+            }
+        }
+        let store = try storeCall {
+            try retryingBusy { try Store(path: path, mode: write ? .readWrite : .readOnly, busyTimeoutMs: 10_000) }
+        }
+        return (store, config)
+    }
+
+    /// Runs a store call; a `StoreError` becomes an exit-1 error with its sentence.
+    static func storeCall<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let e as StoreError {
+            throw CLIError.failure(e.description)
+        }
+    }
+
+    /// A write from tunnelctl: retried when the daemon held the lock past the busy timeout.
+    static func writing<T>(_ body: () throws -> T) throws -> T {
+        try storeCall { try retryingBusy(body) }
+    }
+
+    /// Calls `body` again (up to 5 times, 50 ms apart) while it throws `StoreError.busy`.
+    static func retryingBusy<T>(_ body: () throws -> T) throws -> T {
+        var attempt = 0
+        while true {
+            do {
+                return try body()
+            } catch StoreError.busy(let path, let operation) {
+                attempt += 1
+                if attempt > 5 { throw StoreError.busy(path: path, operation: operation) }
+                usleep(50_000)
+            }
+        }
+    }
+
+    /// Local wall-clock time (TZ honoured): `2026-03-01 12:00:00`.
+    static func formatTime(_ ms: Int64) -> String {
+        var t = time_t(ms >= 0 ? ms / 1000 : (ms - 999) / 1000)
+        var tmv = tm()
+        localtime_r(&t, &tmv)
+        return String(format: "%04d-%02d-%02d %02d:%02d:%02d", Int(tmv.tm_year) + 1900, Int(tmv.tm_mon) + 1, Int(tmv.tm_mday),
+                      Int(tmv.tm_hour), Int(tmv.tm_min), Int(tmv.tm_sec))
+    }
+
+    /// UTC with milliseconds for JSON: `2026-03-01T12:00:00.000Z`.
+    static func isoTime(_ ms: Int64) -> String {
+        let secs = ms >= 0 ? ms / 1000 : (ms - 999) / 1000
+        var t = time_t(secs)
+        var tmv = tm()
+        gmtime_r(&t, &tmv)
+        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", Int(tmv.tm_year) + 1900, Int(tmv.tm_mon) + 1, Int(tmv.tm_mday),
+                      Int(tmv.tm_hour), Int(tmv.tm_min), Int(tmv.tm_sec), Int(ms - secs * 1000))
+    }
+
+    /// `--since`: a duration back from now (`10m`, `1h`, `7d`), `forever`, or a date
+    /// `YYYY-MM-DD[THH:MM[:SS]]` in local time (UTC with a trailing `Z`). Returns epoch ms.
+    static func parseSince(_ text: String, now: Int64) throws -> Int64 {
+        if let first = text.first, first.isNumber, text.contains("-") {
+            guard let t = parseDate(text) else {
+                throw CLIError.usage("--since '\(text)': expected a duration (10m, 1h, 7d) or a date YYYY-MM-DD[THH:MM[:SS]][Z]")
+            }
+            return t
+        }
+        do {
+            guard let ms = try ValueFormat.parseDuration(text) else { return .min }
+            return now - ms
+        } catch let e as SettingValueError {
+            throw CLIError.usage("--since '\(text)': \(e.message), or a date YYYY-MM-DD[THH:MM[:SS]][Z]")
+        }
+    }
+
+    /// `YYYY-MM-DD[THH:MM[:SS]][Z]` (a space may replace `T`) → epoch ms; nil when malformed.
+    static func parseDate(_ text: String) -> Int64? {
+        var s = Substring(text)
+        let utc = s.hasSuffix("Z") || s.hasSuffix("z")
+        if utc { s = s.dropLast() }
+        let parts = s.split(maxSplits: 1, omittingEmptySubsequences: false, whereSeparator: { $0 == "T" || $0 == " " })
+        let date = parts[0].split(separator: "-", omittingEmptySubsequences: false).map { Int($0) }
+        guard date.count == 3, let y = date[0], let mo = date[1], let d = date[2],
+              (1970...9999).contains(y), (1...12).contains(mo), (1...31).contains(d) else { return nil }
+        var h = 0, mi = 0, sec = 0
+        if parts.count == 2 {
+            let time = parts[1].split(separator: ":", omittingEmptySubsequences: false).map { Int($0) }
+            guard (2...3).contains(time.count), let hh = time[0], let mm = time[1], (0...23).contains(hh), (0...59).contains(mm)
+            else { return nil }
+            h = hh
+            mi = mm
+            if time.count == 3 {
+                guard let ss = time[2], (0...60).contains(ss) else { return nil }
+                sec = ss
+            }
+        }
+        var tmv = tm()
+        tmv.tm_year = Int32(y - 1900)
+        tmv.tm_mon = Int32(mo - 1)
+        tmv.tm_mday = Int32(d)
+        tmv.tm_hour = Int32(h)
+        tmv.tm_min = Int32(mi)
+        tmv.tm_sec = Int32(sec)
+        tmv.tm_isdst = -1
+        let t = utc ? timegm(&tmv) : mktime(&tmv)
+        guard t != -1 else { return nil }
+        return Int64(t) * 1000
+    }
+}

@@ -1,0 +1,158 @@
+import Control
+import Foundation
+import Store
+
+/// `tunnelctl prune [--dry-run]` (DESIGN.md §7, issue 6 Deliver 4): removes what the retention
+/// settings say, family by family, in short batches (`Pruner`), deletes pcap files beyond the
+/// capture limits (`CaptureFilePruner` on `StateDirectory/capture`), gives the freed pages back
+/// to the file system (incremental vacuum) and reports rows and bytes per family. On a terminal,
+/// a run longer than a second shows its progress on stderr.
+extension Tunnelctl {
+    static let pruneCommand = Command(name: "prune", summary: "delete history and pcap files beyond retention [--dry-run]") { args, console in
+        let json = args.flag("--json")
+        let dryRun = args.flag("--dry-run") || args.flag("-n")
+        let (store, config) = try openStore(&args, write: !dryRun)
+        try args.finish()
+        let decoded: SettingsDecoding
+        do {
+            decoded = try storeCall { try store.settings() }
+        } catch let e as CLIError {
+            throw CLIError.failure("\(e.message)\nnothing was pruned: fix the row with 'tunnelctl retention set KEY=VALUE' (or check 'tunnelctl retention show')")
+        }
+        if !json {
+            for d in decoded.defaulted where !decoded.wasEmpty {
+                console.error("note: \(d.path) is \(d.reason); using its factory value")
+            }
+        }
+        let now = cliNow()
+        let report = try runPrune(store: store, config: config, retention: decoded.settings.retention, now: now,
+                                  dryRun: dryRun, progress: console.isTerminal ? TerminalProgress() : nil)
+        if json {
+            console.print(try encodeJSON(report))
+        } else {
+            console.print(renderPrune(report, retention: decoded.settings.retention))
+        }
+        return .ok
+    }
+
+    /// Runs the prune and measures bytes per family: pages the family's deletes freed (real run)
+    /// or its share of its table's and indexes' pages (dry run, an estimate).
+    static func runPrune(store: Store, config: TunnelConfig, retention: RetentionSettings, now: Int64, dryRun: Bool,
+                         progress: TerminalProgress?) throws -> PruneJSON {
+        let c = store.connection
+        let pageSize = try storeCall { try c.scalarInt("PRAGMA page_size") ?? 4096 }
+        var estimates: [PruneFamily: (bytes: Int64, rows: Int64)] = [:]
+        if dryRun {
+            for f in PruneFamily.allCases {
+                let table = f == .auditSessions ? "audit_sessions" : f.rawValue
+                let bytes = (try? c.scalarInt("SELECT sum(pgsize) FROM dbstat WHERE name IN (SELECT name FROM sqlite_master WHERE tbl_name = '\(table)')")) ?? nil
+                let rows = try storeCall { try c.scalarInt("SELECT count(*) FROM \(table)") ?? 0 }
+                if let bytes { estimates[f] = (bytes, rows) }
+            }
+        }
+        var freed: [PruneFamily: Int64] = [:]
+        var lastFree: Int64 = (try? c.scalarInt("PRAGMA freelist_count")) ?? 0
+        let report = try writing {
+            try Pruner(store: store).run(
+                retention: retention, now: now, dryRun: dryRun,
+                capture: { try CaptureFilePruner.prune(directory: config.interface.stateDirectory + "/capture", $0) },
+                progress: { p in
+                    if !dryRun, let free = try? c.scalarInt("PRAGMA freelist_count") {
+                        freed[p.family, default: 0] += max(0, free - lastFree) * pageSize
+                        lastFree = free
+                    }
+                    progress?.update(p)
+                })
+        }
+        progress?.finish()
+        var families: [PruneJSON.Family] = []
+        for f in PruneFamily.allCases {
+            let rows = report.rows[f] ?? 0
+            var bytes: Int64? = freed[f] ?? 0
+            if dryRun {
+                bytes = estimates[f].map { $0.rows > 0 ? $0.bytes * Int64(rows) / $0.rows : 0 }
+            }
+            let age = maxAge(f, retention)
+            families.append(PruneJSON.Family(
+                family: f.rawValue, rows: rows, bytes: bytes, maxAge: ValueFormat.formatDuration(age),
+                cutoff: report.cutoffs[f].map(isoTime), cutoffMs: report.cutoffs[f]))
+        }
+        return PruneJSON(
+            dryRun: dryRun, now: isoTime(now), families: families, rows: report.totalRows,
+            bytesReclaimed: report.bytesReclaimed,
+            pcap: report.capture.map { PruneJSON.Pcap(files: $0.files, bytes: $0.bytes, maxBytes: ValueFormat.formatSize(retention.pcapMaxBytes), maxAge: ValueFormat.formatDuration(retention.pcapMaxAgeMs)) })
+    }
+
+    static func maxAge(_ f: PruneFamily, _ r: RetentionSettings) -> Int64? {
+        switch f {
+        case .flows: return r.flowsMaxAgeMs
+        case .refusals: return r.refusalsMaxAgeMs
+        case .sessions: return r.sessionsMaxAgeMs
+        case .markers, .auditSessions: return r.markersMaxAgeMs
+        }
+    }
+
+    static func renderPrune(_ r: PruneJSON, retention: RetentionSettings) -> String {
+        var rows = [["FAMILY", "ROWS", r.dryRun ? "BYTES (est.)" : "BYTES", "KEPT", "OLDER THAN"]]
+        for f in r.families {
+            rows.append([f.family, String(f.rows), f.bytes.map { formatBytes(UInt64(max(0, $0))) } ?? "?", f.maxAge,
+                         f.cutoffMs.map(formatTime) ?? "-"])
+        }
+        if let p = r.pcap {
+            rows.append(["pcap files", String(p.files), formatBytes(UInt64(max(0, p.bytes))), "\(p.maxAge), \(p.maxBytes)", "-"])
+        }
+        var lines: [String] = []
+        if r.dryRun {
+            lines.append("dry run: would remove \(r.rows) rows and \(r.pcap?.files ?? 0) pcap files; nothing was changed")
+        } else {
+            lines.append("removed \(r.rows) rows and \(r.pcap?.files ?? 0) pcap files; the store file gave back \(formatBytes(UInt64(max(0, r.bytesReclaimed))))")
+        }
+        lines += table(rows).split(separator: "\n").map(String.init)
+        return lines.joined(separator: "\n")
+    }
+
+    /// `prune --json` (field names documented in docs/audit.md).
+    struct PruneJSON: Encodable {
+        struct Family: Encodable {
+            var family: String
+            var rows: Int
+            /// Freed bytes (real run) or an estimate (dry run); nil when unknown.
+            var bytes: Int64?
+            var maxAge: String
+            var cutoff: String?
+            var cutoffMs: Int64?
+        }
+        struct Pcap: Encodable {
+            var files: Int
+            var bytes: Int64
+            var maxBytes: String
+            var maxAge: String
+        }
+        var dryRun: Bool
+        var now: String
+        var families: [Family]
+        var rows: Int
+        var bytesReclaimed: Int64
+        var pcap: Pcap?
+    }
+
+    /// A one-line progress display on stderr, shown once a prune has run for a second.
+    final class TerminalProgress {
+        let started = Date()
+        var lastDraw = Date.distantPast
+        var shown = false
+
+        func update(_ p: PruneProgress) {
+            let now = Date()
+            guard now.timeIntervalSince(started) >= 1, now.timeIntervalSince(lastDraw) >= 0.1 || p.removed >= p.total else { return }
+            lastDraw = now
+            shown = true
+            let pct = p.total > 0 ? p.removed * 100 / p.total : 100
+            FileHandle.standardError.write(Data("\r\u{1B}[Kpruning \(p.family.rawValue): \(p.removed) of \(p.total) rows (\(pct)%)".utf8))
+        }
+
+        func finish() {
+            if shown { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+        }
+    }
+}

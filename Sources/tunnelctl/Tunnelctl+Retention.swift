@@ -1,0 +1,161 @@
+import Control
+import Foundation
+import Store
+
+/// `tunnelctl retention show | set KEY=VALUE…` (DESIGN.md §7, §9; issue 6 Deliver 3).
+///
+/// `show` decodes the settings row tolerantly and marks every value that did not come from the
+/// row (`(default: missing)`, `(default: wrong type …)`); unknown fields are listed. A row that
+/// is not JSON is an error showing the raw text (exit 1). `set` validates every pair before
+/// writing any, and writes the whole row in one transaction.
+extension Tunnelctl {
+    static let retentionCommand = Command(name: "retention", summary: "history retention: show | set KEY=VALUE…") { args, console in
+        let json = args.flag("--json")
+        guard let sub = args.next() else { throw CLIError.usage(retentionUsage) }
+        switch sub {
+        case "show":
+            let (store, _) = try openStore(&args, write: false)
+            try args.finish()
+            let text = try storeCall { try store.settingsText() }
+            let decoded: SettingsDecoding
+            do {
+                decoded = try Settings.decode(text)
+            } catch let StoreError.settingsNotJSON(raw, detail) {
+                if json {
+                    console.print(try encodeJSON(RetentionErrorJSON(error: "settings row is not a JSON object (\(detail))", raw: raw)))
+                } else {
+                    console.error("tunnelctl retention: the settings row is not a JSON object (\(detail)); raw text:")
+                    console.error(raw)
+                    console.error("tunneld runs with factory values meanwhile; 'tunnelctl retention set KEY=VALUE' writes a fresh row")
+                }
+                return .failure
+            }
+            if json {
+                console.print(try encodeJSON(RetentionJSON(decoded)))
+            } else {
+                console.print(renderRetention(decoded))
+            }
+            return .ok
+        case "set":
+            var pairs: [(String, String)] = []
+            while let w = args.words.first, !isOption(w) {
+                _ = args.next()
+                guard let eq = w.firstIndex(of: "="), eq != w.startIndex else {
+                    throw CLIError.usage("'\(w)' is not KEY=VALUE\(keyHint(w))\n\(retentionUsage)")
+                }
+                pairs.append((String(w[..<eq]).lowercased(), String(w[w.index(after: eq)...])))
+            }
+            guard !pairs.isEmpty else { throw CLIError.usage(retentionUsage) }
+            // Validate every pair against factory settings first: a typo writes nothing.
+            var probe = Settings.factory
+            for (k, v) in pairs { try validate(&probe, k, v) }
+            let (store, _) = try openStore(&args, write: true)
+            try args.finish()
+            let (before, after): (SettingsDecoding?, Settings) = try writing {
+                try store.connection.transaction {
+                    let text = try store.settingsText()
+                    let old = try? Settings.decode(text)
+                    var s = old?.settings ?? .factory
+                    for (k, v) in pairs { try validate(&s, k, v) }
+                    try store.putSettings(s, at: cliNow())
+                    return (old, s)
+                }
+            }
+            if json {
+                console.print(try encodeJSON(RetentionJSON(try Settings.decode(after.json))))
+                return .ok
+            }
+            if before == nil { console.print("note: the old settings row was not JSON; it was replaced (unset values are factory values)") }
+            for (k, _) in pairs {
+                let old = before?.settings.value(forKey: k) ?? "?"
+                let new = after.value(forKey: k) ?? "?"
+                console.print(old == new ? "\(k): \(new) (unchanged)" : "\(k): \(old) -> \(new)")
+            }
+            return .ok
+        default:
+            throw CLIError.usage("unknown retention subcommand '\(sub)'\(didYouMean(sub, ["show", "set"]))\n\(retentionUsage)")
+        }
+    }
+
+    static let retentionUsage = """
+        usage: tunnelctl retention show [--json]
+               tunnelctl retention set KEY=VALUE…   keys: \(Settings.keys.map(\.key).joined(separator: " "))
+               durations: 12h 7d 2w 1h30m forever; sizes: 500MB 2GiB unlimited; capture: on|off; capture-detail: metadata|full
+        """
+
+    /// Applies one pair, turning a bad key or value into a usage error a person can act on.
+    static func validate(_ s: inout Settings, _ key: String, _ value: String) throws {
+        do {
+            try s.set(key, value)
+        } catch let e as SettingValueError {
+            if e.key == nil {
+                throw CLIError.usage("unknown setting '\(key)'\(keyHint(key)) (known settings: \(Settings.keys.map(\.key).joined(separator: " ")))")
+            }
+            throw CLIError.usage("\(key)=\(value): \(e.message)")
+        }
+    }
+
+    /// ", did you mean 'flows'?" for a near-miss key (also for `flows:7d`-style typos).
+    static func keyHint(_ word: String) -> String {
+        let key = String(word.prefix(while: { $0 != "=" && $0 != ":" && $0 != " " })).lowercased()
+        let keys = Settings.keys.map(\.key)
+        let hint = didYouMean(key, keys)
+        if !hint.isEmpty { return hint }
+        // `flow` vs `flows`, `pcap_bytes` vs `pcap-bytes`, `pcapbytes`.
+        let normal = key.replacingOccurrences(of: "_", with: "-")
+        if let k = keys.first(where: { $0 == normal || $0.replacingOccurrences(of: "-", with: "") == normal || $0.hasPrefix(normal) && normal.count >= 3 }) {
+            return ", did you mean '\(k)'?"
+        }
+        return ""
+    }
+
+    static func renderRetention(_ d: SettingsDecoding) -> String {
+        var rows: [[String]] = [["KEY", "VALUE", ""]]
+        for (key, path) in Settings.keys {
+            let value = d.settings.value(forKey: key) ?? "?"
+            let note = d.defaulted.first(where: { $0.path == path }).map { "(default: \($0.reason))" } ?? ""
+            rows.append([key, value, note])
+        }
+        var lines = table(rows).split(separator: "\n").map { String($0).trimmingTrailingSpaces }
+        if d.wasEmpty { lines.append("no settings row: every value is a factory value") }
+        for u in d.unknown { lines.append("unknown field '\(u)' ignored (dropped on the next 'retention set')") }
+        return lines.joined(separator: "\n")
+    }
+
+    // MARK: JSON (field names documented in docs/audit.md)
+
+    struct RetentionJSON: Encodable {
+        struct Value: Encodable {
+            var key: String
+            var path: String
+            var value: String
+            var defaulted: Bool
+            var reason: String?
+        }
+        var settings: [Value]
+        var unknown: [String]
+        var empty: Bool
+        init(_ d: SettingsDecoding) {
+            settings = Settings.keys.map { key, path in
+                let why = d.defaulted.first(where: { $0.path == path })
+                return Value(key: key, path: path, value: d.settings.value(forKey: key) ?? "?", defaulted: why != nil,
+                             reason: why.map { "\($0.reason)" })
+            }
+            unknown = d.unknown
+            empty = d.wasEmpty
+        }
+    }
+
+    struct RetentionErrorJSON: Encodable {
+        var error: String
+        var raw: String
+    }
+}
+
+fileprivate extension String {
+    var trimmingTrailingSpaces: String {
+        var s = self
+        while s.last == " " { s.removeLast() }
+        return s
+    }
+}
