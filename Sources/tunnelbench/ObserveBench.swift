@@ -50,6 +50,7 @@ enum ObserveBench {
             let cpu0 = cpuSeconds()
             let allocations0 = allocationCount()
             var i = 0
+            var sink: UInt64 = 0
             while i < count {
                 observer?.beginBatch()
                 for j in 0..<64 {
@@ -58,7 +59,10 @@ enum ObserveBench {
                         guard let parsed = try? PacketParser.parse(raw) else { return }
                         let (key, reversed) = parsed.flowKey
                         let t = table.track(key, reversed: reversed, length: raw.count, tcpFlags: parsed.tcpFlags, now: 1000)
-                        observer?.packet(ObservedBytes(raw), parsed, handle: t.handle, entry: table[t.handle],
+                        // As in GatewayEngine.decide: the entry is read for the cached verdict anyway.
+                        let entry = table[t.handle]
+                        sink &+= UInt64(entry.verdictAction)
+                        observer?.packet(ObservedBytes(raw), parsed, handle: t.handle, entry: entry,
                                          opened: t.opened, action: .allow, peer: 1, fromPeer: j % 2 == 0)
                     }
                 }
@@ -66,6 +70,7 @@ enum ObserveBench {
                 i += 64
             }
             let allocations = allocationCount() - allocations0
+            if sink == UInt64.max { print(sink) }
             let cpu = cpuSeconds() - cpu0
             let wall = now() - start
             stop.set()

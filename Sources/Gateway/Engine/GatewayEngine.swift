@@ -81,8 +81,9 @@ public final class GatewayEngine: @unchecked Sendable {
     let peerTable = Mutex<[UInt32: GatewayPeer]>([:])
     let handshakeWindow = Mutex<(second: UInt64, count: Int)>((0, 0))
     let running = Atomic<Bool>(false)
-    /// Live ring and capture (nil: none). Set before `start()`; the data path reads it unlocked.
-    public var observer: PacketObserver?
+    /// Live ring and capture (nil: none). Set before `start()`; the data path reads it unlocked
+    /// (so without the per-access exclusivity check).
+    @exclusivity(unchecked) public var observer: PacketObserver?
     private var threads: [GatewayThread] = []
     /// Called after each successful policy reload with (generation, rule count, directory);
     /// set before `start` (tunneld's `DaemonMarkers` writes a marker from it).

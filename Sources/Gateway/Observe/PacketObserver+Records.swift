@@ -6,6 +6,7 @@ import Packet
 import Policy
 
 extension PacketObserver {
+    @usableFromInline
     func observe(_ packet: ObservedBytes, _ p: ParsedPacket, handle: FlowHandle, entry: FlowEntry,
                  opened: Bool, action: PolicyAction, peer: UInt32, fromPeer: Bool)
     {
@@ -70,6 +71,7 @@ extension PacketObserver {
         firstLocations.withLock { $0[entry.id] = location }
     }
 
+    @usableFromInline
     func ended(_ record: FlowRecord, peer: UInt32) {
         let e = record.entry
         if e.id != 0 && capturing { firstLocations.withLock { _ = $0.removeValue(forKey: e.id) } }

@@ -44,8 +44,9 @@ public final class PacketObserver: @unchecked Sendable {
     private(set) var peerNames: [UInt32: LivePeerName] = [:]
 
     // Cached per batch.
-    var watching = false
-    var capturing = false
+    // Read per packet: no dynamic exclusivity check (only the flow-lock holder touches them).
+    @usableFromInline @exclusivity(unchecked) var watching = false
+    @usableFromInline @exclusivity(unchecked) var capturing = false
     var wallNanoseconds: UInt64 = 0
     var lastFlushNanoseconds: UInt64 = 0
 
@@ -104,7 +105,7 @@ public final class PacketObserver: @unchecked Sendable {
 
     /// One packet after its verdict. `packet` is the IP packet; `handle`/`entry` its flow after
     /// tracking; `opened` whether this packet opened the flow.
-    @inline(__always)
+    @inlinable
     public func packet(_ packet: ObservedBytes, _ parsed: ParsedPacket, handle: FlowHandle, entry: FlowEntry,
                        opened: Bool, action: PolicyAction, peer: UInt32, fromPeer: Bool)
     {
@@ -114,7 +115,7 @@ public final class PacketObserver: @unchecked Sendable {
     }
 
     /// A flow left the table; `peer` is its peer's handle when the caller knows it.
-    @inline(__always)
+    @inlinable
     public func flowEnded(_ record: FlowRecord, peer: UInt32 = LiveRecord.noPeer) {
         guard watching || capturing else { return }
         ended(record, peer: peer)
