@@ -63,10 +63,10 @@ let package = Package(
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "CPcap"], swiftSettings: strict),
         .testTarget(name: "ControlTests", dependencies: ["Control", "Packet"], swiftSettings: strict),
         .testTarget(
-            name: "GatewayTests", dependencies: ["Gateway", "TestSupport", "CMNL", "Control", "Packet", "Policy", "WireGuard"],
+            name: "GatewayTests", dependencies: ["Gateway", "TestSupport", "CMNL", "Control", "Packet", "Policy", "WireGuard", "LiveFeed", "Capture"],
             swiftSettings: strict),
         .testTarget(
-            name: "TunnelctlTests", dependencies: ["tunnelctl", "Packet", "Policy", "Store"],
+            name: "TunnelctlTests", dependencies: ["tunnelctl", "Packet", "Policy", "Store", "LiveFeed", "Capture"],
             resources: [.copy("Golden")], swiftSettings: strict),
     ]
 )

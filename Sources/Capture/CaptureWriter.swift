@@ -48,6 +48,10 @@ public final class CaptureWriter: @unchecked Sendable {
     private var lastFlush: UInt64 = 0
     private var unflushed = false
     private var currentPath = ""
+    private var streamBuffer: UnsafeMutablePointer<CChar>?
+
+    /// stdio buffer of the open file (records reach the kernel in writes of this size).
+    public static let streamBufferSize = 256 << 10
 
     /// Size of the pcap global header; the first record starts there.
     public static let fileHeaderSize: UInt64 = 24
@@ -69,7 +73,10 @@ public final class CaptureWriter: @unchecked Sendable {
         nextSequence = try CaptureFiles.nextSequence(directory: directory)
     }
 
-    deinit { closeFile() }
+    deinit {
+        closeFile()
+        streamBuffer?.deallocate()
+    }
 
     /// Turns capture on or off. Off closes (and flushes) the current file.
     public func setEnabled(_ enabled: Bool) {
@@ -150,8 +157,18 @@ public final class CaptureWriter: @unchecked Sendable {
             lastError = .cannotOpen(path: path, message: "pcap_open_dead failed")
             return false
         }
-        guard let dumper = pcap_dump_open(pcap, path) else {
+        // Our own FILE with a large buffer (before any I/O on it, as setvbuf requires): one
+        // write(2) per `streamBufferSize` bytes instead of one per 4 KiB.
+        guard let stream = fopen(path, "we") else {
+            lastError = .cannotOpen(path: path, message: String(cString: strerror(errno)))
+            pcap_close(pcap)
+            return false
+        }
+        if streamBuffer == nil { streamBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: CaptureWriter.streamBufferSize) }
+        setvbuf(stream, streamBuffer, _IOFBF, CaptureWriter.streamBufferSize)
+        guard let dumper = pcap_dump_fopen(pcap, stream) else {
             lastError = .cannotOpen(path: path, message: String(cString: pcap_geterr(pcap)))
+            fclose(stream)
             pcap_close(pcap)
             return false
         }

@@ -78,6 +78,12 @@ public final class FlowTable {
         UnsafeMutableRawPointer(slots).deallocate()
     }
 
+    /// Makes the next flow ids start above `last` (a daemon seeds it from the store's highest
+    /// flow id, so ids stay unique across restarts). Never lowers the counter.
+    public func seedIDs(after last: UInt64) {
+        if nextID <= last { nextID = last &+ 1 }
+    }
+
     /// The entry in slot `handle`.
     @inlinable public subscript(handle: FlowHandle) -> FlowEntry { slots[Int(handle.index)].entry }
 

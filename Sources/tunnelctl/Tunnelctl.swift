@@ -30,6 +30,8 @@ enum Tunnelctl {
         auditCommand,
         retentionCommand,
         pruneCommand,
+        watchCommand,
+        captureCommand,
     ]
 
     static func main() {
@@ -78,7 +80,7 @@ enum Tunnelctl {
     }
 
     /// Options that take a value (`--since 1h`); every other `-…` word is a flag.
-    static let valueOptions: Set<String> = ["--config", "--policies", "--since", "--peer", "--detail", "--flow", "--filter", "-o"]
+    static let valueOptions: Set<String> = ["--config", "--policies", "--since", "--peer", "--detail", "--flow", "--filter", "-o", "--count", "--ring"]
 
     /// `--name`, `--name=value` or `-x`; not `->` (FLOW syntax) nor `-5`.
     static func isOption(_ w: String) -> Bool {

@@ -3,6 +3,9 @@
 # with tunneld (1,000-rule policy), the client always wireguard-go. Prints iperf3 TCP both ways,
 # UDP 64-byte packets/s received, ping latency and the gateway's CPU per packet and per gigabit,
 # each with the ratio tunneld / wireguard-go.   Usage: scripts/bench/gateway.sh [SECONDS] [wggo|tunneld|both]
+# TV_BENCH_CAPTURE=full|metadata: tunneld captures every packet at that detail (tunnelctl capture on).
+# TV_BENCH_WATCH=view|json|lines: a `tunnelctl watch` consumer is attached to the live ring for the
+# whole run (view: the refreshing terminal view, output to /dev/null; json/lines: one line per record).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SECS=${1:-8}; WHICH=${2:-both}
@@ -18,7 +21,17 @@ run_one() {  # $1 = wggo | tunneld
   TV_DIR=$(mktemp -d /tmp/tunnelvision-bench.XXXXXX)
   trap tv_cleanup EXIT
   tv_topology_up
-  if [ "$kind" = wggo ]; then tv_gateway_wggo_up; else tv_gateway_tunneld_up bench; fi
+  if [ "$kind" = wggo ]; then tv_gateway_wggo_up; else
+    tv_tunneld_config bench
+    if [ -n "${TV_BENCH_CAPTURE:-}" ]; then
+      "$TV_TUNNELCTL" --config "$TV_DIR/tunneld.conf" capture on --detail "$TV_BENCH_CAPTURE" >/dev/null
+    fi
+    tv_gateway_tunneld_up bench
+    if [ -n "${TV_BENCH_WATCH:-}" ]; then
+      "$TV_TUNNELCTL" --config "$TV_DIR/tunneld.conf" watch --"$TV_BENCH_WATCH" >/dev/null 2>&1 &
+      TV_WATCH_PID=$!; TV_PIDS+=($TV_WATCH_PID)
+    fi
+  fi
   tv_client_up 0
   tv_wait_tunnel || { echo "tunnel did not come up ($kind)"; tail -n 20 "$TV_DIR"/*.log; exit 1; }
   tv_spawn "$TV_NS_S" "$TV_DIR/iperf3.log" iperf3 -s >/dev/null; sleep 0.5
@@ -36,6 +49,12 @@ run_one() {  # $1 = wggo | tunneld
 import json,sys; e=json.load(sys.stdin)["end"]; s=e["sum"]; print((s["packets"]-s["lost_packets"])/s["seconds"])')
   lat=$(tv_in "$TV_NS_C" ping -c 200 -i 0.005 -q $TV_SRV | awk -F/ '/rtt/{print $5}')
   echo "$kind $up $down $pps $lat $cpupkt $cpugbit" >>"$RESULTS"
+  if [ -n "${TV_WATCH_PID:-}" ]; then
+    echo "watcher CPU over the whole run: $(python3 -c "print($(tv_cpu_ticks $TV_WATCH_PID)/100)") s" >&2; TV_WATCH_PID=
+  fi
+  if [ "$kind" = tunneld ] && [ -n "${TV_BENCH_CAPTURE:-}" ]; then
+    echo "capture: $(du -sh "$TV_DIR/state/capture" | cut -f1) in $(ls "$TV_DIR/state/capture" | grep -c pcap) file(s)" >&2
+  fi
   tv_cleanup; trap - EXIT
 }
 

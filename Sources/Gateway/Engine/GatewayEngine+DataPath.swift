@@ -1,5 +1,6 @@
 // The three loops of the data path; see the narrative at the top of GatewayEngine.swift.
 import Glibc
+import LiveFeed
 import Packet
 import Policy
 import WireGuard
@@ -64,6 +65,7 @@ extension GatewayEngine {
                 let result = device.receive(
                     slot, length: length, from: rx.endpoints[i], now: now, underLoad: underLoad,
                     output: toNet.slot(k))
+                if case .sendResponse(let peer, _) = result { observer?.noteHandshake(peer: peer.rawValue) }
                 switch result {
                 case .data(let peer, let range, let confirmed):
                     rx.offsets[i] = range.lowerBound
@@ -85,12 +87,16 @@ extension GatewayEngine {
                     netValid[k] = true
                     toNet.count = k + 1
                 case .handshakeComplete(let peer):
-                    if events?.handshakeCompleted(peer: peer) != false { flushes.append((peer, true)) }
+                    if events?.handshakeCompleted(peer: peer) != false {
+                        flushes.append((peer, true))
+                        observer?.noteHandshake(peer: peer.rawValue)
+                    }
                 case .keepalive(let peer, let confirmed):
                     if confirmed { flushes.append((peer, false)) }
                 case .refused(let peer):
                     counters.drop(.peerRefused)
                     events?.handshakeRefused(peer: peer)
+                    observer?.noteRefusal(peer: peer.rawValue)
                 case .cookieStored, .drop:
                     break
                 }
@@ -103,6 +109,7 @@ extension GatewayEngine {
             let minute = minutes.minuteOfWeek(epochMs: clock.wallMilliseconds())
             toTun.count = 0
             withFlows { table in
+                observer?.beginBatch()
                 for i in 0..<n where dataPeer[i] != 0 {
                     let packet = UnsafeRawBufferPointer(rx.packet(i))
                     let peer = dataPeer[i]
@@ -143,6 +150,7 @@ extension GatewayEngine {
                         }
                     }
                 }
+                observer?.endBatch()
             }
 
             // 3. Deliver to the kernel.
@@ -220,6 +228,7 @@ extension GatewayEngine {
 
             // 1. Route and decide under the flow lock.
             withFlows { table in
+                observer?.beginBatch()
                 for i in 0..<n {
                     sendPeer[i] = 0
                     valid[i] = false
@@ -254,6 +263,7 @@ extension GatewayEngine {
                         }
                     }
                 }
+                observer?.endBatch()
             }
             if toTun.count > 0 { writeAll(toTun) }
 
@@ -322,13 +332,18 @@ extension GatewayEngine {
             }
             if control.count > 0 { sendRuns(control, valid: valid) }
             let nowMs = Int64(now / 1_000_000)
-            if let events {
-                withFlows { table in
-                    _ = table.expire(now: nowMs, budget: options.expiryBudget) { events.flowEnded($0) }
-                    events.timerTick(flows: table, monoMs: nowMs)
+            let trie = routes.withLock { $0 }
+            withFlows { table in
+                observer?.tick()
+                _ = table.expire(now: nowMs, budget: options.expiryBudget) { ended in
+                    events?.flowEnded(ended)
+                    if let observer {
+                        let p = max(trie.lookupRaw(ended.entry.originator), trie.lookupRaw(ended.entry.responder))
+                        observer.flowEnded(ended, peer: p > 0 ? UInt32(p) : LiveRecord.noPeer)
+                    }
                 }
-            } else {
-                withFlows { _ = $0.expire(now: nowMs, budget: options.expiryBudget) }
+                events?.timerTick(flows: table, monoMs: nowMs)
+                observer?.endBatch()
             }
             if let boundary = policy.nextBoundary, clock.wallMilliseconds() / 1000 >= boundary {
                 restampPolicy()
@@ -341,7 +356,8 @@ extension GatewayEngine {
 
     /// Tracks the packet's flow and returns its verdict: the cached one when it carries the
     /// current generation, otherwise a fresh evaluation (stamped and counted).
-    /// `fromPeer`: the packet came out of the tunnel (its sender is the peer).
+    /// `fromPeer`: the packet came out of the tunnel (its sender is the peer). The observer (live
+    /// ring, capture) sees every tracked packet here with its verdict.
     ///
     /// An ICMP error about a flow we track (fragmentation needed, port unreachable, …) takes that
     /// flow's verdict, so return traffic of an allowed flow passes even under `default in block`.
@@ -361,8 +377,11 @@ extension GatewayEngine {
         let (key, reversed) = p.flowKey
         let t = table.track(key, reversed: reversed, length: packet.count, tcpFlags: p.tcpFlags, now: nowMs)
         if t.opened { counters.flowsOpened.add(1, ordering: .relaxed) }
+        if let ended = t.ended { observer?.flowEnded(ended, peer: ended.entry.key == key ? peer : LiveRecord.noPeer) }
         let entry = table[t.handle]
         if entry.verdictGeneration == policy.generation, let cached = PolicyAction(rawValue: entry.verdictAction) {
+            observer?.packet(ObservedBytes(packet), p, handle: t.handle, entry: entry, opened: t.opened,
+                             action: cached, peer: peer, fromPeer: fromPeer)
             return cached
         }
         // The flow's originator sent its first packet; a reply's sender is the other side.
@@ -376,6 +395,11 @@ extension GatewayEngine {
         let v = policy.compiled.evaluate(q)
         policy.hit(v)
         table.setVerdict(t.handle, generation: policy.generation, action: v.action.rawValue, ruleIndex: v.ruleIndex)
+        // The observer first: it assigns the flow's first capture location, which history records.
+        if let observer {
+            observer.packet(ObservedBytes(packet), p, handle: t.handle, entry: table[t.handle], opened: t.opened,
+                            action: v.action, peer: peer, fromPeer: fromPeer)
+        }
         if let events {
             if let ended = t.ended { events.flowEnded(ended) }
             events.flowDecided(table[t.handle], peer: peer, verdict: v, policy: policy, opened: t.opened)

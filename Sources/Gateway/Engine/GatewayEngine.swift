@@ -81,6 +81,9 @@ public final class GatewayEngine: @unchecked Sendable {
     let peerTable = Mutex<[UInt32: GatewayPeer]>([:])
     let handshakeWindow = Mutex<(second: UInt64, count: Int)>((0, 0))
     let running = Atomic<Bool>(false)
+    /// Live ring and capture (nil: none). Set before `start()`; the data path reads it unlocked
+    /// (so without the per-access exclusivity check).
+    @exclusivity(unchecked) public var observer: PacketObserver?
     private var threads: [GatewayThread] = []
     /// History and watchdog hooks (see `GatewayEvents`); set before `start()`, read-only after
     /// (that ordering is what makes the unsynchronised access safe).
@@ -235,6 +238,9 @@ public final class GatewayEngine: @unchecked Sendable {
 
     /// Number of flows tracked now.
     public var flowCount: Int { withFlows { $0.count } }
+
+    /// Flow ids continue above `last` (the store's highest), so they are unique across restarts.
+    public func seedFlowIDs(after last: UInt64) { withFlows { $0.seedIDs(after: last) } }
 
     /// Runs `body` with the flow table, under the flow lock (held once per data-path batch).
     @inline(__always)

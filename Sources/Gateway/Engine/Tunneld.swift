@@ -129,6 +129,18 @@ public enum Tunneld {
                            endpoint: endpoint, persistentKeepalive: p.persistentKeepalive ?? 0, tier: p.tier)
         }
         try sessions.start()  // session/history (issue 5): refuse paused peers before traffic
+        // ---- live ring and capture (docs/ring.md, docs/capture.md) ----
+        let observe = Observe.start(config: config, engine: engine, log: log)
+        defer { observe.stop() }
+        sessions.history.captureLocation.withLock { lookup in
+            let observer = observe.observer
+            lookup = { id in
+                observer.firstCaptureLocation(flowID: id).map {
+                    CaptureLocation(fileSequence: Int64($0.fileSequence), offset: Int64($0.offset))
+                }
+            }
+        }
+        // ---- end live ring and capture ----
         engine.start()
         defer { engine.stop() }
 

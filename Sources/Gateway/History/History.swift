@@ -20,7 +20,9 @@ public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
     /// The writer (nil when the store could not be opened: every record is then dropped and counted).
     public let writer: StoreWriter?
     let clock: any GatewayClock
-    /// Flow ids in the store are `idBase + FlowEntry.id`, unique across restarts.
+    /// Flow ids in the store are `idBase + FlowEntry.id`. The daemon passes 0 and seeds the engine's
+    /// flow table above the store's highest id instead, so the id is the same everywhere (store,
+    /// live ring, capture flow index).
     public let idBase: Int64
     /// False turns flow recording off (sessions, windows, refusals of the watchdog stay on).
     public let recordFlows: Bool
@@ -124,6 +126,9 @@ public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
         }
     }
 
+    /// Where a flow's first captured packet is, by flow id (set by the daemon when capture runs).
+    public let captureLocation = Mutex<(@Sendable (UInt64) -> CaptureLocation?)?>(nil)
+
     public func flowDecided(_ entry: FlowEntry, peer: UInt32, verdict: PolicyVerdict, policy: ActivePolicy, opened: Bool) {
         guard recordFlows, opened else { return }
         let t = texts(policy)
@@ -133,7 +138,8 @@ public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
         submit(.flowOpened(FlowOpen(
             id: idBase &+ Int64(entry.id), proto: entry.key.proto.rawValue, src: StoreAddress(entry.originator),
             srcPort: entry.originatorPort, dst: dst, dstPort: entry.responderPort, peer: name, at: at,
-            verdict: FlowVerdict(verdict.action), rule: t.rule(verdict.ruleIndex))))
+            verdict: FlowVerdict(verdict.action), rule: t.rule(verdict.ruleIndex),
+            capture: captureLocation.withLock { $0 }?(entry.id))))
         if verdict.action != .allow {
             submit(.refusal(.flow(peer: name, rule: t.rule(verdict.ruleIndex) ?? "default",
                                   reason: t.reason(verdict.ruleIndex, action: verdict.action), proto: entry.key.proto.rawValue,

@@ -45,13 +45,14 @@ public final class SessionService: @unchecked Sendable {
             for w in try store.windows() { windows[w.peer] = WindowDates(allowedUntil: w.allowedUntil, reconnectAt: w.reconnectAt) }
             for o in try store.tierOverrides() { overrides[o.peer] = Control.PeerTier(rawValue: o.tier.rawValue) }
             idBase = try store.maxFlowId()
+            engine.seedFlowIDs(after: UInt64(max(0, idBase)))
             tierStore = store
             writer = try StoreWriter(path: storePath) { e in log.error("store: \(e)") }
         } catch {
             log.error("store \(interface.storePath): \(error); running without history (windows kept in memory only)")
         }
         appliedOverrides = overrides
-        history = History(writer: writer, clock: engine.clock, idBase: idBase, recordFlows: recordFlows)
+        history = History(writer: writer, clock: engine.clock, idBase: 0, recordFlows: recordFlows)
         watchdog = Watchdog(
             config: WatchdogConfig(
                 freeSessionMs: interface.freeSession.milliseconds, freePauseMs: interface.freePause.milliseconds,

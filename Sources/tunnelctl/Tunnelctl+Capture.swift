@@ -1,0 +1,123 @@
+import Capture
+import Control
+import Foundation
+
+/// `tunnelctl capture on [--detail metadata|full] | off | list | extract --flow ID -o FILE [--filter BPF]`
+/// (DESIGN.md §8, docs/capture.md).
+extension Tunnelctl {
+    static let captureCommand = Command(name: "capture", summary: "packet capture: on [--detail metadata|full] | off | list | extract --flow ID -o FILE [--filter BPF]") { args, console in
+        guard let sub = args.next() else {
+            throw CLIError.usage("capture needs a subcommand: on, off, list, extract")
+        }
+        switch sub {
+        case "on", "off":
+            let detail = sub == "on" ? try args.option("--detail") : nil
+            let config = try cliConfig(&args)
+            try args.finish()
+            let (enabled, d) = try storeCaptureSettings(storePath: config.interface.storePath, enabled: sub == "on",
+                                                        detail: detail)
+            console.print(enabled
+                ? "capture on, detail \(d): tunneld starts writing \(captureDirectory(config))/capture-NNNNNN.pcap within a few seconds"
+                : "capture off: tunneld closes its capture file within a few seconds")
+            return .ok
+        case "list":
+            let json = args.flag("--json")
+            let config = try cliConfig(&args)
+            try args.finish()
+            return try captureList(directory: captureDirectory(config), json: json, console: console)
+        case "extract":
+            guard let idText = try args.option("--flow"), let id = UInt64(idText) else {
+                throw CLIError.usage("capture extract needs --flow ID (a number; tunnelctl watch and flows show ids)")
+            }
+            guard let output = try args.option("-o") else { throw CLIError.usage("capture extract needs -o FILE") }
+            let filter = try args.option("--filter")
+            let config = try cliConfig(&args)
+            try args.finish()
+            return try captureExtract(flow: id, output: output, filter: filter, directory: captureDirectory(config),
+                                      storePath: config.interface.storePath, console: console)
+        default:
+            throw CLIError.usage("unknown capture subcommand '\(sub)'\(didYouMean(sub, ["on", "off", "list", "extract"]))")
+        }
+    }
+
+    static func captureDirectory(_ config: TunnelConfig) -> String { config.interface.stateDirectory + "/capture" }
+
+    /// `capture list`: every capture file with its sequence, size, first/last packet time and count.
+    static func captureList(directory: String, json: Bool, console: Console) throws -> ExitCode {
+        let files: [CaptureFileInfo]
+        do {
+            files = try CaptureFiles.list(directory: directory, scan: true)
+        } catch {
+            if case .system(_, let e, _) = error, e == ENOENT {
+                files = []
+            } else {
+                throw CLIError.failure("\(error)")
+            }
+        }
+        if json {
+            let objects = files.map { f in
+                "{\"sequence\":\(f.sequence),\"path\":\(quote(f.path)),\"size\":\(f.size),"
+                    + "\"first\":\(f.firstPacketNanoseconds.map { quote(timeText($0)) } ?? "null"),"
+                    + "\"last\":\(f.lastPacketNanoseconds.map { quote(timeText($0)) } ?? "null"),"
+                    + "\"packets\":\(f.packetCount.map(String.init) ?? "null")}"
+            }
+            console.print("[" + objects.joined(separator: ",") + "]")
+            return .ok
+        }
+        if files.isEmpty {
+            console.print("no capture files in \(directory) (tunnelctl capture on starts a capture)")
+            return .ok
+        }
+        var rows = [["SEQ", "SIZE", "FIRST", "LAST", "PACKETS", "FILE"]]
+        for f in files {
+            rows.append(["\(f.sequence)", formatBytes(UInt64(f.size)),
+                         f.firstPacketNanoseconds.map { String(timeText($0).prefix(23)) } ?? "-",
+                         f.lastPacketNanoseconds.map { String(timeText($0).prefix(23)) } ?? "-",
+                         f.packetCount.map(String.init) ?? "?", (f.path as NSString).lastPathComponent])
+        }
+        console.print(table(rows))
+        return .ok
+    }
+
+    /// `capture extract`: the flow's 5-tuple and first location from the store's flow row, or
+    /// from the capture's flow index; then its packets (both directions) into `output`.
+    static func captureExtract(flow id: UInt64, output: String, filter: String?, directory: String, storePath: String,
+                               console: Console) throws -> ExitCode {
+        var key: CaptureFlowKey? = nil
+        var from: CaptureLocation? = nil
+        var until: UInt64? = nil
+        if let row = storedFlow(storePath: storePath, id: Int64(bitPattern: id)), let cap = row.capture {
+            key = CaptureFlowKey(ipVersion: row.isIPv6 ? 6 : 4, ipProtocol: row.proto, aHigh: row.src.0, aLow: row.src.1,
+                                 aPort: row.srcPort, bHigh: row.dst.0, bLow: row.dst.1, bPort: row.dstPort)
+            from = CaptureLocation(fileSequence: UInt32(truncatingIfNeeded: cap.file), offset: UInt64(cap.offset))
+            if row.closed { until = UInt64(max(0, row.lastSeenMs + 1)) * 1_000_000 }
+        } else {
+            do {
+                if let e = try CaptureFlowIndex.find(flowID: id, directory: directory) {
+                    key = e.key
+                    from = e.location
+                }
+            } catch {
+                throw CLIError.failure("\(error)")
+            }
+        }
+        guard let key, let from else {
+            throw CLIError.failure("flow \(id) has no captured packets in \(directory) (was capture on? tunnelctl capture list shows the files)")
+        }
+        do {
+            let files = try CaptureFiles.list(directory: directory).filter { $0.sequence >= from.fileSequence }
+            guard !files.isEmpty else {
+                throw CLIError.failure("capture file \(from.fileSequence) of flow \(id) is gone (pruned by retention?)")
+            }
+            let result = try CaptureReader.extract(files: files, selection: .flow(key, from: from, until: until),
+                                                   bpfFilter: filter, outputPath: output)
+            console.print("wrote \(result.packets) packet(s) of flow \(id) to \(output) (read \(result.filesRead) capture file(s))")
+            return .ok
+        } catch let e as CLIError {
+            throw e
+        } catch let e as CaptureError {
+            if case .badFilter = e { throw CLIError.usage("\(e)") }
+            throw CLIError.failure("\(e)")
+        }
+    }
+}

@@ -1,0 +1,107 @@
+import Foundation
+import LiveFeed
+
+/// The terminal view of `tunnelctl watch`: redrawn about once a second with the top flows by
+/// rate over the last second, the newest flows, and blocks and refusals as they happen.
+struct WatchView {
+    struct FlowRate {
+        var record: LiveRecord
+        var bytes: UInt64 = 0
+        var packets: UInt64 = 0
+    }
+
+    /// Bytes and packets per flow since the last redraw.
+    var rates: [UInt64: FlowRate] = [:]
+    /// Newest flow-open records (newest last).
+    var newFlows: [LiveRecord] = []
+    /// Newest block/reject/refusal records (newest last); one per flow for packets.
+    var blocks: [LiveRecord] = []
+    var blockedFlows: Set<UInt64> = []
+    var recordsThisSecond = 0
+    var totalRecords: UInt64 = 0
+    var dropped: UInt64 = 0
+    var notice = ""
+    static let keep = 8
+
+    mutating func add(_ r: LiveRecord) {
+        recordsThisSecond += 1
+        totalRecords += 1
+        switch r.kind {
+        case .packet:
+            var rate = rates[r.flowID] ?? FlowRate(record: r)
+            rate.bytes += UInt64(r.length)
+            rate.packets += 1
+            rates[r.flowID] = rate
+            if r.verdict != .allow && !blockedFlows.contains(r.flowID) {
+                blockedFlows.insert(r.flowID)
+                WatchView.push(&blocks, r)
+            }
+        case .flowOpen:
+            WatchView.push(&newFlows, r)
+        case .refusal:
+            WatchView.push(&blocks, r)
+        default:
+            break
+        }
+    }
+
+    private static func push(_ list: inout [LiveRecord], _ r: LiveRecord) {
+        list.append(r)
+        if list.count > WatchView.keep { list.removeFirst(list.count - WatchView.keep) }
+    }
+
+    /// Starts the next one-second window.
+    mutating func tick() {
+        rates.removeAll(keepingCapacity: true)
+        recordsThisSecond = 0
+    }
+
+    /// The daemon restarted: flow ids start again.
+    mutating func reattached() {
+        rates.removeAll()
+        blockedFlows.removeAll()
+    }
+
+    /// The whole screen (starts with the ANSI home + clear sequence).
+    func render(nowNanoseconds: UInt64) -> String {
+        var lines: [String] = []
+        let time = Tunnelctl.timeText(nowNanoseconds)
+        lines.append("tunnelctl watch — \(time.prefix(19).replacingOccurrences(of: "T", with: " ")) UTC — "
+            + "\(recordsThisSecond) records/s, \(totalRecords) total, \(dropped) dropped by the ring — Ctrl-C to quit")
+        if !notice.isEmpty { lines.append(notice) }
+        lines.append("")
+        lines.append("TOP FLOWS (last second)")
+        let top = rates.values.sorted { $0.bytes > $1.bytes }.prefix(10)
+        if top.isEmpty {
+            lines.append("  (no traffic)")
+        } else {
+            var rows = [["  RATE", "PKT/S", "PEER", "PROTO", "FLOW", "VERDICT", "ID"]]
+            for f in top {
+                let r = f.record
+                rows.append(["  " + Tunnelctl.formatRate(f.bytes), "\(f.packets)", Tunnelctl.peerText(r),
+                             Tunnelctl.protocolName(r.ipProtocol),
+                             "\(Tunnelctl.endpoint(r, source: true)) > \(Tunnelctl.endpoint(r, source: false))",
+                             r.verdict.description, "\(r.flowID)"])
+            }
+            lines.append(Tunnelctl.table(rows))
+        }
+        lines.append("")
+        lines.append("NEW FLOWS")
+        lines += newFlows.isEmpty ? ["  (none yet)"] : newFlows.reversed().map { "  " + Tunnelctl.textLine($0) }
+        lines.append("")
+        lines.append("BLOCKS AND REFUSALS")
+        lines += blocks.isEmpty ? ["  (none yet)"] : blocks.reversed().map { "  " + Tunnelctl.textLine($0) }
+        return "\u{1B}[H\u{1B}[2J" + lines.joined(separator: "\n")
+    }
+}
+
+extension Tunnelctl {
+    /// Bytes per second as bits: `12.3 Mbit/s`.
+    static func formatRate(_ bytesPerSecond: UInt64) -> String {
+        let bits = Double(bytesPerSecond) * 8
+        if bits >= 1e9 { return String(format: "%.1f Gbit/s", bits / 1e9) }
+        if bits >= 1e6 { return String(format: "%.1f Mbit/s", bits / 1e6) }
+        if bits >= 1e3 { return String(format: "%.1f kbit/s", bits / 1e3) }
+        return String(format: "%.0f bit/s", bits)
+    }
+}

@@ -1,0 +1,207 @@
+import Foundation
+import LiveFeed
+import Testing
+
+@testable import tunnelctl
+
+/// `tunnelctl watch`: the line and JSON formats against golden files (records recorded from a
+/// run, with fixed times), the `--peer`/`--blocked` filters, and the whole command over a real
+/// ring including the re-attach after a producer restart.
+/// TUNNELVISION_UPDATE_GOLDEN=1 rewrites the golden files (review the diff).
+@Suite struct WatchTests {
+    static let goldenSource = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Golden")
+    static let golden = Bundle.module.url(forResource: "Golden", withExtension: nil)!
+
+    func expectGolden(_ text: String, _ name: String) throws {
+        if ProcessInfo.processInfo.environment["TUNNELVISION_UPDATE_GOLDEN"] == "1" {
+            try text.write(to: Self.goldenSource.appendingPathComponent(name), atomically: true, encoding: .utf8)
+            return
+        }
+        let want = try String(contentsOf: Self.golden.appendingPathComponent(name), encoding: .utf8)
+        #expect(text == want, "golden \(name) differs:\n\(text)")
+    }
+
+    /// A handful of records as tunneld produces them: a TCP flow opening and its first packets
+    /// (captured), a blocked IPv6 UDP packet, an ICMP echo, a refusal, a handshake, a flow close,
+    /// and a record from a newer producer (unknown kind and verdict).
+    static var recorded: [LiveRecord] {
+        let t0: UInt64 = 1_764_417_600_123_456_789  // 2025-11-29T12:00:00.123456789Z
+        var out: [LiveRecord] = []
+        var r = LiveRecord()
+        r.timeNanoseconds = t0
+        r.flowID = 7
+        r.kind = .flowOpen
+        r.direction = .fromPeer
+        r.ipProtocol = 6
+        r.ipVersion = 4
+        r.sourceLow = 0x0A63_0002  // 10.99.0.2
+        r.destinationLow = 0x0A01_0001  // 10.1.0.1
+        r.sourcePort = 40_000
+        r.destinationPort = 5201
+        r.length = 60
+        r.verdict = .allow
+        r.ruleIndex = 3
+        r.peerIndex = 1
+        r.peerName = LivePeerName("alice")
+        out.append(r)
+        r.kind = .packet
+        r.tcpFlags = 0x02
+        r.captureFileSequence = 1
+        r.captureOffset = 24
+        out.append(r)
+        r.timeNanoseconds = t0 + 1_500_000
+        r.direction = .toPeer
+        swap(&r.sourceLow, &r.destinationLow)
+        swap(&r.sourcePort, &r.destinationPort)
+        r.tcpFlags = 0x12
+        r.captureOffset = 100
+        out.append(r)
+        var b = LiveRecord()
+        b.timeNanoseconds = t0 + 2_000_000
+        b.flowID = 8
+        b.ipProtocol = 17
+        b.ipVersion = 6
+        b.sourceHigh = 0xFD00_0000_0000_0000
+        b.sourceLow = 2
+        b.destinationHigh = 0x2001_0DB8_0000_0000
+        b.destinationLow = 0x53
+        b.sourcePort = 5353
+        b.destinationPort = 53
+        b.length = 80
+        b.verdict = .block
+        b.peerIndex = 2
+        b.peerName = LivePeerName("bob-the-very-long-name")
+        out.append(b)
+        var i = LiveRecord()
+        i.timeNanoseconds = t0 + 3_000_000
+        i.flowID = 9
+        i.ipProtocol = 1
+        i.ipVersion = 4
+        i.sourceLow = 0x0A63_0002
+        i.destinationLow = 0x0808_0808
+        i.length = 84
+        i.verdict = .reject
+        i.ruleIndex = 0
+        i.peerIndex = 1
+        i.peerName = LivePeerName("alice")
+        out.append(i)
+        var f = LiveRecord()
+        f.timeNanoseconds = t0 + 4_000_000
+        f.kind = .refusal
+        f.peerIndex = 2
+        f.peerName = LivePeerName("bob")
+        f.detail = 1
+        out.append(f)
+        var h = LiveRecord()
+        h.timeNanoseconds = t0 + 5_000_000
+        h.kind = .handshake
+        h.peerIndex = 3
+        out.append(h)
+        var c = out[0]
+        c.timeNanoseconds = t0 + 6_000_000_000
+        c.kind = .flowClose
+        c.detail = 123_456
+        c.detail2 = 99
+        out.append(c)
+        var u = out[1]
+        u.kind = LiveEventKind(rawValue: 9)
+        u.verdict = LiveVerdict(rawValue: 7)
+        u.direction = LiveDirection(rawValue: 5)
+        out.append(u)
+        return out
+    }
+
+    @Test func lineFormatIsGolden() throws {
+        try expectGolden(Self.recorded.map(Tunnelctl.textLine).joined(separator: "\n") + "\n", "watch-lines.txt")
+    }
+
+    @Test func jsonFormatIsGoldenAndParses() throws {
+        let lines = Self.recorded.map(Tunnelctl.jsonLine)
+        try expectGolden(lines.joined(separator: "\n") + "\n", "watch.jsonl")
+        for (line, r) in zip(lines, Self.recorded) {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            #expect(object["kind"] as? String == r.kind.description)
+            #expect((object["timeNs"] as? NSNumber)?.uint64Value == r.timeNanoseconds)
+        }
+    }
+
+    @Test func quotingEscapesControlCharacters() {
+        #expect(Tunnelctl.quote("a\"b\\c\n\u{1}é") == "\"a\\\"b\\\\c\\n\\u0001é\"")
+    }
+
+    @Test func filters() {
+        let all = Self.recorded
+        let peer = Tunnelctl.WatchOptions(ringPath: "", peer: "alice")
+        #expect(all.filter(peer.accepts).map(\.flowID) == [7, 7, 7, 9, 7, 7])
+        let blocked = Tunnelctl.WatchOptions(ringPath: "", blockedOnly: true)
+        #expect(all.filter(blocked.accepts).map(\.kind) == [.packet, .packet, .refusal, LiveEventKind(rawValue: 9)])
+    }
+
+    @Test func liveViewShowsTopFlowsNewFlowsAndBlocks() {
+        var view = WatchView()
+        for r in Self.recorded { view.add(r) }
+        let screen = view.render(nowNanoseconds: Self.recorded[0].timeNanoseconds)
+        #expect(screen.contains("TOP FLOWS"))
+        #expect(screen.contains("10.99.0.2:40000 > 10.1.0.1:5201"))
+        #expect(screen.contains("NEW FLOWS\n  2025-11-29T12:00:00.123456789Z flow-open in alice tcp"))
+        #expect(screen.contains("refusal bob reason 1"))
+        #expect(screen.contains("[fd00::2]:5353 > [2001:db8::53]:53 len 80 block"))
+        view.tick()
+        #expect(view.render(nowNanoseconds: 0).contains("(no traffic)"))
+    }
+
+    /// Runs `tunnelctl watch` over a real ring on another thread; the producer restarts half-way.
+    @Test func watchSurvivesAProducerRestart() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tv-watch-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var producer = try RingProducer(directory: dir, slotCount: 64)
+        let console = Console(capturing: true)
+        let done = DispatchSemaphore(value: 0)
+        let path = dir + "/live.ring"
+        let box = ResultBox()
+        Thread.detachNewThread {
+            box.code = Tunnelctl.run(["watch", "--ring=\(path)", "--count=4"], console: console)
+            done.signal()
+        }
+        func waitForConsumer(_ p: RingProducer) throws {
+            for _ in 0..<500 where !p.hasConsumer { usleep(10_000) }
+            try #require(p.hasConsumer)
+        }
+        try waitForConsumer(producer)
+        let records = Self.recorded
+        producer.publish(records[0])
+        producer.publish(records[1])
+        producer.endBatch()
+        usleep(50_000)
+        producer.close()
+        producer = try RingProducer(directory: dir, slotCount: 64)  // the daemon restarted
+        try waitForConsumer(producer)
+        producer.publish(records[3])
+        producer.publish(records[5])
+        producer.endBatch()
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(box.code == .ok)
+        let want = [records[0], records[1], records[3], records[5]].map(Tunnelctl.textLine).joined(separator: "\n") + "\n"
+        #expect(console.out == want)
+        #expect(console.err.contains("re-attached to the new live feed"))
+    }
+
+    @Test func busyRingIsAnError() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tv-watch-busy-\(getpid())").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let producer = try RingProducer(directory: dir, slotCount: 64)
+        let first = try RingConsumer(path: producer.path)
+        let console = Console(capturing: true)
+        #expect(Tunnelctl.run(["watch", "--ring=\(producer.path)"], console: console) == .failure)
+        #expect(console.err.contains("watch"))
+        _ = first
+    }
+}
+
+/// The exit code handed back from the watch thread.
+final class ResultBox: @unchecked Sendable {
+    // Safe: written by the watch thread before it signals, read after the wait.
+    var code: ExitCode = .failure
+}
