@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Gateway throughput with the live ring and capture: runs scripts/bench/gateway.sh (tunneld only)
 # in three configurations back to back, ROUNDS times — capture off and nobody watching; capture at
-# `full`; a `tunnelctl watch` consumer attached (refreshing view, output discarded) — and prints
+# `full`; a `tunnelctl watch` consumer attached (refreshing view, output discarded); with
+# TV_BENCH_CONFIGS also `nohist` (flow history recording off, TUNNELD_HISTORY=off) — and prints
 # each configuration's medians and the ratio to the first. Needs root and release binaries.
 #   Usage: scripts/bench/observe.sh [ROUNDS] [SECONDS]   (also TV_BENCH_WATCH_MODE=view|json|lines,
 #          TV_BENCH_CONFIGS="off watch" to run a subset)
@@ -13,6 +14,7 @@ for r in $(seq "$ROUNDS"); do
   for cfg in ${TV_BENCH_CONFIGS:-off full watch}; do
     case $cfg in
       off)   env TV_NO_BUILD=1 scripts/bench/gateway.sh "$SECS" tunneld ;;
+      nohist) env TV_NO_BUILD=1 TUNNELD_HISTORY=off scripts/bench/gateway.sh "$SECS" tunneld ;;
       full)  env TV_NO_BUILD=1 TV_BENCH_CAPTURE=full scripts/bench/gateway.sh "$SECS" tunneld ;;
       watch) env TV_NO_BUILD=1 TV_BENCH_WATCH=${TV_BENCH_WATCH_MODE:-view} scripts/bench/gateway.sh "$SECS" tunneld ;;
     esac 2>&1 | sed "s/^/$cfg $r | /" | tee -a "$OUT" | grep -E 'Gbit/s|pps|CPU|watcher|capture:' >&2

@@ -43,6 +43,7 @@ tv_cleanup() {
   TV_PIDS=()
   for ns in "$TV_NS_C" "$TV_NS_G" "$TV_NS_S"; do ip netns del "$ns" 2>/dev/null || true; done
   rm -f "/var/run/wireguard/$TV_WG_C.sock" "/var/run/wireguard/$TV_IF_G.sock"
+  rm -rf "/dev/shm/tunnelvision-run-$TV_ID"
   [ -n "${TV_KEEP_DIR:-}" ] || rm -rf "$TV_DIR"
 }
 
@@ -121,7 +122,11 @@ tv_cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
 #   Extra [Peer] sections can be appended by the caller afterwards.
 tv_tunneld_config() {
   local policy=${1:-e2e} tier=${2:-premium}
-  mkdir -p "$TV_DIR/policies" "$TV_DIR/state" "$TV_DIR/run"
+  mkdir -p "$TV_DIR/policies" "$TV_DIR/state"
+  # RuntimeDirectory on tmpfs, as /run is on a router: the live ring is a shared file mapping, and
+  # on a disk-backed file page writeback would tax every record the daemon publishes.
+  mkdir -p "/dev/shm/tunnelvision-run-$TV_ID"
+  ln -sfn "/dev/shm/tunnelvision-run-$TV_ID" "$TV_DIR/run"
   case "$policy" in
     bench)
       python3 - "$TV_DIR/policies/50-bench.rules" <<'PY'
