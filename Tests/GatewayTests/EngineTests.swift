@@ -32,7 +32,9 @@ import WireGuard
         let batch = PacketBatch(capacity: 16, slotSize: 2048)
         let log = LogCapture()
 
-        init(rules: String = EngineTests.rules) throws {
+        /// `beforeStart` runs after the peers are added and before the engine's threads start
+        /// (e.g. to attach an observer).
+        init(rules: String = EngineTests.rules, beforeStart: (GatewayEngine) throws -> Void = { _ in }) throws {
             gwBind = network.bind(address: IPAddress(v4: 0xC000_0201))
             clientBind = network.bind(address: IPAddress(v4: 0xC000_0202))
             let gwKey = (0..<32).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 1) }
@@ -49,6 +51,7 @@ import WireGuard
             gatewayPeer = client.addPeer(PeerConfiguration(
                 publicKey: gwDevice.publicKey,
                 endpoint: gwBind.endpoint))
+            try beforeStart(engine)
             engine.start()
         }
 

@@ -12,88 +12,44 @@ import WireGuard
 /// every decided packet with its verdict, peer name and capture location, in both directions, and
 /// the capture holds exactly those packets.
 @Suite(.serialized) struct ObserveEngineTests {
-    /// An engine with an observer attached before it starts, and a connected client.
+    /// `EngineTests.Harness` with an observer attached before the engine starts, and a ring consumer.
     final class Harness: @unchecked Sendable {
         // Safe: used from the test's thread only; the engine has its own threads.
-        let tun = ChannelTun()
-        let network = ChannelNetwork()
-        let gwBind: ChannelBind
-        let clientBind: ChannelBind
-        let engine: GatewayEngine
-        let client: WireGuardDevice
-        let gatewayPeer: PeerHandle
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 16)
-        let output = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 16)
-        let batch = PacketBatch(capacity: 16, slotSize: 2048)
-        let log = LogCapture()
+        let base: EngineTests.Harness
         let dir: String
         let observer: PacketObserver
         let consumer: RingConsumer
+        var engine: GatewayEngine { base.engine }
+        var tun: ChannelTun { base.tun }
 
         init() throws {
-            dir = FileManager.default.temporaryDirectory
+            let dir = FileManager.default.temporaryDirectory
                 .appendingPathComponent("tv-observe-engine-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-            gwBind = network.bind(address: IPAddress(v4: 0xC000_0201))
-            clientBind = network.bind(address: IPAddress(v4: 0xC000_0202))
-            let gwDevice = try #require(WireGuardDevice(privateKey: (0..<32).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 1) }))
-            client = try #require(WireGuardDevice(privateKey: (0..<32).map { UInt8(truncatingIfNeeded: $0 &* 11 &+ 3) }))
-            let set = PolicyParser.parse(EngineTests.rules)
-            engine = GatewayEngine(device: gwDevice, tun: tun, bind: gwBind, clock: SystemClock(),
-                                   policy: (set, CompiledPolicy(set)), log: log.logger)
-            engine.addPeer(name: "alice", publicKey: client.publicKey, presharedKey: nil,
-                           allowedIPs: [IPPrefix("10.99.0.2/32")!], endpoint: nil, persistentKeepalive: 0, tier: .free)
-            gatewayPeer = client.addPeer(PeerConfiguration(
-                publicKey: gwDevice.publicKey,
-                endpoint: WireGuard.Endpoint(address: gwBind.endpoint.address, port: gwBind.endpoint.port)))
             let ring = try RingProducer(directory: dir, slotCount: 1024)
-            consumer = try RingConsumer(path: ring.path)
-            observer = PacketObserver(ring: ring, capture: try CaptureSpooler(directory: dir + "/capture", detail: .full),
-                                      flowCapacity: engine.options.flowCapacity)
-            for p in engine.peers { observer.setPeerName(p.name, for: p.handle.rawValue) }
-            engine.observer = observer
-            engine.start()
+            let consumer = try RingConsumer(path: ring.path)
+            var made: PacketObserver?
+            base = try EngineTests.Harness { engine in
+                let observer = PacketObserver(ring: ring, capture: try CaptureSpooler(directory: dir + "/capture", detail: .full),
+                                              flowCapacity: engine.options.flowCapacity)
+                for p in engine.peers { observer.setPeerName(p.name, for: p.handle.rawValue) }
+                engine.observer = observer
+                made = observer
+            }
+            self.dir = dir
+            self.consumer = consumer
+            observer = try #require(made)
         }
 
         deinit {
-            engine.stop()
+            base.engine.stop()
             observer.close()
-            buffer.deallocate()
-            output.deallocate()
             try? FileManager.default.removeItem(atPath: dir)
         }
 
-        var nowNs: UInt64 { SystemClock().monotonicNanoseconds() }
-        var gwEndpoint: WireGuard.Endpoint { WireGuard.Endpoint(address: gwBind.endpoint.address, port: gwBind.endpoint.port) }
-
-        func send(_ bytes: some Collection<UInt8>) throws {
-            batch.reset()
-            batch.set(0, bytes: bytes, endpoint: gwBind.endpoint)
-            batch.count = 1
-            #expect(try clientBind.send(batch) == 1)
-        }
-
-        func receive(timeout: Int32 = 2000) throws -> [UInt8]? {
-            guard try clientBind.waitReadable(timeoutMilliseconds: timeout) == .readable else { return nil }
-            return try clientBind.receive(into: batch) > 0 ? batch.bytes(0) : nil
-        }
-
-        func handshake() throws {
-            let r = client.initiation(for: gatewayPeer, into: buffer, now: nowNs,
-                                      wallClock: UInt64(Date().timeIntervalSince1970 * 1e9))
-            guard case .send(let range, _) = r else { Issue.record("initiation: \(r)"); return }
-            try send(UnsafeRawBufferPointer(rebasing: buffer[range]))
-            let response = try #require(try receive())
-            response.withUnsafeBytes { buffer.copyMemory(from: $0) }
-            _ = client.receive(buffer, length: response.count, from: gwEndpoint, now: nowNs, underLoad: false, output: output)
-        }
-
-        func sendPacket(_ packet: [UInt8]) throws {
-            packet.withUnsafeBytes { (buffer.baseAddress! + 16).copyMemory(from: $0.baseAddress!, byteCount: packet.count) }
-            guard case .send(let range, _) = client.encrypt(peer: gatewayPeer, buffer: buffer, payloadLength: packet.count,
-                                                             now: nowNs) else { Issue.record("encrypt"); return }
-            try send(UnsafeRawBufferPointer(rebasing: buffer[range]))
-        }
+        func handshake() throws { try base.handshake() }
+        func sendPacket(_ packet: [UInt8]) throws { try base.sendPacket(packet) }
+        func receive() throws -> [UInt8]? { try base.receivePacket() }
 
         /// Ring records until `count` packet records arrived (or 2 s passed).
         func records(packets count: Int) -> [LiveRecord] {
