@@ -31,7 +31,7 @@ let package = Package(
         .target(name: "WireGuard", dependencies: ["Packet", "CSodium", "CBlake2"], swiftSettings: strict),
 
         // Shared state and I/O shells.
-        .target(name: "Store", dependencies: ["CSQLite"], swiftSettings: strict),
+        .target(name: "Store", dependencies: ["CSQLite", "Packet"], swiftSettings: strict),
         .target(name: "LiveFeed", dependencies: ["CShims"], swiftSettings: strict),
         .target(name: "Capture", dependencies: ["CPcap"], swiftSettings: strict),
         .target(name: "Control", dependencies: ["Packet"], swiftSettings: strict),

@@ -38,12 +38,12 @@ extension Tunnelctl {
 
         // The store's view: refusals of this destination, and matching flows.
         let (dst, dstPort) = flow.direction == .out ? (flow.destination, flow.destinationPort) : (flow.source, flow.sourcePort)
-        let key = Store.flowKey(proto: flow.proto.rawValue, dst: StoreAddress(dst), dstPort: dstPort)
+        let key = Store.flowKey(proto: flow.proto.rawValue, dst: dst, dstPort: dstPort)
         // ICMP flows carry the echo identifier where ports would be: match them by addresses only.
         let hasPorts = flow.proto == .tcp || flow.proto == .udp
         let refusals = try store?.refusals(peer: flow.peer, kind: .flow, flowKey: key) ?? []
         let matching = try (store?.flows(peer: flow.peer, limit: 100_000) ?? []).filter { f in
-            f.proto == flow.proto.rawValue && f.dst == StoreAddress(flow.destination) && f.src == StoreAddress(flow.source)
+            f.proto == flow.proto.rawValue && f.dst == flow.destination && f.src == flow.source
                 && (!hasPorts || (f.dstPort == flow.destinationPort && (flow.sourcePort == 0 || f.srcPort == flow.sourcePort)))
         }
         let live = matching.filter { $0.closedAt == nil }
@@ -105,10 +105,6 @@ extension Tunnelctl {
             + "in \(c.packetsIn) pkts \(formatBytes(c.bytesIn)), \(dateTimeText(f.firstSeen))–\(clockText(f.lastSeen)) \(state)"
     }
 
-}
-
-extension StoreAddress {
-    init(_ a: IPAddress) { self.init(high: a.high, low: a.low, isIPv6: a.isIPv6) }
 }
 
 /// `explain 'FLOW' --json`.

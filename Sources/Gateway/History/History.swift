@@ -134,9 +134,9 @@ public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
         let t = texts(policy)
         let name = names.withLock { $0[peer] } ?? "peer-\(peer)"
         let at = wall(entry.firstSeen)
-        let dst = StoreAddress(entry.responder)
+        let dst = entry.responder
         submit(.flowOpened(FlowOpen(
-            id: idBase &+ Int64(entry.id), proto: entry.key.proto.rawValue, src: StoreAddress(entry.originator),
+            id: idBase &+ Int64(entry.id), proto: entry.key.proto.rawValue, src: entry.originator,
             srcPort: entry.originatorPort, dst: dst, dstPort: entry.responderPort, peer: name, at: at,
             verdict: FlowVerdict(verdict.action), rule: t.rule(verdict.ruleIndex),
             capture: captureLocation.withLock { $0 }?(entry.id))))
