@@ -149,7 +149,6 @@ import WireGuard
         let reply = Self.udp(from: "198.19.0.2", 53, to: "10.99.0.2", 40000, payload: Array("answer".utf8))
         h.tun.inject(reply)
         #expect(try h.receivePacket() == reply)
-        #expect(h.engine.counters.packetsToTun.load(ordering: .relaxed) == 1)
         #expect(h.engine.flowCount == 1)
     }
 

@@ -46,18 +46,13 @@ public enum GatewayDrop: Int, CaseIterable, Sendable, CustomStringConvertible {
     }
 }
 
-/// Lock-free counters of the data path: drops by reason and packets each way. Threads add with
+/// Lock-free counters of the data path's drops by reason (per-peer bytes are the WireGuard
+/// device's, flows opened/evicted are the flow table's `stats`). Threads add with
 /// relaxed atomics (a counter is a statistic, not a synchronisation point).
 public final class GatewayCounters: @unchecked Sendable {
     // Safe: `drops` points at atomics allocated once in init and freed in deinit; every access
     // goes through the atomics.
     private let drops: UnsafeMutablePointer<Atomic<UInt64>>
-    /// Packets decrypted from peers and written to the TUN device.
-    public let packetsToTun = Atomic<UInt64>(0)
-    /// Packets read from the TUN device, encrypted and sent to peers.
-    public let packetsToPeers = Atomic<UInt64>(0)
-    /// Flows opened since start.
-    public let flowsOpened = Atomic<UInt64>(0)
 
     public init() {
         drops = .allocate(capacity: GatewayDrop.allCases.count)

@@ -154,10 +154,7 @@ extension GatewayEngine {
             }
 
             // 3. Deliver to the kernel.
-            if toTun.count > 0 {
-                counters.packetsToTun.add(UInt64(toTun.count), ordering: .relaxed)
-                writeAll(toTun)
-            }
+            if toTun.count > 0 { writeAll(toTun) }
 
             // 4. Encrypt rejections, flush packets that waited for a handshake, send.
             for r in rejects {
@@ -295,9 +292,6 @@ extension GatewayEngine {
             }
             if control.count > 0 { sendRuns(control, valid: controlValid) }
             rd.count = n
-            var sent = 0
-            for i in 0..<n where valid[i] { sent += 1 }
-            counters.packetsToPeers.add(UInt64(sent), ordering: .relaxed)
             sendRuns(rd, valid: valid)
         }
     }
@@ -366,17 +360,21 @@ extension GatewayEngine {
                 policy: ActivePolicy, minute: Int, nowMs: Int64) -> PolicyAction
     {
         if p.isICMPError, p.payloadOffset < packet.count,
-            let quoted = try? PacketParser.parseQuoted(UnsafeRawBufferPointer(rebasing: packet[p.payloadOffset...])),
-            case let (handle?, _) = table.lookup(quoted.flowKey.key, now: nowMs)
+            let quoted = try? PacketParser.parseQuoted(UnsafeRawBufferPointer(rebasing: packet[p.payloadOffset...]))
         {
-            let e = table[handle]
-            if e.verdictGeneration == policy.generation, let cached = PolicyAction(rawValue: e.verdictAction) {
+            let (handle, ended) = table.lookup(quoted.flowKey.key, now: nowMs)
+            if let ended {  // the lookup found the quoted flow expired: it ends here, like in the sweep
+                events?.flowEnded(ended)
+                observer?.flowEnded(ended, peer: peer)
+            }
+            if let handle, table[handle].verdictGeneration == policy.generation,
+                let cached = PolicyAction(rawValue: table[handle].verdictAction)
+            {
                 return cached
             }
         }
         let (key, reversed) = p.flowKey
         let t = table.track(key, reversed: reversed, length: packet.count, tcpFlags: p.tcpFlags, now: nowMs)
-        if t.opened { counters.flowsOpened.add(1, ordering: .relaxed) }
         if let ended = t.ended { observer?.flowEnded(ended, peer: ended.entry.key == key ? peer : LiveRecord.noPeer) }
         let entry = table[t.handle]
         if entry.verdictGeneration == policy.generation, let cached = PolicyAction(rawValue: entry.verdictAction) {

@@ -3,7 +3,6 @@
 /// packet is dropped (wireguard-go keeps the newest too) and counted.
 final class PendingPackets: @unchecked Sendable {
     // Safe: every instance lives in `GatewayEngine.pending` and is only touched under that mutex.
-    static let slotSize = 65_536 + 64
     let capacity: Int
     private let slotBytes: Int
     private let storage: UnsafeMutableRawPointer
