@@ -18,6 +18,7 @@ let groups: [(name: String, summary: String, run: ([String]) throws -> Void)] = 
     ("store", "StoreWriter write rate; prune of 1M flow rows under a concurrent writer", StoreBench.run),
     ("history", "flow records/s through the daemon's History hooks -> StoreWriter; hook cost per flow", HistoryBench.run),
     ("observe", "daemon observer cost per packet: none, idle, watching, capture full", ObserveBench.run),
+    (OffloadBench.name, OffloadBench.summary, OffloadBench.run),
 ]
 
 let argv = Array(CommandLine.arguments.dropFirst())
