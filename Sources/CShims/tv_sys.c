@@ -11,6 +11,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include <net/if.h>
 #include <linux/if_tun.h>
@@ -20,13 +21,17 @@ _Static_assert(offsetof(struct tv_mmsghdr, msg_len) == offsetof(struct mmsghdr, 
 _Static_assert(TV_IFNAMSIZ == IFNAMSIZ, "IFNAMSIZ");
 
 int tv_tun_open(const char *name, int multi_queue, char *out_name) {
+    return tv_tun_open_vnet(name, multi_queue, 0, out_name);
+}
+
+int tv_tun_open_vnet(const char *name, int multi_queue, int vnet_hdr, char *out_name) {
     size_t len = strlen(name);
     if (len >= IFNAMSIZ) return -ENAMETOOLONG;
     int fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return -errno;
     struct ifreq ifr;
     memset(&ifr, 0, sizeof ifr);
-    ifr.ifr_flags = IFF_TUN | IFF_NO_PI | (multi_queue ? IFF_MULTI_QUEUE : 0);
+    ifr.ifr_flags = IFF_TUN | IFF_NO_PI | (multi_queue ? IFF_MULTI_QUEUE : 0) | (vnet_hdr ? IFF_VNET_HDR : 0);
     memcpy(ifr.ifr_name, name, len);
     if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
         int e = errno;
@@ -36,6 +41,37 @@ int tv_tun_open(const char *name, int multi_queue, char *out_name) {
     memcpy(out_name, ifr.ifr_name, IFNAMSIZ);
     out_name[IFNAMSIZ - 1] = 0;
     return fd;
+}
+
+_Static_assert(TV_TUN_F_CSUM == TUN_F_CSUM && TV_TUN_F_TSO4 == TUN_F_TSO4 && TV_TUN_F_TSO6 == TUN_F_TSO6, "TUN_F");
+#ifdef TUN_F_USO4  // Debian 12's headers (Linux 6.1) predate USO; the values are those of 6.2+.
+_Static_assert(TV_TUN_F_USO4 == TUN_F_USO4 && TV_TUN_F_USO6 == TUN_F_USO6, "TUN_F_USO");
+#endif
+
+int tv_tun_set_offload(int fd, unsigned int flags) {
+    return ioctl(fd, TUNSETOFFLOAD, (unsigned long)flags) < 0 ? -errno : 0;
+}
+
+long tv_writev(int fd, const struct iovec *iov, int count) {
+    ssize_t n = writev(fd, iov, count);
+    return n < 0 ? -errno : (long)n;
+}
+
+long tv_readv(int fd, const struct iovec *iov, int count) {
+    ssize_t n = readv(fd, iov, count);
+    return n < 0 ? -errno : (long)n;
+}
+
+size_t tv_udp_segment_cmsg_space(void) { return CMSG_SPACE(sizeof(uint16_t)); }
+
+size_t tv_udp_segment_cmsg(void *buffer, uint16_t size) {
+    memset(buffer, 0, CMSG_SPACE(sizeof(uint16_t)));
+    struct cmsghdr *c = (struct cmsghdr *)buffer;
+    c->cmsg_level = TV_SOL_UDP;
+    c->cmsg_type = TV_UDP_SEGMENT;
+    c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+    memcpy(CMSG_DATA(c), &size, sizeof size);
+    return CMSG_SPACE(sizeof(uint16_t));
 }
 
 int tv_recvmmsg(int fd, struct tv_mmsghdr *msgs, unsigned int count, int flags) {

@@ -27,13 +27,16 @@ public struct StatusReply: Hashable, Sendable, Codable {
     public var storeQueueDrops: UInt64
     /// The running policy.
     public var policy: PolicySummary
+    /// TUN and UDP offloads (absent from daemons that predate them).
+    public var offload: OffloadStatus?
 
     /// A status reply from its fields.
     public init(
         pid: Int32, startedAtMs: Int64, uptimeSeconds: Int64, version: String, interface: String, listenPort: UInt16,
         addresses: [String], peersConfigured: Int, peersConnected: Int, flowsActive: Int, drops: [String: UInt64],
-        storeQueueDrops: UInt64, policy: PolicySummary
+        storeQueueDrops: UInt64, policy: PolicySummary, offload: OffloadStatus? = nil
     ) {
+        self.offload = offload
         self.pid = pid
         self.startedAtMs = startedAtMs
         self.uptimeSeconds = uptimeSeconds

@@ -26,9 +26,14 @@ public protocol DatagramBind: AnyObject, Sendable {
 
     /// Closes the bind and wakes a waiting receiver with `.closed`. Idempotent.
     func close()
+
+    /// True while sends carry several equal-sized datagrams per message (UDP GSO).
+    var segmentation: Bool { get }
 }
 
 extension DatagramBind {
+    public var segmentation: Bool { false }
+
     /// Sends all of `batch` (slots `0 ..< batch.count`); see ``DatagramBind/send(_:from:)``.
     public func send(_ batch: PacketBatch) throws(SystemError) -> Int {
         try send(batch, from: 0)

@@ -43,13 +43,22 @@ public final class LinuxDatagramBind: DatagramBind {
     public let failedSends = Atomic<UInt64>(0)
     /// The errno of the last refused send (0 = none), for diagnostics.
     public let lastSendErrno = Atomic<Int32>(0)
+    /// Whether sends use UDP GSO (UDP_SEGMENT) on each family's socket: on unless turned off at
+    /// init, and switched off for good when the kernel answers EIO (a route without checksum offload).
+    private let segmentV4: Atomic<Bool>
+    private let segmentV6: Atomic<Bool>
+    /// True while sends still use UDP GSO (on either family).
+    public var segmentation: Bool { segmentV4.load(ordering: .relaxed) || segmentV6.load(ordering: .relaxed) }
 
     /// Binds `port` (0 = an ephemeral port, the same on both families) on `ipv4` and `ipv6`
     /// (wildcard by default; nil leaves that family out).
     public init(
         port: UInt16, bufferBytes: Int = 8 << 20,
-        ipv4: IPAddress? = IPAddress(v4: 0), ipv6: IPAddress? = IPAddress(v6High: 0, low: 0)
+        ipv4: IPAddress? = IPAddress(v4: 0), ipv6: IPAddress? = IPAddress(v6High: 0, low: 0),
+        segmentation: Bool = true
     ) throws(SystemError) {
+        segmentV4 = Atomic(segmentation)
+        segmentV6 = Atomic(segmentation)
         var attempt = 0
         while true {
             attempt += 1
@@ -216,26 +225,35 @@ public final class LinuxDatagramBind: DatagramBind {
         if closed.load(ordering: .relaxed) { return 0 }
         var i = start
         while i < batch.count {
-            // A run of slots of one family goes out in one sendmmsg.
+            // A run of slots of one family goes out in one sendmmsg; with UDP GSO, equal-sized
+            // datagrams to one endpoint share one message (the kernel cuts them apart again).
+            let runStart = i
             let v6 = batch.endpoints[i].address.isIPv6
-            var end = i
-            while end < batch.count && batch.endpoints[end].address.isIPv6 == v6 {
-                prepareSend(batch, end)
-                end += 1
-            }
             let fd = v6 ? ipv6Descriptor : ipv4Descriptor
-            while i < end {
-                if fd < 0 {
-                    refuse(end - i, EAFNOSUPPORT)
-                    i = end
-                    break
-                }
-                let r = tv_sendmmsg(fd, batch.messages.baseAddress! + i, UInt32(end - i), Int32(MSG_DONTWAIT))
+            let useGSO = v6 ? segmentV6.load(ordering: .relaxed) : segmentV4.load(ordering: .relaxed)
+            var end = i
+            var groups = 0
+            while end < batch.count && batch.endpoints[end].address.isIPv6 == v6 {
+                let members = useGSO ? LinuxDatagramBind.segmentRun(batch, from: end) : 1
+                prepareSend(batch, first: end, members: members, message: runStart + groups)
+                groups += 1
+                end += members
+            }
+            if fd < 0 {
+                refuse(end - i, EAFNOSUPPORT)
+                i = end
+                continue
+            }
+            var g = 0
+            while g < groups {
+                let r = tv_sendmmsg(fd, batch.messages.baseAddress! + runStart + g, UInt32(groups - g), Int32(MSG_DONTWAIT))
                 if r > 0 {
-                    i += Int(r)
+                    for k in g..<(g + Int(r)) { i += Int(batch.groupSlots[runStart + k]) }
+                    g += Int(r)
                     continue
                 }
                 let e: Int32 = r == 0 ? EAGAIN : -r
+                let members = Int(batch.groupSlots[runStart + g])
                 switch e {
                 case EINTR:
                     continue
@@ -243,26 +261,67 @@ public final class LinuxDatagramBind: DatagramBind {
                     return i - start
                 case EBADF, EFAULT, ENOTSOCK:
                     try Sys.fail("sendmmsg(UDP port \(port))", e)
+                case EIO where members > 1:
+                    // The route's device cannot segment UDP (no checksum offload): stop using GSO
+                    // on this socket; the outer loop sends the rest one datagram per message.
+                    if v6 { segmentV6.store(false, ordering: .relaxed) } else { segmentV4.store(false, ordering: .relaxed) }
+                    g = groups
                 default:
-                    // The first datagram of the run was refused (unreachable, too big, …): drop it.
-                    refuse(1, e)
-                    i += 1
+                    // The first message was refused (unreachable, too big, …): drop its datagrams.
+                    refuse(members, e)
+                    i += members
+                    g += 1
                 }
             }
         }
         return i - start
     }
 
-    private func prepareSend(_ batch: PacketBatch, _ i: Int) {
-        let p = batch.packet(i)
-        batch.iovecs[i] = iovec(iov_base: p.baseAddress, iov_len: p.count)
-        let length = batch.endpoints[i].write(sockaddr: UnsafeMutableRawPointer(batch.addresses.baseAddress! + i))
-        withUnsafeMutablePointer(to: &batch.iovecs[i]) { iov in
-            batch.messages[i].msg_hdr = msghdr(
-                msg_name: UnsafeMutableRawPointer(batch.addresses.baseAddress! + i), msg_namelen: length,
-                msg_iov: iov, msg_iovlen: 1, msg_control: nil, msg_controllen: 0, msg_flags: 0)
+    /// How many slots from `first` can share one UDP GSO message: same endpoint, every datagram the
+    /// length of the first except a shorter last one, at most 64 and 65,000 bytes in all.
+    static func segmentRun(_ batch: PacketBatch, from first: Int) -> Int {
+        let size = batch.lengths[first]
+        let to = batch.endpoints[first]
+        guard size > 0 else { return 1 }
+        var total = size
+        var k = first + 1
+        while k < batch.count && k - first < maxSegments {
+            let length = batch.lengths[k]
+            guard length > 0 && length <= size && total + length <= maxSegmentedBytes && batch.endpoints[k] == to
+            else { break }
+            total += length
+            k += 1
+            if length < size { break }
         }
-        batch.messages[i].msg_len = 0
+        return k - first
+    }
+
+    /// Datagrams per UDP GSO send (the kernel allows 64 on older kernels, 128 on newer).
+    static let maxSegments = 64
+    /// Payload bytes per UDP GSO send (an IP packet's 65,535 less headers).
+    static let maxSegmentedBytes = 65_000
+
+    /// Builds message `message` sending slots `first ..< first + members` to slot `first`'s
+    /// endpoint: one iovec per slot (they are contiguous in `iovecs`), and a UDP_SEGMENT control
+    /// message when there is more than one.
+    private func prepareSend(_ batch: PacketBatch, first: Int, members: Int, message: Int) {
+        for k in first..<(first + members) {
+            let p = batch.packet(k)
+            batch.iovecs[k] = iovec(iov_base: p.baseAddress, iov_len: p.count)
+        }
+        let length = batch.endpoints[first].write(sockaddr: UnsafeMutableRawPointer(batch.addresses.baseAddress! + first))
+        var control: UnsafeMutableRawPointer? = nil
+        var controlLength = 0
+        if members > 1 {
+            control = batch.controls + first * PacketBatch.controlSpace
+            controlLength = tv_udp_segment_cmsg(control, UInt16(batch.lengths[first]))
+        }
+        batch.messages[message].msg_hdr = msghdr(
+            msg_name: UnsafeMutableRawPointer(batch.addresses.baseAddress! + first), msg_namelen: length,
+            msg_iov: batch.iovecs.baseAddress! + first, msg_iovlen: members,
+            msg_control: control, msg_controllen: controlLength, msg_flags: 0)
+        batch.messages[message].msg_len = 0
+        batch.groupSlots[message] = Int32(members)
     }
 
     private func refuse(_ count: Int, _ e: Int32) {

@@ -36,6 +36,13 @@ public final class PacketBatch {
     let messages: UnsafeMutableBufferPointer<tv_mmsghdr>
     let iovecs: UnsafeMutableBufferPointer<iovec>
     let addresses: UnsafeMutableBufferPointer<sockaddr_storage>
+    // UDP GSO: one control message per slot (used when the slot leads a segmented send) and the
+    // number of slots each built message carries.
+    let controls: UnsafeMutableRawPointer
+    let groupSlots: UnsafeMutableBufferPointer<Int32>
+    /// Scratch for offloaded TUN writes (coalescing plan, iovecs), made on first use by the thread
+    /// that owns the batch.
+    var tunWriteScratch: TunWriteScratch?
 
     /// A batch of `capacity` slots of `slotSize` bytes, reads landing at `headroom`.
     /// - Precondition: `capacity > 0`, `0 <= headroom < slotSize`.
@@ -58,7 +65,14 @@ public final class PacketBatch {
         iovecs.initialize(repeating: iovec())
         addresses = .allocate(capacity: capacity)
         addresses.initialize(repeating: sockaddr_storage())
+        controls = UnsafeMutableRawPointer.allocate(byteCount: capacity * PacketBatch.controlSpace, alignment: 8)
+        controls.initializeMemory(as: UInt8.self, repeating: 0, count: capacity * PacketBatch.controlSpace)
+        groupSlots = .allocate(capacity: capacity)
+        groupSlots.initialize(repeating: 0)
     }
+
+    /// Bytes of one slot's control buffer (a UDP_SEGMENT cmsg).
+    static let controlSpace = tv_udp_segment_cmsg_space()
 
     deinit {
         storage.deallocate()
@@ -68,6 +82,8 @@ public final class PacketBatch {
         messages.deallocate()
         iovecs.deallocate()
         addresses.deallocate()
+        controls.deallocate()
+        groupSlots.deallocate()
     }
 
     /// The whole of slot `i` (`slotSize` bytes), for building a packet in place.

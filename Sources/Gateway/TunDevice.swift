@@ -28,4 +28,15 @@ public protocol TunDevice: AnyObject, Sendable {
 
     /// Closes the device and wakes a waiting reader with `.closed`. Idempotent.
     func close()
+
+    /// Packets dropped and offload use so far.
+    var counters: TunDeviceCounters { get }
+
+    /// The offloads in effect, for status (`csum tso4 tso6 uso4 uso6`, `none`, `off`).
+    var offloadDescription: String { get }
+}
+
+extension TunDevice {
+    public var counters: TunDeviceCounters { TunDeviceCounters() }
+    public var offloadDescription: String { "off" }
 }

@@ -141,6 +141,11 @@ extension Tunnelctl {
             "policy: generation \(s.policy.generation), \(s.policy.ruleCount) rules from \(s.policy.files.count) file(s)",
             "store queue drops: \(s.storeQueueDrops)",
         ]
+        if let o = s.offload {
+            lines.append("offloads: TUN \(o.tun), UDP GSO \(o.udpSegmentation ? "on" : "off"); "
+                + "\(o.superPacketsRead) super-packets read, \(o.superPacketsWritten) written "
+                + "(\(o.packetsCoalesced) packets coalesced)")
+        }
         if s.drops.isEmpty {
             lines.append("drops: none")
         } else {

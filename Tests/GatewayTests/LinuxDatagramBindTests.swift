@@ -116,4 +116,63 @@ import Testing
         #expect(try bind.waitReadable(timeoutMilliseconds: -1) == .closed)
         #expect(try bind.receive(into: PacketBatch(capacity: 1, slotSize: 64)) == 0)
     }
+
+    // MARK: UDP GSO
+
+    @Test func segmentRunsGroupEqualSizedDatagramsToOneEndpoint() {
+        let to = UDPEndpoint(address: Self.v4Loopback, port: 9)
+        let other = UDPEndpoint(address: Self.v4Loopback, port: 10)
+        let batch = PacketBatch(capacity: 200, slotSize: 2048)
+        func fill(_ specs: [(Int, UDPEndpoint)]) {
+            for (i, (length, endpoint)) in specs.enumerated() {
+                batch.set(i, bytes: [UInt8](repeating: UInt8(i & 0xFF), count: length), endpoint: endpoint)
+            }
+            batch.count = specs.count
+        }
+        // Equal sizes, then a shorter last one that ends the group.
+        fill([(100, to), (100, to), (100, to), (60, to), (100, to)])
+        #expect(LinuxDatagramBind.segmentRun(batch, from: 0) == 4)
+        #expect(LinuxDatagramBind.segmentRun(batch, from: 4) == 1)
+        // A longer datagram or another endpoint starts a new group.
+        fill([(100, to), (120, to), (120, other), (120, other)])
+        #expect(LinuxDatagramBind.segmentRun(batch, from: 0) == 1)
+        #expect(LinuxDatagramBind.segmentRun(batch, from: 1) == 1)
+        #expect(LinuxDatagramBind.segmentRun(batch, from: 2) == 2)
+        // Empty datagrams (zero-length) are never segmented.
+        fill([(0, to), (0, to)])
+        #expect(LinuxDatagramBind.segmentRun(batch, from: 0) == 1)
+        // At most 64 datagrams, and at most 65,000 bytes, per message.
+        fill(Array(repeating: (100, to), count: 150))
+        #expect(LinuxDatagramBind.segmentRun(batch, from: 0) == LinuxDatagramBind.maxSegments)
+        fill(Array(repeating: (1452, to), count: 60))
+        #expect(LinuxDatagramBind.segmentRun(batch, from: 0) == 65_000 / 1452)
+    }
+
+    /// The same batch sent with and without UDP GSO arrives as the same datagrams in the same order.
+    @Test(arguments: [true, false]) func segmentedSendsArriveAsSeparateDatagrams(segmentation: Bool) throws {
+        let a = try LinuxDatagramBind(port: 0, bufferBytes: 4 << 20, ipv4: Self.v4Loopback, ipv6: nil,
+                                      segmentation: segmentation)
+        let b = try loopbackBind()
+        let c = try loopbackBind()
+        let out = PacketBatch(capacity: 128, slotSize: 2048)
+        var expectB: [[UInt8]] = []
+        var expectC: [[UInt8]] = []
+        // 70 full datagrams to b (two GSO messages), a short one, 5 to c, then 3 more to b.
+        var specs: [(Int, LinuxDatagramBind)] = Array(repeating: (1452, b), count: 70)
+        specs.append((700, b))
+        specs += Array(repeating: (96, c), count: 5)
+        specs += Array(repeating: (1452, b), count: 3)
+        for (i, (length, to)) in specs.enumerated() {
+            let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ i) }
+            out.set(i, bytes: bytes, endpoint: UDPEndpoint(address: Self.v4Loopback, port: to.port))
+            if to === b { expectB.append(bytes) } else { expectC.append(bytes) }
+        }
+        out.count = specs.count
+        #expect(try a.send(out) == specs.count)
+        let incoming = PacketBatch(capacity: 64, slotSize: 2048)
+        #expect(try receive(b, count: expectB.count, batch: incoming).map(\.1) == expectB)
+        #expect(try receive(c, count: expectC.count, batch: incoming).map(\.1) == expectC)
+        #expect(a.failedSends.load(ordering: .relaxed) == 0)
+        #expect(a.segmentation == segmentation)  // loopback segments UDP: GSO stays on
+    }
 }

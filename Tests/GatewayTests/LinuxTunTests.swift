@@ -7,7 +7,7 @@ import Testing
 
 /// Runs `body` on a fresh pthread and waits for it (so `unshare(CLONE_NEWNET)` affects only that
 /// thread, never the test runner's threads).
-private func onFreshThread(_ body: @escaping () -> Void) {
+func onFreshThread(_ body: @escaping () -> Void) {
     final class Box { let body: () -> Void; init(_ b: @escaping () -> Void) { body = b } }
     let context = Unmanaged.passRetained(Box(body)).toOpaque()
     var thread = pthread_t()
@@ -20,7 +20,7 @@ private func onFreshThread(_ body: @escaping () -> Void) {
 }
 
 /// Internet checksum (RFC 1071) over `bytes`, starting from `sum`.
-private func checksum(_ bytes: [UInt8], _ sum: UInt32 = 0) -> UInt16 {
+func checksum(_ bytes: [UInt8], _ sum: UInt32 = 0) -> UInt16 {
     var s = sum
     var i = 0
     while i + 1 < bytes.count { s += UInt32(bytes[i]) << 8 | UInt32(bytes[i + 1]); i += 2 }
@@ -29,7 +29,7 @@ private func checksum(_ bytes: [UInt8], _ sum: UInt32 = 0) -> UInt16 {
     return ~UInt16(s)
 }
 
-private func be16(_ v: Int) -> [UInt8] { [UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
+func be16(_ v: Int) -> [UInt8] { [UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
 
 /// An ICMP echo request `src -> dst` (IPv4) with identifier `id`.
 private func echo4(_ src: [UInt8], _ dst: [UInt8], id: Int) -> [UInt8] {

@@ -20,6 +20,37 @@
 /// `out_name` (TV_IFNAMSIZ bytes). Returns the descriptor or -errno.
 int tv_tun_open(const char *name, int multi_queue, char *out_name);
 
+/// Like tv_tun_open, adding IFF_VNET_HDR when `vnet_hdr` is non-zero: every read and write then
+/// starts with a 10-byte `struct virtio_net_hdr` (see Packet.VirtioNetHeader).
+int tv_tun_open_vnet(const char *name, int multi_queue, int vnet_hdr, char *out_name);
+
+/// TUN_F_* offload bits for tv_tun_set_offload (values of <linux/if_tun.h>).
+#define TV_TUN_F_CSUM 0x01
+#define TV_TUN_F_TSO4 0x02
+#define TV_TUN_F_TSO6 0x04
+#define TV_TUN_F_USO4 0x20
+#define TV_TUN_F_USO6 0x40
+
+/// ioctl(TUNSETOFFLOAD, flags): which offloaded packets the kernel may hand us on reads (checksum
+/// left partial, TCP/UDP segmentation left to us). 0 or -errno (EINVAL: a bit this kernel lacks).
+int tv_tun_set_offload(int fd, unsigned int flags);
+
+/// writev(2) / readv(2). Return bytes or -errno.
+long tv_writev(int fd, const struct iovec *iov, int count);
+long tv_readv(int fd, const struct iovec *iov, int count);
+
+/// Socket option numbers glibc's headers may not expose: UDP_SEGMENT (UDP GSO: one send carries
+/// many equal-sized datagrams) and UDP_GRO, at level SOL_UDP.
+#define TV_SOL_UDP 17
+#define TV_UDP_SEGMENT 103
+#define TV_UDP_GRO 104
+
+/// Writes a `cmsghdr` for (SOL_UDP, UDP_SEGMENT, size) into `buffer` (at least
+/// tv_udp_segment_cmsg_space() bytes) and returns the length to put in msg_controllen.
+size_t tv_udp_segment_cmsg(void *buffer, uint16_t size);
+/// CMSG_SPACE(sizeof(uint16_t)).
+size_t tv_udp_segment_cmsg_space(void);
+
 /// Same layout as glibc's `struct mmsghdr` (checked by a static assertion in tv_sys.c); declared
 /// here because <sys/socket.h> hides it unless _GNU_SOURCE is defined before the first include.
 struct tv_mmsghdr {

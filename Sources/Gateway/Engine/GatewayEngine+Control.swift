@@ -32,13 +32,22 @@ extension GatewayEngine {
         for reason in DropReason.allCases where device.dropCount(reason) > 0 {
             drops["wireguard-" + reason.description] = device.dropCount(reason)
         }
+        let t = tun.counters
+        for (name, n) in [("tun-truncated", t.truncatedReads), ("tun-refused", t.refusedWrites),
+                          ("tun-malformed-offload", t.malformedReads)] where n > 0
+        {
+            drops[name] = n
+        }
         let now = clock.wallMilliseconds()
         let connected = peers.filter { device.status(of: $0.handle)?.hasCurrentKeypair == true }.count
         return StatusReply(
             pid: getpid(), startedAtMs: startedAtMs, uptimeSeconds: (now - startedAtMs) / 1000, version: version,
             interface: interface, listenPort: listenPort, addresses: addresses, peersConfigured: peers.count,
             peersConnected: connected, flowsActive: flowCount, drops: drops, storeQueueDrops: storeQueueDrops,
-            policy: policySummary())
+            policy: policySummary(),
+            offload: OffloadStatus(tun: tun.offloadDescription, udpSegmentation: bind.segmentation,
+                                   superPacketsRead: t.superPacketsRead, superPacketsWritten: t.superPacketsWritten,
+                                   packetsCoalesced: t.packetsCoalesced))
     }
 
     /// `tunnelctl peers`.

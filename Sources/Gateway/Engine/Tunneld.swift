@@ -95,7 +95,11 @@ public enum Tunneld {
         // Signals first, so a SIGTERM during bring-up still tears down cleanly.
         let signals = try SignalWatcher(signals: [SIGHUP, SIGTERM, SIGINT])
 
-        let tun = try LinuxTun(name: iface.name, mtu: iface.mtu)
+        // TUNNELD_OFFLOAD=off: plain TUN reads/writes and one UDP datagram per message (for
+        // comparison benchmarks and for diagnosing a kernel that mishandles offloads).
+        let offload = ProcessInfo.processInfo.environment["TUNNELD_OFFLOAD"] != "off"
+        let tun = try LinuxTun(name: iface.name, mtu: iface.mtu, offload: offload)
+        log.info("interface \(tun.name): offloads \(offload ? tun.offloads.description : "off (TUNNELD_OFFLOAD=off)")")
         let netlink = try NetlinkInterfaceConfigurator()
         let addresses = iface.addresses
         let routes = InterfaceAddress.routesOutsideSubnets(config.peers.flatMap(\.allowedIPs), of: addresses)
@@ -111,8 +115,8 @@ public enum Tunneld {
         }
         for step in netlink.journal { log.info("interface: \(step)") }
 
-        let bind = try LinuxDatagramBind(port: iface.listenPort)
-        log.info("listening on UDP port \(bind.port) (\(bind.buffers))")
+        let bind = try LinuxDatagramBind(port: iface.listenPort, segmentation: offload)
+        log.info("listening on UDP port \(bind.port) (\(bind.buffers)\(offload ? ", UDP GSO" : ""))")
         let engine = GatewayEngine(device: device, tun: tun, bind: bind, clock: SystemClock(), policy: policy, log: log)
         // BEGIN session/history (issue 5): store, history recorder, free-session watchdog. Must open
         // the store before DaemonMarkers writes its start marker: crash recovery closes leftover
