@@ -3,6 +3,11 @@
 # with tunneld (1,000-rule policy), the client always wireguard-go. Prints iperf3 TCP both ways,
 # UDP 64-byte packets/s received, ping latency and the gateway's CPU per packet and per gigabit,
 # each with the ratio tunneld / wireguard-go.   Usage: scripts/bench/gateway.sh [SECONDS] [wggo|tunneld|both]
+# CPU per packet divides the gateway's CPU time by the packets the client's wireguard-go interface
+# sent and received during the TCP client->server test: one per packet carried, whatever either
+# gateway does with offloads (a coalesced super-packet counts as the segments it carries).
+# TV_GRO=on: generic receive offload on the gateway's veths (as a router's NICs have by default).
+# TUNNELD_OFFLOAD=off: tunneld without TUN offloads and UDP GSO.
 # TV_BENCH_CAPTURE=full|metadata: tunneld captures every packet at that detail (tunnelctl capture on).
 # TV_BENCH_WATCH=view|json|lines: a `tunnelctl watch` consumer is attached to the live ring for the
 # whole run (view: the refreshing terminal view, output to /dev/null; json/lines: one line per record).
@@ -38,7 +43,7 @@ run_one() {  # $1 = wggo | tunneld
   local gp=$TV_GW_PID
   local c0 c1 fwd up down pps lat cpupkt cpugbit
   local pk0 pk1
-  pkts() { tv_in "$TV_NS_G" cat /sys/class/net/vgs$TV_ID/statistics/rx_packets /sys/class/net/vgs$TV_ID/statistics/tx_packets | paste -sd+ | bc; }
+  pkts() { tv_in "$TV_NS_C" cat /sys/class/net/$TV_WG_C/statistics/rx_packets /sys/class/net/$TV_WG_C/statistics/tx_packets | paste -sd+ | bc; }
   c0=$(tv_cpu_ticks "$gp"); pk0=$(pkts)
   up=$(tv_in "$TV_NS_C" iperf3 -c $TV_SRV -t "$SECS" -J | python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/1e9)')
   c1=$(tv_cpu_ticks "$gp"); pk1=$(pkts)

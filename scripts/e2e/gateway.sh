@@ -9,6 +9,7 @@ trap tv_cleanup EXIT
 CLIENT="tv_in $TV_NS_C python3 scripts/e2e/lib/netclient.py"
 CTL="$TV_TUNNELCTL --config $TV_DIR/tunneld.conf"
 
+TV_GRO=on  # the gateway's veths coalesce like a router's NICs: super-packets reach tunneld's TUN
 tv_topology_up
 tv_tunneld_config e2e
 tv_gateway_tunneld_up || { tv_bad "tunneld starts"; tv_summary; exit 1; }
@@ -22,6 +23,15 @@ check "ping client -> server over IPv6" tv_in "$TV_NS_C" ping -6 -c2 -W2 $TV_SRV
 check "ping server -> client over IPv4 (inbound ICMP allowed)" tv_in "$TV_NS_S" ping -c2 -W2 $TV_C_TUN
 check "ping server -> client over IPv6" tv_in "$TV_NS_S" ping -6 -c2 -W2 $TV_C_TUN6
 check_output "100 MiB TCP transfer arrives intact" '^intact' $CLIENT send-sha $TV_SRV 100
+check_output "100 MiB TCP transfer server -> client arrives intact" '^intact' $CLIENT recv-sha $TV_SRV 100
+v6_both_ways() { $CLIENT send-sha $TV_SRV6 20 && $CLIENT recv-sha $TV_SRV6 20; }
+check_output "20 MiB TCP both ways over IPv6 arrives intact" 'intact 20971520 bytes' v6_both_ways
+check_output "a burst of 2,000 UDP datagrams comes back intact (IPv4)" '^burst (1[0-9]{3}|2000)/2000 intact, 0 corrupt' \
+  $CLIENT udp-burst $TV_SRV 2000
+check_output "a burst of 2,000 UDP datagrams comes back intact (IPv6)" '^burst (1[0-9]{3}|2000)/2000 intact, 0 corrupt' \
+  $CLIENT udp-burst $TV_SRV6 2000
+check_output "TUN offloads are on and used both ways (coalesced writes, split super-packets)" \
+  'offloads: TUN csum tso4 tso6 uso4 uso6, UDP GSO on; [1-9][0-9]* super-packets read, [1-9][0-9]* written' $CTL status
 check_output "UDP echo over IPv4" '^echo hello' $CLIENT udp-echo $TV_SRV
 check_output "UDP echo over IPv6" '^echo hello' $CLIENT udp-echo $TV_SRV6
 check_output "inbound TCP to the client is blocked by 'default in block'" '^timeout' \

@@ -66,6 +66,12 @@ tv_topology_up() {
   tv_in "$TV_NS_S" ip route add 10.99.0.0/24 via $TV_GW_LAN
   tv_in "$TV_NS_S" ip -6 route add fd99::/64 via $TV_GW_LAN6
   tv_in "$TV_NS_G" sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1
+  # TV_GRO=on: generic receive offload on the gateway's two veths, as a router's physical NICs
+  # have it by default (a veth has it off). Applies to whichever gateway runs.
+  if [ "${TV_GRO:-off}" = on ]; then
+    tv_in "$TV_NS_G" ethtool -K vgc$TV_ID gro on
+    tv_in "$TV_NS_G" ethtool -K vgs$TV_ID gro on
+  fi
   tv_keys
 }
 
