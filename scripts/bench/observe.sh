@@ -10,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS=${1:-3}; SECS=${2:-8}
 OUT=$(mktemp /tmp/tv-observe-bench.XXXXXX)
+export TV_BENCH_PPS_SEARCH=off
 for r in $(seq "$ROUNDS"); do
   for cfg in ${TV_BENCH_CONFIGS:-off full watch}; do
     case $cfg in
