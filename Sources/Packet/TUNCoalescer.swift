@@ -325,7 +325,7 @@ public final class TUNCoalescer {
         c.add(UnsafeRawBufferPointer(rebasing: p[(ip == 20 ? 12 : 8)..<(ip == 20 ? 20 : 40)]))
         c.add(UInt16(proto))
         c.add(UInt32(n - ip))
-        c.add(UnsafeRawBufferPointer(rebasing: p[ip..<n]))
+        c.add(GSOSegmenter.sum(p.baseAddress! + ip, count: n - ip))
         r.candidate = c.folded == 0xFFFF
         return r
     }
