@@ -18,7 +18,7 @@ public final class TUNCoalescer {
     public static let maxMembers = 64
 
     /// Per packet: what parsing found. `kind`: 0 no flow, 1 TCPv4, 2 TCPv6, 3 UDPv4, 4 UDPv6.
-    @usableFromInline struct Info {
+    private struct Info {
         var kind: UInt8 = 0
         var candidate = false
         var push = false
@@ -33,7 +33,7 @@ public final class TUNCoalescer {
         var next: Int32 = -1
     }
 
-    @usableFromInline struct Group {
+    private struct Group {
         var first: Int32 = 0
         var last: Int32 = 0
         var count: Int32 = 0
