@@ -93,10 +93,9 @@ public enum GSOSegmenter {
             out.copyMemory(from: packet)
             return packet.count
         case .completeChecksum:
-            out.copyMemory(from: packet)
-            var c = InternetChecksum()
-            c.add(UnsafeRawBufferPointer(rebasing: out[split.checksumStart..<packet.count]))
-            var value = c.finalized
+            let start = split.checksumStart
+            if start > 0 { out.baseAddress!.copyMemory(from: packet.baseAddress!, byteCount: start) }
+            var value = ~sum(packet.baseAddress! + start, count: packet.count - start, copyingTo: out.baseAddress! + start)
             // RFC 768: a computed 0 is sent as all ones (0 means "no checksum" for UDP/IPv4,
             // and is equivalent for TCP); the kernel's skb_checksum_help stores CSUM_MANGLED_0.
             if value == 0 { value = 0xFFFF }
@@ -111,7 +110,7 @@ public enum GSOSegmenter {
         let length = min(split.gsoSize, packet.count - offset)
         let total = h + length
         out.baseAddress!.copyMemory(from: packet.baseAddress!, byteCount: h)
-        (out.baseAddress! + h).copyMemory(from: packet.baseAddress! + offset, byteCount: length)
+        let payloadSum = sum(packet.baseAddress! + offset, count: length, copyingTo: out.baseAddress! + h)
         let v4 = split.kind == .tcp4 || split.kind == .udp4
         if v4 {
             out.setBE16(UInt16(total), at: 2)
@@ -144,7 +143,8 @@ public enum GSOSegmenter {
         }
         c.add(UInt32(l4))
         out.setBE16(0, at: checksumField)
-        c.add(UnsafeRawBufferPointer(rebasing: out[ip..<total]))
+        c.add(UnsafeRawBufferPointer(rebasing: out[ip..<h]))
+        c.add(payloadSum)  // the payload starts at an even offset of the L4 header (IHL×4, 8, data offset×4)
         var value = c.finalized
         if value == 0 && checksumField == ip + 6 { value = 0xFFFF }  // RFC 768
         out.setBE16(value, at: checksumField)

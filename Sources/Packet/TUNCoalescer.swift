@@ -18,7 +18,7 @@ public final class TUNCoalescer {
     public static let maxMembers = 64
 
     /// Per packet: what parsing found. `kind`: 0 no flow, 1 TCPv4, 2 TCPv6, 3 UDPv4, 4 UDPv6.
-    @usableFromInline struct Info {
+    private struct Info {
         var kind: UInt8 = 0
         var candidate = false
         var push = false
@@ -33,7 +33,7 @@ public final class TUNCoalescer {
         var next: Int32 = -1
     }
 
-    @usableFromInline struct Group {
+    private struct Group {
         var first: Int32 = 0
         var last: Int32 = 0
         var count: Int32 = 0
@@ -325,7 +325,7 @@ public final class TUNCoalescer {
         c.add(UnsafeRawBufferPointer(rebasing: p[(ip == 20 ? 12 : 8)..<(ip == 20 ? 20 : 40)]))
         c.add(UInt16(proto))
         c.add(UInt32(n - ip))
-        c.add(UnsafeRawBufferPointer(rebasing: p[ip..<n]))
+        c.add(GSOSegmenter.sum(p.baseAddress! + ip, count: n - ip))
         r.candidate = c.folded == 0xFFFF
         return r
     }

@@ -41,5 +41,19 @@ for v6 in (False, True):
         q, ip, hl = packet(v6, tcp, b'hello world')
         seeds[name + '-csum'] = hdr(1, 0, 0, 0, ip, 16 if tcp else 6) + q
 seeds['plain'] = hdr(0, 0, 0, 0, 0, 0) + packet(False, True, b'x')[0]
+# Batch mode (FF FF, flags, [u16 length][packet]...): a run of one valid packet, and a mixed batch.
+for v6 in (False, True):
+    for tcp in (False, True):
+        p, ip, hl = packet(v6, tcp, bytes(range(200)), flags=0x10)
+        l4 = p[ip:]
+        proto = 6 if tcp else 17
+        src_dst = p[8:40] if v6 else p[12:20]
+        pseudo = src_dst + (struct.pack('!IxxxB', len(l4), proto) if v6 else struct.pack('!xBH', proto, len(l4)))
+        at = 16 if tcp else 6
+        zeroed = l4[:at] + b'\0\0' + l4[at + 2:]
+        valid = p[:ip] + zeroed[:at] + struct.pack('!H', ~csum(pseudo + zeroed) & 0xFFFF or 0xFFFF) + zeroed[at + 2:]
+        name = 'batch-' + ('v6' if v6 else 'v4') + ('tcp' if tcp else 'udp')
+        seeds[name] = b'\xff\xff\x03' + struct.pack('!H', len(valid)) + valid
+        seeds[name + '-mixed'] = b'\xff\xff\x01' + b''.join(struct.pack('!H', len(x)) + x for x in (valid, valid[:30], valid))
 for k, v in seeds.items():
     with open(os.path.join(out, k), 'wb') as f: f.write(v)
