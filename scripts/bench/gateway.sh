@@ -51,7 +51,10 @@ run_one() {  # $1 = wggo | tunneld
   cpupkt=$(python3 -c "print(($c1-$c0)/100/max(1,$pk1-$pk0)*1e6)")      # µs of gateway CPU per packet
   cpugbit=$(python3 -c "print(($c1-$c0)/100/max(1e-9,$up*$SECS))")       # CPU seconds per gigabit carried
   down=$(tv_in "$TV_NS_C" iperf3 -c $TV_SRV -t "$SECS" -R -J | python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/1e9)')
-  pps=$(tv_in "$TV_NS_C" iperf3 -c $TV_SRV -u -l 64 -b 400M -t "$SECS" -J | python3 -c '
+  # UDP runs give iperf3's own sockets 4 MiB buffers (-w; both ends): with the default 208 KiB the
+  # server's socket, not the gateway, overflows first. TV_BENCH_UDP_WINDOW= (empty) restores it.
+  local w=${TV_BENCH_UDP_WINDOW-4M}
+  pps=$(tv_in "$TV_NS_C" iperf3 -c $TV_SRV -u -l 64 -b 400M ${w:+-w $w} -t "$SECS" -J | python3 -c '
 import json,sys; e=json.load(sys.stdin)["end"]; s=e["sum"]; print((s["packets"]-s["lost_packets"])/s["seconds"])')
   # RFC 2544-style throughput: the highest offered 64-byte rate with at most 1 % loss end to end
   # (binary search, 3 s per probe), reported as the packets/s received at that rate.
@@ -59,7 +62,7 @@ import json,sys; e=json.load(sys.stdin)["end"]; s=e["sum"]; print((s["packets"]-
   [ "${TV_BENCH_PPS_SEARCH:-on}" = on ] || probes=0
   for _ in $(seq $probes); do
     mid=$(( (lo + hi) / 2 ))
-    r=$(tv_in "$TV_NS_C" iperf3 -c $TV_SRV -u -l 64 -b $((mid * 512)) -t 3 -J | python3 -c '
+    r=$(tv_in "$TV_NS_C" iperf3 -c $TV_SRV -u -l 64 -b $((mid * 512)) ${w:+-w $w} -t 3 -J | python3 -c '
 import json,sys; s=json.load(sys.stdin)["end"]["sum"]; print(s["lost_packets"] <= 0.01*max(1,s["packets"]), (s["packets"]-s["lost_packets"])/s["seconds"])')
     if [ "${r%% *}" = True ]; then lo=$mid; best=${r#* }; else hi=$mid; fi
   done
