@@ -71,12 +71,14 @@ private func u32(_ p: [UInt8], _ at: Int) -> UInt32 {
                 let me: [UInt8] = [10, 77, 0, 2], gw: [UInt8] = [10, 77, 0, 1]
                 let batch = PacketBatch(capacity: 64, slotSize: 2048, headroom: 16)
                 var pending: [[UInt8]] = []
+                // Reads go through a 3-slot batch, so a super-packet's segments span several calls.
+                let small = PacketBatch(capacity: 3, slotSize: 2048, headroom: 16)
                 func read(until match: ([UInt8]) -> Bool, tries: Int = 300) throws -> [UInt8]? {
                     for _ in 0..<tries {
                         if let i = pending.firstIndex(where: match) { return pending.remove(at: i) }
-                        if try tun.waitReadable(timeoutMilliseconds: 10) != .readable { continue }
-                        _ = try tun.readPackets(into: batch)
-                        for i in 0..<batch.count { pending.append(batch.bytes(i)) }
+                        if try tun.readPackets(into: small) == 0,
+                           try tun.waitReadable(timeoutMilliseconds: 10) != .readable { continue }
+                        for i in 0..<small.count { pending.append(small.bytes(i)) }
                     }
                     return nil
                 }
