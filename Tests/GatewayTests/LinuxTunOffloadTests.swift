@@ -157,6 +157,57 @@ private func u32(_ p: [UInt8], _ at: Int) -> UInt32 {
     }
 }
 
+extension LinuxTunOffloadTests {
+    /// UDP GSO through a route whose device has no checksum offload: every datagram still arrives,
+    /// in order, with valid checksums (this kernel segments and checksums in software; kernels that
+    /// answer EIO instead make the bind turn GSO off and resend one datagram per message).
+    @Test(.enabled(if: getuid() == 0, "needs root for a private network namespace"))
+    func udpSegmentationThroughADeviceWithoutChecksumOffload() throws {
+        final class Outcome: @unchecked Sendable {  // written by the one thread, read after pthread_join
+            var failures: [String] = []
+        }
+        let outcome = Outcome()
+        onFreshThread {
+            func check(_ ok: Bool, _ what: @autoclosure () -> String) { if !ok { outcome.failures.append(what()) } }
+            do {
+                try Sys.enterPrivateNetworkNamespace()
+                // Plain TUN: no TUNSETOFFLOAD, so the device has no checksum offload.
+                let tun = try LinuxTun(name: "tvp0", mtu: 1400, offload: false)
+                let cfg = try NetlinkInterfaceConfigurator()
+                try cfg.bringUp(name: tun.name, mtu: 1400, addresses: [InterfaceAddress("10.79.0.1/24")!],
+                                routes: [IPPrefix("10.80.0.0/16")!])
+                defer { _ = cfg.tearDown(); tun.close() }
+                let bind = try LinuxDatagramBind(port: 0, bufferBytes: 1 << 20, ipv4: IPAddress(v4: 0x0A4F_0001), ipv6: nil)
+                check(bind.segmentation, "GSO on before the first send")
+                let out = PacketBatch(capacity: 8, slotSize: 2048)
+                for i in 0..<6 {
+                    out.set(i, bytes: [UInt8](repeating: UInt8(i), count: 300), endpoint: UDPEndpoint("10.80.0.9:9")!)
+                }
+                out.count = 6
+                check(try bind.send(out) == 6, "all six consumed")
+                check(bind.failedSends.load(ordering: .relaxed) == 0, "nothing dropped: \(bind.lastSendErrno.load(ordering: .relaxed))")
+                let rd = PacketBatch(capacity: 8, slotSize: 2048)
+                var payloads: [[UInt8]] = []
+                for _ in 0..<200 where payloads.count < 6 {
+                    if try tun.waitReadable(timeoutMilliseconds: 10) != .readable { continue }
+                    _ = try tun.readPackets(into: rd)
+                    for i in 0..<rd.count {
+                        let p = rd.bytes(i)
+                        if p.count > 28 && p[9] == 17 && p[16..<20] == [10, 80, 0, 9] {
+                            check(checksumsValid(p), "datagram \(payloads.count): checksums")
+                            payloads.append(Array(p[28...]))
+                        }
+                    }
+                }
+                check(payloads == (0..<6).map { [UInt8](repeating: UInt8($0), count: 300) }, "six datagrams in order: \(payloads.map(\.count))")
+            } catch {
+                outcome.failures.append("\(error)")
+            }
+        }
+        #expect(outcome.failures == [])
+    }
+}
+
 /// Minimal blocking sockets for the test (2 s timeouts).
 private struct UDPSocket {
     let fd: Int32
