@@ -4,8 +4,12 @@ import Synchronization
 
 /// The fake network ``ChannelBind``s live on.
 public final class ChannelNetwork: Sendable {
+    /// The network does not keep binds alive (each bind keeps its network): no reference cycle.
+    private struct WeakBind {
+        weak var bind: ChannelBind?
+    }
     private struct State {
-        var binds: [UDPEndpoint: ChannelBind] = [:]
+        var binds: [UDPEndpoint: WeakBind] = [:]
         var nextPort: UInt16 = 40000
         var undeliverable = 0
         var delivered = 0
@@ -27,7 +31,7 @@ public final class ChannelNetwork: Sendable {
                 s.nextPort &+= 1
             }
             let b = ChannelBind(endpoint: UDPEndpoint(address: address, port: p), network: self, queueLimit: queueLimit)
-            s.binds[b.endpoint] = b
+            s.binds[b.endpoint] = WeakBind(bind: b)
             return b
         }
     }
@@ -44,7 +48,7 @@ public final class ChannelNetwork: Sendable {
     public var delivered: Int { state.withLock { $0.delivered } }
 
     func route(_ bytes: [UInt8], from source: UDPEndpoint, to destination: UDPEndpoint) {
-        let target = state.withLock { $0.binds[destination] }
+        let target = state.withLock { $0.binds[destination]?.bind }
         let ok = target?.deliver(bytes, from: source) ?? false
         state.withLock { s in
             if ok { s.delivered += 1 } else if target == nil { s.undeliverable += 1 }
