@@ -52,7 +52,10 @@ public final class LinuxTun: TunDevice {
     /// With `multiQueue`, the interface is created with `IFF_MULTI_QUEUE` and each further
     /// `LinuxTun` opened on the same name is one more queue (one reader thread per queue).
     /// Needs CAP_NET_ADMIN. Throws e.g. `open TUN tv0: Operation not permitted (EPERM)`.
-    public init(name: String, mtu: Int, multiQueue: Bool = false, offload: Bool = true) throws(SystemError) {
+    /// `offloadLimit` caps what is asked for (tests use it to act like an older kernel).
+    public init(name: String, mtu: Int, multiQueue: Bool = false, offload: Bool = true,
+                offloadLimit: Offloads = [.checksum, .tso4, .tso6, .uso4, .uso6]) throws(SystemError)
+    {
         var out = [CChar](repeating: 0, count: Int(TV_IFNAMSIZ))
         let fd = try Sys.shim("open TUN \(name.isEmpty ? "(any)" : name)") {
             name.withCString { tv_tun_open_vnet($0, multiQueue ? 1 : 0, offload ? 1 : 0, &out) }
@@ -60,7 +63,7 @@ public final class LinuxTun: TunDevice {
         descriptor = fd
         do {
             shutdown = try EventNotifier()
-            offloads = offload ? try LinuxTun.negotiateOffloads(fd) : []
+            offloads = offload ? try LinuxTun.negotiateOffloads(fd, limit: offloadLimit) : []
         } catch {
             Sys.close(fd)
             throw error
@@ -92,13 +95,14 @@ public final class LinuxTun: TunDevice {
 
     /// Asks for every offload we can undo (checksum, TSO4/6, USO4/6); kernels before 6.2 refuse the
     /// USO bits with EINVAL, so it retries without them, and then with checksum offload alone.
-    private static func negotiateOffloads(_ fd: Int32) throws(SystemError) -> Offloads {
+    private static func negotiateOffloads(_ fd: Int32, limit: Offloads) throws(SystemError) -> Offloads {
         let attempts: [UInt32] = [
             UInt32(TV_TUN_F_CSUM | TV_TUN_F_TSO4 | TV_TUN_F_TSO6 | TV_TUN_F_USO4 | TV_TUN_F_USO6),
             UInt32(TV_TUN_F_CSUM | TV_TUN_F_TSO4 | TV_TUN_F_TSO6),
             UInt32(TV_TUN_F_CSUM),
         ]
-        for bits in attempts {
+        for all in attempts {
+            let bits = all & limit.rawValue
             let r = tv_tun_set_offload(fd, bits)
             if r == 0 { return Offloads(rawValue: bits) }
             if -r != EINVAL { try Sys.fail("TUNSETOFFLOAD", -r) }
@@ -207,25 +211,35 @@ public final class LinuxTun: TunDevice {
         let w = batch.tunWriteScratch ?? TunWriteScratch(capacity: batch.capacity)
         batch.tunWriteScratch = w
         for k in 0..<count { w.packets[k] = batch.packet(k) }
-        let groups = w.coalescer.coalesce(w.packets, count: count, allowUDP: offloads.contains(.uso4))
+        // Without segmentation offload negotiated (an old or odd kernel) every packet goes alone.
+        let coalescing = offloads.contains(.tso4)
+        let groups = coalescing
+            ? w.coalescer.coalesce(w.packets, count: count, allowUDP: offloads.contains(.uso4))
+            : count
         var refused: UInt64 = 0
         var superPackets: UInt64 = 0
         var coalesced: UInt64 = 0
         for g in 0..<groups {
-            let members = w.coalescer.members(ofGroup: g)
-            let skip = w.coalescer.skip(ofGroup: g)
-            w.coalescer.header(ofGroup: g).write(to: w.header)
-            w.iovecs[0] = iovec(iov_base: w.header, iov_len: VirtioNetHeader.size)
             var iovCount = 1
-            for (m, index) in members.enumerated() {
-                let p = w.packets[Int(index)]
-                if m == 0 {
-                    w.iovecs[iovCount] = iovec(iov_base: p.baseAddress, iov_len: p.count)
-                } else {
-                    w.iovecs[iovCount] = iovec(iov_base: p.baseAddress! + skip, iov_len: p.count - skip)
+            var memberCount = 1
+            if coalescing {
+                let members = w.coalescer.members(ofGroup: g)
+                let skip = w.coalescer.skip(ofGroup: g)
+                w.coalescer.header(ofGroup: g).write(to: w.header)
+                for (m, index) in members.enumerated() {
+                    let p = w.packets[Int(index)]
+                    let from = m == 0 ? 0 : skip
+                    w.iovecs[iovCount] = iovec(iov_base: p.baseAddress! + from, iov_len: p.count - from)
+                    iovCount += 1
                 }
-                iovCount += 1
+                memberCount = members.count
+            } else {
+                VirtioNetHeader().write(to: w.header)
+                let p = w.packets[g]
+                w.iovecs[1] = iovec(iov_base: p.baseAddress, iov_len: p.count)
+                iovCount = 2
             }
+            w.iovecs[0] = iovec(iov_base: w.header, iov_len: VirtioNetHeader.size)
             var tries = 0
             while true {
                 let r = tv_writev(descriptor, w.iovecs, Int32(iovCount))
@@ -238,12 +252,12 @@ public final class LinuxTun: TunDevice {
                     continue
                 }
                 if e == EBADF || e == EFAULT { try Sys.fail("writev(TUN \(name))", e) }
-                refused += UInt64(members.count)  // EINVAL, EIO, ENOBUFS, or still busy
+                refused += UInt64(memberCount)  // EINVAL, EIO, ENOBUFS, or still busy
                 break
             }
-            if members.count > 1 {
+            if memberCount > 1 {
                 superPackets += 1
-                coalesced += UInt64(members.count)
+                coalesced += UInt64(memberCount)
             }
         }
         if refused > 0 { refusedWrites.add(refused, ordering: .relaxed) }

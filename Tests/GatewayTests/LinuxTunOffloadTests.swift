@@ -208,6 +208,54 @@ extension LinuxTunOffloadTests {
     }
 }
 
+extension LinuxTunOffloadTests {
+    /// Checksum offload alone (as on a kernel without TSO for TUN): reads still come back complete
+    /// and valid, and writes go one packet per writev with an empty header.
+    @Test(.enabled(if: getuid() == 0, "needs root for a private network namespace"))
+    func checksumOffloadAloneWritesEachPacketAndCompletesReads() throws {
+        final class Outcome: @unchecked Sendable {  // written by the one thread, read after pthread_join
+            var failures: [String] = []
+        }
+        let outcome = Outcome()
+        onFreshThread {
+            func check(_ ok: Bool, _ what: @autoclosure () -> String) { if !ok { outcome.failures.append(what()) } }
+            do {
+                try Sys.enterPrivateNetworkNamespace()
+                let tun = try LinuxTun(name: "tvc0", mtu: 1400, offloadLimit: [.checksum])
+                let cfg = try NetlinkInterfaceConfigurator()
+                try cfg.bringUp(name: tun.name, mtu: 1400, addresses: [InterfaceAddress("10.81.0.1/24")!],
+                                routes: [IPPrefix("10.82.0.0/16")!])
+                defer { _ = cfg.tearDown(); tun.close() }
+                check(tun.offloads == [.checksum], "offloads: \(tun.offloads)")
+                let me: [UInt8] = [10, 81, 0, 2], gw: [UInt8] = [10, 81, 0, 1]
+                let rx = try UDPSocket(bind: "10.81.0.1", port: 7000)
+                let batch = PacketBatch(capacity: 16, slotSize: 2048, headroom: 16)
+                let datagrams = (0..<8).map { i in (0..<400).map { UInt8(truncatingIfNeeded: $0 &+ i) } }
+                for (i, d) in datagrams.enumerated() { batch.set(i, bytes: udp4(me, gw, 5555, 7000, id: 50 + i, d)) }
+                batch.count = datagrams.count
+                check(try tun.writePackets(batch) == datagrams.count, "all written")
+                check((0..<8).compactMap { _ in rx.receive() } == datagrams, "datagrams arrive one by one")
+                check(tun.counters.superPacketsWritten == 0 && tun.counters.refusedWrites == 0, "no coalescing: \(tun.counters)")
+                // A datagram out through the TUN: its checksum is left partial by the kernel and completed on read.
+                let tx = try UDPSocket(bind: "10.81.0.1", port: 7001)
+                check(tx.sendSegmented([UInt8](repeating: 9, count: 300), segment: 1000, to: "10.82.0.7", port: 9), "send")
+                var found: [UInt8]? = nil
+                for _ in 0..<200 where found == nil {
+                    if try tun.waitReadable(timeoutMilliseconds: 10) != .readable { continue }
+                    _ = try tun.readPackets(into: batch)
+                    for i in 0..<batch.count where batch.bytes(i).count > 28 && batch.bytes(i)[16..<20] == [10, 82, 0, 7] {
+                        found = batch.bytes(i)
+                    }
+                }
+                check(found.map { $0.count == 328 && checksumsValid($0) } == true, "read back complete: \(found?.count ?? -1)")
+            } catch {
+                outcome.failures.append("\(error)")
+            }
+        }
+        #expect(outcome.failures == [])
+    }
+}
+
 /// Minimal blocking sockets for the test (2 s timeouts).
 private struct UDPSocket {
     let fd: Int32
