@@ -10,7 +10,7 @@ swift build -c release >/dev/null || exit 1
 B=.build/release/tunnelbench
 {
   echo "== $(date -u +%FT%TZ) on $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-  for g in policy packet wireguard store ring; do
+  for g in policy packet wireguard offload store ring; do
     echo; echo "== tunnelbench $g"
     case $g in
       ring) $B ring stress --lossless ;;
