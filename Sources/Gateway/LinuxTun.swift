@@ -169,11 +169,11 @@ public final class LinuxTun: TunDevice {
                     truncated += 1
                     continue
                 }
+                r.split = nil
+                r.next = 0
                 do throws(OffloadError) {
                     let header = try VirtioNetHeader(UnsafeRawBufferPointer(rebasing: r.buffer[0..<got]))
                     r.length = got - VirtioNetHeader.size
-                    r.split = nil
-                    r.next = 0
                     r.split = try GSOSegmenter.plan(header, packet: r.packet)
                     if header.gsoType != VirtioNetHeader.gsoNone { superPackets += 1 }
                 } catch {
