@@ -82,15 +82,17 @@ public final class TUNCoalescer {
     /// header checksum / IPv6 payload length, TCP PSH from the last member, UDP length, and the
     /// L4 checksum field set to the folded pseudo-header sum over the whole L4 length (what the
     /// kernel expects with `VIRTIO_NET_HDR_F_NEEDS_CSUM`). Single-member groups are untouched.
-    /// Returns the number of groups, ordered by their first member's index.
-    public func coalesce(_ packets: UnsafePointer<UnsafeMutableRawBufferPointer>, count: Int, allowUDP: Bool) -> Int {
+    /// Returns the number of groups, ordered by their first member's index. `allowTCP`/`allowUDP`
+    /// say which segmentation offloads the device accepts: packets of the other kind stay alone.
+    public func coalesce(_ packets: UnsafePointer<UnsafeMutableRawBufferPointer>, count: Int, allowTCP: Bool = true,
+                         allowUDP: Bool) -> Int {
         precondition(count >= 0 && count <= capacity)
         self.packets = packets
         groupCount = 0
         flowCount = 0
         for i in 0..<count {
             let p = UnsafeRawBufferPointer(packets[i])
-            info[i] = Self.parse(p, allowUDP: allowUDP)
+            info[i] = Self.parse(p, allowTCP: allowTCP, allowUDP: allowUDP)
             let me = info[i]
             if me.kind == 0 {
                 if me.resetsFlows { flowCount = 0 }
@@ -264,7 +266,7 @@ public final class TUNCoalescer {
 
     /// Keys a packet to its flow (when it is TCP/UDP with visible ports) and decides whether it
     /// is a coalescing candidate.
-    private static func parse(_ p: UnsafeRawBufferPointer, allowUDP: Bool) -> Info {
+    private static func parse(_ p: UnsafeRawBufferPointer, allowTCP: Bool, allowUDP: Bool) -> Info {
         var r = Info()
         let n = p.count
         guard n >= 20 else { return r }
@@ -311,7 +313,7 @@ public final class TUNCoalescer {
         if proto == 6 {
             let th = Int(p[ip + 12] >> 4) * 4
             let flags = p[ip + 13]
-            guard th >= 20, ip + th < n, flags == 0x10 || flags == 0x18 else { return r }
+            guard allowTCP, th >= 20, ip + th < n, flags == 0x10 || flags == 0x18 else { return r }
             r.headerLength = Int32(ip + th)
             r.payload = Int32(n - ip - th)
             r.seq = p.be32(ip + 4)

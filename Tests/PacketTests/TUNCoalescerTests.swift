@@ -10,14 +10,14 @@ struct CoalesceRun {
     /// Per group, exactly what the TUN writev would carry: header, first member, later members from skip.
     var wire: [[UInt8]] = []
 
-    init(_ c: TUNCoalescer, _ input: [[UInt8]], allowUDP: Bool = true) {
+    init(_ c: TUNCoalescer, _ input: [[UInt8]], allowTCP: Bool = true, allowUDP: Bool = true) {
         let buffers = input.map { p -> UnsafeMutableRawBufferPointer in
             let b = UnsafeMutableRawBufferPointer.allocate(byteCount: p.count, alignment: 1)
             b.copyBytes(from: p)
             return b
         }
         defer { buffers.forEach { $0.deallocate() } }
-        let n = buffers.withUnsafeBufferPointer { c.coalesce($0.baseAddress!, count: $0.count, allowUDP: allowUDP) }
+        let n = buffers.withUnsafeBufferPointer { c.coalesce($0.baseAddress!, count: $0.count, allowTCP: allowTCP, allowUDP: allowUDP) }
         packets = buffers.map { Array($0) }
         for g in 0..<n {
             let m = c.members(ofGroup: g).map { Int($0) }
@@ -54,8 +54,10 @@ struct CoalesceRun {
         }
     }
 
-    static func groups(_ packets: [OffloadPacket], allowUDP: Bool = true, capacity: Int = 128) -> [[Int]] {
-        CoalesceRun(TUNCoalescer(capacity: capacity), packets.map(\.bytes), allowUDP: allowUDP).groups
+    static func groups(_ packets: [OffloadPacket], allowTCP: Bool = true, allowUDP: Bool = true, capacity: Int = 128)
+        -> [[Int]]
+    {
+        CoalesceRun(TUNCoalescer(capacity: capacity), packets.map(\.bytes), allowTCP: allowTCP, allowUDP: allowUDP).groups
     }
 
     @Test(arguments: [(false, true), (true, true), (false, false), (true, false)])
@@ -223,6 +225,11 @@ struct CoalesceRun {
         // With UDP off, TCP still coalesces around it.
         let t = Self.flow(2, flow: 9)
         #expect(Self.groups([t[0], u[0], t[1], u[1]], allowUDP: false) == [[0, 2], [1], [3]])
+        // With TCP off (no TSO negotiated), UDP still coalesces around it; with both off, nothing.
+        #expect(Self.groups([t[0], u[0], t[1], u[1]], allowTCP: false) == [[0], [1, 3], [2]])
+        #expect(Self.groups([t[0], u[0], t[1], u[1]], allowTCP: false, allowUDP: false) == [[0], [1], [2], [3]])
+        let run = CoalesceRun(TUNCoalescer(capacity: 8), [t[0], t[1]].map(\.bytes), allowTCP: false)
+        #expect(run.headers == [VirtioNetHeader(), VirtioNetHeader()] && run.packets == [t[0], t[1]].map(\.bytes))
     }
 
     @Test func singlePacketsAreUntouchedAndGarbageIsHarmless() {
