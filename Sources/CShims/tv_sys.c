@@ -20,11 +20,7 @@ _Static_assert(sizeof(struct tv_mmsghdr) == sizeof(struct mmsghdr), "tv_mmsghdr 
 _Static_assert(offsetof(struct tv_mmsghdr, msg_len) == offsetof(struct mmsghdr, msg_len), "tv_mmsghdr layout");
 _Static_assert(TV_IFNAMSIZ == IFNAMSIZ, "IFNAMSIZ");
 
-int tv_tun_open(const char *name, int multi_queue, char *out_name) {
-    return tv_tun_open_vnet(name, multi_queue, 0, out_name);
-}
-
-int tv_tun_open_vnet(const char *name, int multi_queue, int vnet_hdr, char *out_name) {
+int tv_tun_open(const char *name, int multi_queue, int vnet_hdr, char *out_name) {
     size_t len = strlen(name);
     if (len >= IFNAMSIZ) return -ENAMETOOLONG;
     int fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);

@@ -41,7 +41,7 @@ public final class LinuxTun: TunDevice {
     private let packetsCoalesced = Atomic<UInt64>(0)
 
     /// True when the device was opened with IFF_VNET_HDR (every read and write carries the header).
-    public let vnetHeader: Bool
+    public var vnetHeader: Bool { reader != nil }
     /// The offloads in effect: the TUN_F_* bits the kernel accepted (empty without `offload`).
     public let offloads: Offloads
     /// The reader's state with offloads: the last read (header + packet) and, when a super-packet
@@ -58,7 +58,7 @@ public final class LinuxTun: TunDevice {
     {
         var out = [CChar](repeating: 0, count: Int(TV_IFNAMSIZ))
         let fd = try Sys.shim("open TUN \(name.isEmpty ? "(any)" : name)") {
-            name.withCString { tv_tun_open_vnet($0, multiQueue ? 1 : 0, offload ? 1 : 0, &out) }
+            name.withCString { tv_tun_open($0, multiQueue ? 1 : 0, offload ? 1 : 0, &out) }
         }
         descriptor = fd
         do {
@@ -68,7 +68,6 @@ public final class LinuxTun: TunDevice {
             Sys.close(fd)
             throw error
         }
-        vnetHeader = offload
         reader = offload ? OffloadReader() : nil
         self.name = String(decoding: out.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         self.mtu = mtu
@@ -153,8 +152,9 @@ public final class LinuxTun: TunDevice {
 
     // MARK: offloaded reads and writes
 
-    /// Reads header + packet into the reader's buffer and hands out its segments, resuming a
-    /// super-packet that did not fit the previous batch.
+    /// Reads each packet straight into the next slot (the header into the reader's buffer) and
+    /// finishes it there; a super-packet runs on past the slot into the reader's buffer, is made
+    /// contiguous there and cut into slots, resuming in the next call when the batch is full.
     private func readOffloaded(into batch: PacketBatch, _ r: OffloadReader) throws(SystemError) -> Int {
         var n = 0
         batch.count = 0
@@ -164,18 +164,33 @@ public final class LinuxTun: TunDevice {
         var superPackets: UInt64 = 0
         while n < batch.capacity {
             if r.remaining <= 0 {
-                guard let got = try Sys.readNonblocking(descriptor, r.buffer, "TUN \(name)") else { break }
+                let room = batch.readRoom(n)
+                guard let got = try r.read(descriptor, slot: room, "TUN \(name)") else { break }
+                r.split = nil
+                r.next = 0
                 if got >= r.buffer.count {
                     truncated += 1
                     continue
                 }
-                r.split = nil
-                r.next = 0
+                let length = got - VirtioNetHeader.size
                 do throws(OffloadError) {
-                    let header = try VirtioNetHeader(UnsafeRawBufferPointer(rebasing: r.buffer[0..<got]))
-                    r.length = got - VirtioNetHeader.size
-                    r.split = try GSOSegmenter.plan(header, packet: r.packet)
-                    if header.gsoType != VirtioNetHeader.gsoNone { superPackets += 1 }
+                    let header = try VirtioNetHeader(UnsafeRawBufferPointer(rebasing: r.buffer[0..<min(got, VirtioNetHeader.size)]))
+                    if length <= room.count {
+                        let inSlot = UnsafeMutableRawBufferPointer(rebasing: room[0..<length])
+                        let split = try GSOSegmenter.plan(header, packet: UnsafeRawBufferPointer(inSlot))
+                        if GSOSegmenter.finishInPlace(split, packet: inSlot) {
+                            batch.offsets[n] = batch.headroom
+                            batch.lengths[n] = length
+                            n += 1
+                            continue
+                        }
+                        r.stage(UnsafeRawBufferPointer(inSlot))  // a small super-packet: cut it from the buffer
+                        r.split = split
+                    } else {
+                        r.stage(UnsafeRawBufferPointer(room), total: length)
+                        r.split = try GSOSegmenter.plan(header, packet: r.packet)
+                    }
+                    superPackets += 1
                 } catch {
                     malformed += 1
                     continue
@@ -211,35 +226,25 @@ public final class LinuxTun: TunDevice {
         let w = batch.tunWriteScratch ?? TunWriteScratch(capacity: batch.capacity)
         batch.tunWriteScratch = w
         for k in 0..<count { w.packets[k] = batch.packet(k) }
-        // Without segmentation offload negotiated (an old or odd kernel) every packet goes alone.
-        let coalescing = offloads.contains(.tso4)
-        let groups = coalescing
-            ? w.coalescer.coalesce(w.packets, count: count, allowUDP: offloads.contains(.uso4))
-            : count
+        // Only what the kernel agreed to segment is coalesced (TSO4/6 and USO4/6 come in pairs).
+        let groups = w.coalescer.coalesce(w.packets, count: count, allowTCP: offloads.contains(.tso4),
+                                          allowUDP: offloads.contains(.uso4))
         var refused: UInt64 = 0
         var superPackets: UInt64 = 0
         var coalesced: UInt64 = 0
         for g in 0..<groups {
-            var iovCount = 1
-            var memberCount = 1
-            if coalescing {
-                let members = w.coalescer.members(ofGroup: g)
-                let skip = w.coalescer.skip(ofGroup: g)
-                w.coalescer.header(ofGroup: g).write(to: w.header)
-                for (m, index) in members.enumerated() {
-                    let p = w.packets[Int(index)]
-                    let from = m == 0 ? 0 : skip
-                    w.iovecs[iovCount] = iovec(iov_base: p.baseAddress! + from, iov_len: p.count - from)
-                    iovCount += 1
-                }
-                memberCount = members.count
-            } else {
-                VirtioNetHeader().write(to: w.header)
-                let p = w.packets[g]
-                w.iovecs[1] = iovec(iov_base: p.baseAddress, iov_len: p.count)
-                iovCount = 2
-            }
+            let members = w.coalescer.members(ofGroup: g)
+            let skip = w.coalescer.skip(ofGroup: g)
+            w.coalescer.header(ofGroup: g).write(to: w.header)
             w.iovecs[0] = iovec(iov_base: w.header, iov_len: VirtioNetHeader.size)
+            var iovCount = 1
+            for (m, index) in members.enumerated() {
+                let p = w.packets[Int(index)]
+                let from = m == 0 ? 0 : skip
+                w.iovecs[iovCount] = iovec(iov_base: p.baseAddress! + from, iov_len: p.count - from)
+                iovCount += 1
+            }
+            let memberCount = members.count
             var tries = 0
             while true {
                 let r = tv_writev(descriptor, w.iovecs, Int32(iovCount))
@@ -302,31 +307,62 @@ extension LinuxTun {
     }
 }
 
-/// The offloaded reader's buffer: one read (10-byte header + up to 64 KiB) and the split it is
-/// being handed out by.
+/// The offloaded reader's buffer: the header of each read, and a super-packet (up to 64 KiB)
+/// being handed out, with the split it is handed out by.
+///
+/// A read scatters into three places: the header here, the packet into the caller's next slot,
+/// and whatever does not fit the slot here again, just after the slot's share (`buffer[10 + room
+/// ...]`); copying the slot's share in front (`stage`) makes a super-packet contiguous.
 ///
 /// `@unchecked Sendable`: only the device's one reader thread touches it (``TunDevice``'s threading
 /// contract: one thread reads at a time); it is created in `init` and never shared otherwise.
 final class OffloadReader: @unchecked Sendable {
-    /// Header + packet as the last read returned them.
+    /// Header, then the packet being cut (65,535 bytes and one more to detect truncation).
     let buffer: UnsafeMutableRawBufferPointer
+    private let iovecs: UnsafeMutablePointer<iovec>
     /// Bytes of packet after the header.
     var length = 0
-    /// How the last read splits (nil before the first read or after a malformed one).
+    /// How the staged packet splits (nil when none is being handed out).
     var split: GSOSplit?
     /// The next segment of `split` to hand out.
     var next = 0
-    /// Segments of the last read not handed out yet.
+    /// Segments of the staged packet not handed out yet.
     var remaining: Int { (split?.count ?? 0) - next }
 
     init() {
         buffer = .allocate(byteCount: VirtioNetHeader.size + 65_535 + 1, alignment: 64)
         buffer.initializeMemory(as: UInt8.self, repeating: 0)
+        iovecs = .allocate(capacity: 3)
+        iovecs.initialize(repeating: iovec(), count: 3)
     }
 
-    deinit { buffer.deallocate() }
+    deinit {
+        buffer.deallocate()
+        iovecs.deallocate()
+    }
 
-    /// The packet after the header.
+    /// One `readv`: header → `buffer[0..<10]`, packet → `slot`, the rest → `buffer` after the
+    /// slot's share. Returns the bytes read (header included), nil when nothing is waiting.
+    func read(_ fd: Int32, slot: UnsafeMutableRawBufferPointer, _ what: @autoclosure () -> String)
+        throws(SystemError) -> Int?
+    {
+        let share = min(slot.count, buffer.count - VirtioNetHeader.size)
+        let rest = VirtioNetHeader.size + share
+        iovecs[0] = iovec(iov_base: buffer.baseAddress, iov_len: VirtioNetHeader.size)
+        iovecs[1] = iovec(iov_base: slot.baseAddress, iov_len: share)
+        iovecs[2] = iovec(iov_base: buffer.baseAddress! + rest, iov_len: buffer.count - rest)
+        let r = try Sys.shimNonblocking(what()) { Int32(truncatingIfNeeded: tv_readv(fd, iovecs, 3)) }
+        return r.map(Int.init)
+    }
+
+    /// Puts `share` (the slot's part of the last read) in front of the rest: the packet of `total`
+    /// bytes (default: just the share) is then contiguous in ``packet``.
+    func stage(_ share: UnsafeRawBufferPointer, total: Int? = nil) {
+        (buffer.baseAddress! + VirtioNetHeader.size).copyMemory(from: share.baseAddress!, byteCount: share.count)
+        length = total ?? share.count
+    }
+
+    /// The staged packet after the header.
     var packet: UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(rebasing: buffer[VirtioNetHeader.size..<(VirtioNetHeader.size + length)])
     }

@@ -82,6 +82,25 @@ public enum GSOSegmenter {
                         packetLength: n, ipHeaderLength: ipLength, headerLength: headerLength, gsoSize: size)
     }
 
+    /// Finishes a single-packet split (`count == 1` and not a GSO kind) where it lies: completes
+    /// a partial checksum in place, or does nothing. The same bytes `segment(0, …)` would write,
+    /// without the copy. Returns false for a split that must be cut (a GSO kind): use `segment`.
+    public static func finishInPlace(_ split: GSOSplit, packet: UnsafeMutableRawBufferPointer) -> Bool {
+        precondition(packet.count == split.packetLength)
+        switch split.kind {
+        case .copy:
+            return true
+        case .completeChecksum:
+            let start = split.checksumStart
+            var value = ~sum(packet.baseAddress! + start, count: packet.count - start)
+            if value == 0 { value = 0xFFFF }  // as in `segment`: RFC 768, CSUM_MANGLED_0
+            packet.setBE16(value, at: split.checksumField)
+            return true
+        case .tcp4, .tcp6, .udp4, .udp6:
+            return false
+        }
+    }
+
     /// Writes segment `index` (0..<split.count) of `packet`, complete, into `out` and returns its
     /// length. `packet` must be the buffer `plan` was given; `out.count >= split.maxSegmentLength`.
     public static func segment(_ index: Int, of split: GSOSplit, packet: UnsafeRawBufferPointer,

@@ -189,6 +189,26 @@ func splitAll(_ header: VirtioNetHeader, _ packet: [UInt8]) -> Result<[[UInt8]],
         let out = try splitAll(h, partial).get()
         #expect(out == [valid])
         #expect(TestPackets.slowSum(pseudo + Array(out[0][ip...])) == 0xFFFF)
+        // In place: the same bytes, no copy.
+        var inPlace = partial
+        let finished = try inPlace.withUnsafeMutableBytes { b in
+            try GSOSegmenter.finishInPlace(GSOSegmenter.plan(h, packet: UnsafeRawBufferPointer(b)), packet: b)
+        }
+        #expect(finished && inPlace == valid)
+    }
+
+    @Test func finishInPlaceLeavesPlainPacketsAndRefusesSuperPackets() throws {
+        var p = OffloadPacket(tcp: true)
+        p.payload = OffloadPacket.pattern(3000, seed: 2)
+        var bytes = p.bytes
+        let original = bytes
+        try bytes.withUnsafeMutableBytes { b in
+            let plain = try GSOSegmenter.plan(VirtioNetHeader(), packet: UnsafeRawBufferPointer(b))
+            #expect(GSOSegmenter.finishInPlace(plain, packet: b))
+            let gso = try GSOSegmenter.plan(Self.gsoHeader(p, gsoSize: 1000), packet: UnsafeRawBufferPointer(b))
+            #expect(gso.count == 3 && !GSOSegmenter.finishInPlace(gso, packet: b))
+        }
+        #expect(bytes == original)
     }
 
     @Test func udpChecksumOfZeroIsSentAsAllOnes() throws {

@@ -15,14 +15,12 @@
 #define TV_IFNAMSIZ 16
 
 /// Opens /dev/net/tun (O_RDWR | O_NONBLOCK | O_CLOEXEC) and attaches it to the TUN interface
-/// `name` (created if missing; an empty name lets the kernel pick `tunN`) with IFF_TUN | IFF_NO_PI
-/// (plus IFF_MULTI_QUEUE when `multi_queue` is non-zero). The kernel's chosen name is copied into
-/// `out_name` (TV_IFNAMSIZ bytes). Returns the descriptor or -errno.
-int tv_tun_open(const char *name, int multi_queue, char *out_name);
-
-/// Like tv_tun_open, adding IFF_VNET_HDR when `vnet_hdr` is non-zero: every read and write then
-/// starts with a 10-byte `struct virtio_net_hdr` (see Packet.VirtioNetHeader).
-int tv_tun_open_vnet(const char *name, int multi_queue, int vnet_hdr, char *out_name);
+/// `name` (created if missing; an empty name lets the kernel pick `tunN`) with IFF_TUN | IFF_NO_PI,
+/// plus IFF_MULTI_QUEUE when `multi_queue` is non-zero and IFF_VNET_HDR when `vnet_hdr` is (every
+/// read and write then starts with a 10-byte `struct virtio_net_hdr`, see Packet.VirtioNetHeader).
+/// The kernel's chosen name is copied into `out_name` (TV_IFNAMSIZ bytes). Returns the descriptor
+/// or -errno.
+int tv_tun_open(const char *name, int multi_queue, int vnet_hdr, char *out_name);
 
 /// TUN_F_* offload bits for tv_tun_set_offload (values of <linux/if_tun.h>).
 #define TV_TUN_F_CSUM 0x01
@@ -40,10 +38,9 @@ long tv_writev(int fd, const struct iovec *iov, int count);
 long tv_readv(int fd, const struct iovec *iov, int count);
 
 /// Socket option numbers glibc's headers may not expose: UDP_SEGMENT (UDP GSO: one send carries
-/// many equal-sized datagrams) and UDP_GRO, at level SOL_UDP.
+/// many equal-sized datagrams), at level SOL_UDP.
 #define TV_SOL_UDP 17
 #define TV_UDP_SEGMENT 103
-#define TV_UDP_GRO 104
 
 /// Writes a `cmsghdr` for (SOL_UDP, UDP_SEGMENT, size) into `buffer` (at least
 /// tv_udp_segment_cmsg_space() bytes) and returns the length to put in msg_controllen.

@@ -99,7 +99,7 @@ public enum Tunneld {
         // comparison benchmarks and for diagnosing a kernel that mishandles offloads).
         let offload = ProcessInfo.processInfo.environment["TUNNELD_OFFLOAD"] != "off"
         let tun = try LinuxTun(name: iface.name, mtu: iface.mtu, offload: offload)
-        log.info("interface \(tun.name): offloads \(offload ? tun.offloads.description : "off (TUNNELD_OFFLOAD=off)")")
+        log.info("interface \(tun.name): offloads \(tun.offloadDescription)\(offload ? "" : " (TUNNELD_OFFLOAD=off)")")
         let netlink = try NetlinkInterfaceConfigurator()
         let addresses = iface.addresses
         let routes = InterfaceAddress.routesOutsideSubnets(config.peers.flatMap(\.allowedIPs), of: addresses)
