@@ -18,8 +18,9 @@ rows = collections.defaultdict(list)
 for line in open(sys.argv[1]):
     parts = line.rsplit(None, 3)
     if len(parts) == 4 and not line.startswith("metric"):
-        try: rows[parts[0].strip()].append((float(parts[1]), float(parts[2]), float(parts[3])))
-        except ValueError: pass
+        try: vals = (float(parts[1]), float(parts[2]), float(parts[3]))
+        except ValueError: continue  # a metric not measured (e.g. TV_BENCH_PPS_SEARCH=off)
+        rows[parts[0].strip()].append(vals)
 print(f"{'metric (median of rounds)':28} {'wireguard-go':>13} {'tunneld':>11} {'ratio':>6}   ratios per round")
 for name, vals in rows.items():
     med = lambda k: statistics.median(v[k] for v in vals)

@@ -59,7 +59,7 @@ import json,sys; e=json.load(sys.stdin)["end"]; s=e["sum"]; print((s["packets"]-
   # RFC 2544-style throughput: the highest offered 64-byte rate with at most 1 % loss end to end
   # (binary search, 3 s per probe), reported as the packets/s received at that rate.
   local lo=5000 hi=300000 mid best=0 r probes=7
-  [ "${TV_BENCH_PPS_SEARCH:-on}" = on ] || probes=0
+  [ "${TV_BENCH_PPS_SEARCH:-on}" = on ] || { probes=0; best=nan; }
   for _ in $(seq $probes); do
     mid=$(( (lo + hi) / 2 ))
     r=$(tv_in "$TV_NS_C" iperf3 -c $TV_SRV -u -l 64 -b $((mid * 512)) ${w:+-w $w} -t 3 -J | python3 -c '
@@ -83,13 +83,13 @@ case "$WHICH" in
 esac
 python3 - "$RESULTS" <<'PY'
 import sys
-rows = {l.split()[0]: list(map(float, l.split()[1:])) for l in open(sys.argv[1])}
+rows = {l.split()[0]: [None if v == "nan" else float(v) for v in l.split()[1:]] for l in open(sys.argv[1])}
 names = ["TCP client->server Gbit/s", "TCP server->client Gbit/s", "UDP 64B pps received",
          "UDP 64B pps at <=1% loss", "ping avg ms", "gateway CPU us/packet", "gateway CPU s/Gbit"]
 print(f"{'metric':28} {'wireguard-go':>14} {'tunneld':>14} {'ratio':>8}")
 for i, n in enumerate(names):
     w = rows.get("wggo", [None]*7)[i]; t = rows.get("tunneld", [None]*7)[i]
-    fmt = lambda v: "-" if v is None else f"{v:14.4g}"
+    fmt = lambda v: f"{'-':>14}" if v is None else f"{v:14.4g}"
     r = f"{t/w:8.2f}" if (w and t) else "       -"
     print(f"{n:28} {fmt(w)} {fmt(t)} {r}")
 PY
