@@ -25,48 +25,53 @@ let package = Package(
         // Allocation counter for benchmarks only (replaces malloc & co. in the process it links into).
         .target(name: "CAllocCounter"),
 
+        // The shared vocabulary: one owner for every type and text form both binaries speak
+        // (addresses, tier, verdict, direction, durations, sizes, times, endpoints, keys).
+        .target(name: "Core", swiftSettings: strict),
+
         // Pure cores: bytes and time in, decisions out, no I/O.
-        .target(name: "Packet", swiftSettings: strict),
-        .target(name: "Policy", dependencies: ["Packet"], swiftSettings: strict),
-        .target(name: "WireGuard", dependencies: ["Packet", "CSodium", "CBlake2"], swiftSettings: strict),
+        .target(name: "Packet", dependencies: ["Core"], swiftSettings: strict),
+        .target(name: "Policy", dependencies: ["Core", "Packet"], swiftSettings: strict),
+        .target(name: "WireGuard", dependencies: ["Core", "Packet", "CSodium", "CBlake2"], swiftSettings: strict),
 
         // Shared state and I/O shells.
-        .target(name: "Store", dependencies: ["CSQLite", "Packet"], swiftSettings: strict),
-        .target(name: "LiveFeed", dependencies: ["CShims"], swiftSettings: strict),
-        .target(name: "Capture", dependencies: ["CPcap"], swiftSettings: strict),
-        .target(name: "Control", dependencies: ["Packet"], swiftSettings: strict),
+        .target(name: "Store", dependencies: ["Core", "CSQLite", "Packet"], swiftSettings: strict),
+        .target(name: "LiveFeed", dependencies: ["Core", "CShims"], swiftSettings: strict),
+        .target(name: "Capture", dependencies: ["Core", "CPcap"], swiftSettings: strict),
+        .target(name: "Control", dependencies: ["Core", "Packet"], swiftSettings: strict),
         .target(
             name: "Gateway",
-            dependencies: ["Packet", "Policy", "WireGuard", "Store", "LiveFeed", "Capture", "Control", "CShims", "CMNL"],
+            dependencies: ["Core", "Packet", "Policy", "WireGuard", "Store", "LiveFeed", "Capture", "Control", "CShims", "CMNL"],
             swiftSettings: strict),
-        .target(name: "TestSupport", dependencies: ["Gateway", "Packet"], swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["Core", "Gateway", "Packet"], swiftSettings: strict),
 
         // Executables.
         .executableTarget(name: "tunneld", dependencies: ["Gateway"], swiftSettings: strict),
         .executableTarget(
             name: "tunnelctl",
-            dependencies: ["Packet", "Policy", "Store", "LiveFeed", "Capture", "Control"],
+            dependencies: ["Core", "Packet", "Policy", "Store", "LiveFeed", "Capture", "Control"],
             swiftSettings: strict),
         .executableTarget(
             name: "tunnelbench",
-            dependencies: ["Packet", "Policy", "WireGuard", "Store", "LiveFeed", "Capture", "Gateway", "CSodium", "CAllocCounter"],
+            dependencies: ["Core", "Packet", "Policy", "WireGuard", "Store", "LiveFeed", "Capture", "Gateway", "CSodium", "CAllocCounter"],
             swiftSettings: strict),
 
         // Tests: one target per module.
-        .testTarget(name: "PacketTests", dependencies: ["Packet"], swiftSettings: strict),
-        .testTarget(name: "PolicyTests", dependencies: ["Policy", "Packet"], swiftSettings: strict),
+        .testTarget(name: "CoreTests", dependencies: ["Core"], swiftSettings: strict),
+        .testTarget(name: "PacketTests", dependencies: ["Core", "Packet"], swiftSettings: strict),
+        .testTarget(name: "PolicyTests", dependencies: ["Core", "Policy", "Packet"], swiftSettings: strict),
         .testTarget(
-            name: "WireGuardTests", dependencies: ["WireGuard", "Packet", "CSodium", "CBlake2"], exclude: ["vectors"],
+            name: "WireGuardTests", dependencies: ["Core", "WireGuard", "Packet", "CSodium", "CBlake2"], exclude: ["vectors"],
             swiftSettings: strict),
-        .testTarget(name: "StoreTests", dependencies: ["Store", "CSQLite"], swiftSettings: strict),
-        .testTarget(name: "LiveFeedTests", dependencies: ["LiveFeed", "CShims"], swiftSettings: strict),
-        .testTarget(name: "CaptureTests", dependencies: ["Capture", "CPcap"], swiftSettings: strict),
-        .testTarget(name: "ControlTests", dependencies: ["Control", "Packet"], swiftSettings: strict),
+        .testTarget(name: "StoreTests", dependencies: ["Core", "Store", "CSQLite"], swiftSettings: strict),
+        .testTarget(name: "LiveFeedTests", dependencies: ["Core", "LiveFeed", "CShims"], swiftSettings: strict),
+        .testTarget(name: "CaptureTests", dependencies: ["Core", "Capture", "CPcap"], swiftSettings: strict),
+        .testTarget(name: "ControlTests", dependencies: ["Core", "Control", "Packet"], swiftSettings: strict),
         .testTarget(
-            name: "GatewayTests", dependencies: ["Gateway", "TestSupport", "CMNL", "Control", "Packet", "Policy", "WireGuard", "LiveFeed", "Capture"],
+            name: "GatewayTests", dependencies: ["Core", "Gateway", "TestSupport", "CMNL", "Control", "Packet", "Policy", "WireGuard", "LiveFeed", "Capture"],
             swiftSettings: strict),
         .testTarget(
-            name: "TunnelctlTests", dependencies: ["tunnelctl", "Packet", "Policy", "Store", "LiveFeed", "Capture"],
+            name: "TunnelctlTests", dependencies: ["Core", "tunnelctl", "Packet", "Policy", "Store", "LiveFeed", "Capture"],
             resources: [.copy("Golden")], swiftSettings: strict),
     ]
 )

@@ -1,5 +1,6 @@
 /// A flow as the flow table knows it: protocol and the two endpoints. It matches packets in
 /// both directions (A→B and B→A). Addresses follow `Packet.IPAddress`.
+import Core
 public struct CaptureFlowKey: Hashable, Sendable {
     /// 4 or 6.
     public var ipVersion: UInt8

@@ -4,6 +4,7 @@
 /// Parsing is deliberately minimal (RFC 791 header, RFC 8200 fixed header plus the hop-by-hop,
 /// routing and destination-options extension headers); ports are read only from the first
 /// fragment of TCP and UDP. A snaplen of 128 bytes always covers what it reads.
+import Core
 public struct CapturePacketSummary: Hashable, Sendable {
     /// 4 or 6.
     public var ipVersion: UInt8

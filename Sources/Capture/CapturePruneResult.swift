@@ -1,4 +1,5 @@
 /// What `CaptureFiles.prune` removed.
+import Core
 public struct CapturePruneResult: Hashable, Sendable {
     /// Files deleted, oldest first.
     public var removed: [CaptureFileInfo]

@@ -1,4 +1,5 @@
 /// Which packets `CaptureReader.extract` copies.
+import Core
 public enum CaptureSelection: Sendable, Equatable {
     /// Every packet (narrowed by the BPF filter, if any).
     case all

@@ -1,3 +1,4 @@
+import Core
 import CPcap
 import Dispatch
 import Synchronization

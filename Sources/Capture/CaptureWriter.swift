@@ -1,3 +1,4 @@
+import Core
 import CPcap
 #if canImport(Glibc)
 import Glibc

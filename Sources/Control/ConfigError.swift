@@ -2,6 +2,7 @@
 ///
 /// Printed as `FILE:LINE: KEY: MESSAGE; HINT`, for example
 /// `etc/tunneld.conf:7: ListenPort: '5182o' is not a port; use a number from 1 to 65535`.
+import Core
 public struct ConfigError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The config file as the operator named it.
     public var file: String

@@ -1,3 +1,4 @@
+import Core
 import Packet
 
 /// The line-oriented reader and validator behind `TunnelConfig.parse`.
@@ -73,7 +74,7 @@ struct ConfigParser {
             sections.append(ConfigSection(isInterface: false, line: lineNumber))
             return true
         default:
-            let guess = closestMatch(name, among: ["Interface", "Peer"])
+            let guess = DidYouMean.closest(name, among: ["Interface", "Peer"])
             error(lineNumber, nil, "unknown section [\(name)]", guess.map { "did you mean [\($0)]?" } ?? "sections are [Interface] and [Peer]")
             return false
         }
@@ -90,7 +91,7 @@ struct ConfigParser {
                       "remove it; tunneld configures the interface, addresses and routes itself")
             } else if let o = other.first(where: { $0.lowercased() == keyText.lowercased() }) {
                 error(lineNumber, o, "does not belong in \(sectionName)", "move it to the \(isInterface ? "[Peer]" : "[Interface]") section")
-            } else if let guess = closestMatch(keyText, among: known) {
+            } else if let guess = DidYouMean.closest(keyText, among: known) {
                 error(lineNumber, keyText, "unknown key in \(sectionName)", "did you mean '\(guess)'?")
             } else {
                 error(lineNumber, keyText, "unknown key in \(sectionName)", "known keys: " + known.joined(separator: ", "))
@@ -199,7 +200,7 @@ struct ConfigParser {
             case "RuntimeDirectory": c.runtimeDirectory = resolve(v)
             case "PolicyDirectory": c.policyDirectory = resolve(v)
             case "FreeSession", "FreePause", "WatchdogInterval":
-                switch ConfigValue.duration(v) {
+                switch Result(catching: { () throws(ValueError) -> Duration in .milliseconds(try DurationFormat.parseFinite(v)) }) {
                 case .failure(let p): error(e.line, e.key, p.message, p.hint)
                 case .success(let d):
                     if d <= .zero {
@@ -285,7 +286,7 @@ struct ConfigParser {
                     peer.allowedIPs.append(p)
                 }
             case "Endpoint":
-                guard let ep = Endpoint(v) else {
+                guard let ep = HostPort(v) else {
                     ok = false
                     error(e.line, e.key, "'\(v)' is not an endpoint", "write host:port, e.g. 203.0.113.5:51820 or [2001:db8::5]:51820")
                     continue
@@ -302,7 +303,7 @@ struct ConfigParser {
             case "Tier":
                 guard let t = PeerTier(rawValue: v.lowercased()) else {
                     ok = false
-                    let guess = closestMatch(v, among: PeerTier.allCases.map(\.rawValue))
+                    let guess = DidYouMean.closest(v, among: PeerTier.allCases.map(\.rawValue))
                     error(e.line, e.key, "'\(v)' is not a tier", guess.map { "did you mean '\($0)'?" } ?? "use free or premium")
                     continue
                 }

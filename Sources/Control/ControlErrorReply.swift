@@ -1,4 +1,5 @@
 /// The body of an error reply: a code to branch on and a message for a person.
+import Core
 public struct ControlErrorReply: Hashable, Sendable, Codable, Error, CustomStringConvertible {
     /// What kind of failure.
     public var code: ControlErrorCode

@@ -4,6 +4,7 @@
 /// `{"version":1,"type":"kick","peer":"alice"}`. A `type` this build does not know decodes as
 /// `.unknown(type)` so the server can answer with a typed `unknownRequest` error instead of
 /// failing to parse — that is how newer clients talk to older daemons.
+import Core
 public enum ControlRequest: Hashable, Sendable {
     /// Daemon, interface, counters and policy summary → `ControlResponse.status`.
     case status

@@ -2,6 +2,7 @@
 /// `{"version":1,"type":"status","status":{…}}` or
 /// `{"version":1,"type":"error","error":{"code":"unknownRequest","message":"…"}}`.
 /// A reply `type` this build does not know decodes as `.unknown(type)`.
+import Core
 public enum ControlResponse: Hashable, Sendable {
     /// Reply to `.status`.
     case status(StatusReply)

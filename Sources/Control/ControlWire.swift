@@ -1,3 +1,4 @@
+import Core
 import Foundation
 
 /// The control socket's framing and envelope (documented in docs/control.md).

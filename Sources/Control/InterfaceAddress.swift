@@ -1,3 +1,4 @@
+import Core
 import Packet
 
 /// An address assigned to the tunnel interface together with its prefix length, as written in

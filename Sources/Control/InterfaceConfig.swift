@@ -1,3 +1,4 @@
+import Core
 import Packet
 
 /// The `[Interface]` section of `tunneld.conf` (DESIGN.md §4), with defaults applied.

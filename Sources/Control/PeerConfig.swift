@@ -1,3 +1,4 @@
+import Core
 import Packet
 
 /// One `[Peer]` section of `tunneld.conf` (DESIGN.md §4), with defaults applied.
@@ -12,8 +13,8 @@ public struct PeerConfig: Hashable, Sendable {
     /// Inner source addresses the peer may use and destinations routed to it (`AllowedIPs`,
     /// comma-separated, may repeat). Cryptokey routing, whitepaper §2.
     public var allowedIPs: [IPPrefix]
-    /// Where to send to before the peer has been heard from (`Endpoint`, optional).
-    public var endpoint: Endpoint?
+    /// Where to send to before the peer has been heard from (`HostPort`, optional).
+    public var endpoint: HostPort?
     /// Keepalive interval in seconds (`PersistentKeepalive`, optional; `off` or 0 = none).
     public var persistentKeepalive: UInt16?
     /// Service tier (`Tier`, default `free`).
@@ -22,7 +23,7 @@ public struct PeerConfig: Hashable, Sendable {
     /// A peer from its fields.
     public init(
         name: String, publicKey: WireGuardKey, presharedKey: WireGuardKey? = nil, allowedIPs: [IPPrefix] = [],
-        endpoint: Endpoint? = nil, persistentKeepalive: UInt16? = nil, tier: PeerTier = .free
+        endpoint: HostPort? = nil, persistentKeepalive: UInt16? = nil, tier: PeerTier = .free
     ) {
         self.name = name
         self.publicKey = publicKey

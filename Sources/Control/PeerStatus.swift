@@ -1,4 +1,5 @@
 /// One peer in the `peers` reply (DESIGN.md §9 `tunnelctl peers`). Times are epoch ms (UTC).
+import Core
 public struct PeerStatus: Hashable, Sendable, Codable {
     /// The peer's configured name.
     public var name: String

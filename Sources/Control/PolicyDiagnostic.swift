@@ -1,5 +1,6 @@
 /// A policy error as a reload reports it: `file:line:column: message` plus a hint
 /// (DESIGN.md §5).
+import Core
 public struct PolicyDiagnostic: Hashable, Sendable, Codable, CustomStringConvertible {
     /// The rule file.
     public var file: String

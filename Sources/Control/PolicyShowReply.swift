@@ -1,4 +1,5 @@
 /// `policyShow`: the running policy's rules in evaluation order with hit counters.
+import Core
 public struct PolicyShowReply: Hashable, Sendable, Codable {
     /// The running policy.
     public var policy: PolicySummary

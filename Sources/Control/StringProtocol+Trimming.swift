@@ -1,3 +1,4 @@
+import Core
 extension StringProtocol {
     /// The text without leading and trailing spaces, tabs, carriage returns and byte-order marks.
     func trimmedSpaces() -> String {

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import Core
 import Glibc
 #endif
 
@@ -47,22 +48,22 @@ extension TunnelConfig {
 
     /// Reads a private key file: a regular file, mode without group/other bits, holding one base64
     /// key (surrounding whitespace ignored).
-    static func readPrivateKeyFile(_ path: String) -> Result<WireGuardKey, ConfigValue.Problem> {
+    static func readPrivateKeyFile(_ path: String) -> Result<WireGuardKey, ValueError> {
         var st = stat()
         guard stat(path, &st) == 0 else {
             let e = errno
-            return .failure(ConfigValue.Problem(
-                message: "cannot read '\(path)': \(errnoText(e))",
+            return .failure(ValueError(
+                "cannot read '\(path)': \(errnoText(e))",
                 hint: e == ENOENT ? "create it with: umask 077; wg genkey > \(path)" : nil))
         }
         guard st.st_mode & S_IFMT == S_IFREG else {
-            return .failure(ConfigValue.Problem(message: "'\(path)' is not a regular file", hint: "point it at the file `wg genkey` wrote"))
+            return .failure(ValueError("'\(path)' is not a regular file", hint: "point it at the file `wg genkey` wrote"))
         }
         let mode = st.st_mode & 0o7777
         if mode & 0o077 != 0 {
             let octal = String(mode, radix: 8)
-            return .failure(ConfigValue.Problem(
-                message: "'\(path)' has mode 0\(octal), so group or others can access the private key",
+            return .failure(ValueError(
+                "'\(path)' has mode 0\(octal), so group or others can access the private key",
                 hint: "run: chmod 600 \(path)"))
         }
         switch readSmallFile(path, limit: 4096) {
@@ -70,8 +71,8 @@ extension TunnelConfig {
         case .success(let bytes):
             let text = String(decoding: bytes, as: UTF8.self).trimmingNewlinesAndSpaces()
             guard let key = WireGuardKey(base64: text) else {
-                return .failure(ConfigValue.Problem(
-                    message: "'\(path)' does not hold a key (base64 of 32 bytes)",
+                return .failure(ValueError(
+                    "'\(path)' does not hold a key (base64 of 32 bytes)",
                     hint: "write one with: umask 077; wg genkey > \(path)"))
             }
             return .success(key)
@@ -79,12 +80,12 @@ extension TunnelConfig {
     }
 
     /// Whole file contents, at most `limit` bytes (more is an error).
-    static func readSmallFile(_ path: String, limit: Int) -> Result<[UInt8], ConfigValue.Problem> {
+    static func readSmallFile(_ path: String, limit: Int) -> Result<[UInt8], ValueError> {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             let e = errno
-            return .failure(ConfigValue.Problem(
-                message: "cannot read: \(errnoText(e))",
+            return .failure(ValueError(
+                "cannot read: \(errnoText(e))",
                 hint: e == EACCES ? "run as root or fix the file's permissions" : (e == ENOENT ? "check the path (--config PATH)" : nil)))
         }
         defer { close(fd) }
@@ -94,12 +95,12 @@ extension TunnelConfig {
             let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if n < 0 {
                 if errno == EINTR { continue }
-                return .failure(ConfigValue.Problem(message: "cannot read: \(errnoText(errno))", hint: nil))
+                return .failure(ValueError("cannot read: \(errnoText(errno))", hint: nil))
             }
             if n == 0 { break }
             out.append(contentsOf: buffer[0..<n])
             if out.count > limit {
-                return .failure(ConfigValue.Problem(message: "file is larger than \(limit) bytes", hint: "is this the right file?"))
+                return .failure(ValueError("file is larger than \(limit) bytes", hint: "is this the right file?"))
             }
         }
         return .success(out)

@@ -1,3 +1,4 @@
+import Core
 import Packet
 
 /// Text codec of the WireGuard cross-platform configuration protocol
@@ -104,7 +105,7 @@ public enum UAPICodec {
             guard let k = WireGuardKey(hex: value) else { throw .invalid("preshared_key: not 64 hex digits") }
             p.presharedKey = k
         case "endpoint":
-            guard let e = Endpoint(value), e.address != nil else {
+            guard let e = HostPort(value), e.address != nil else {
                 throw .invalid("endpoint: '\(value.prefix(80))' is not IP:port or [IPv6]:port")
             }
             p.endpoint = e
@@ -160,7 +161,7 @@ public enum UAPICodec {
                 case "protocol_version":
                     guard value == "1" else { throw .invalid("protocol_version: only 1") }
                 case "endpoint":
-                    guard let e = Endpoint(value), e.address != nil else { throw .invalid("endpoint: not IP:port") }
+                    guard let e = HostPort(value), e.address != nil else { throw .invalid("endpoint: not IP:port") }
                     p.endpoint = e
                 case "last_handshake_time_sec": p.lastHandshakeSec = try number(key, value, Int64.self)
                 case "last_handshake_time_nsec": p.lastHandshakeNsec = try number(key, value, Int64.self)

@@ -1,3 +1,4 @@
+import Core
 import Packet
 
 /// One peer as the UAPI `get=1` operation reports it (wireguard-go `device/uapi.go`,
@@ -8,7 +9,7 @@ public struct UAPIPeerSnapshot: Hashable, Sendable {
     /// Its preshared key; nil is sent as all zeros.
     public var presharedKey: WireGuardKey?
     /// The current endpoint (an IP literal and port), if known.
-    public var endpoint: Endpoint?
+    public var endpoint: HostPort?
     /// Last completed handshake, seconds part of Unix time (0 = never).
     public var lastHandshakeSec: Int64
     /// Last completed handshake, nanoseconds part.
@@ -24,7 +25,7 @@ public struct UAPIPeerSnapshot: Hashable, Sendable {
 
     /// A peer snapshot from its fields.
     public init(
-        publicKey: WireGuardKey, presharedKey: WireGuardKey? = nil, endpoint: Endpoint? = nil, lastHandshakeSec: Int64 = 0,
+        publicKey: WireGuardKey, presharedKey: WireGuardKey? = nil, endpoint: HostPort? = nil, lastHandshakeSec: Int64 = 0,
         lastHandshakeNsec: Int64 = 0, txBytes: UInt64 = 0, rxBytes: UInt64 = 0, persistentKeepaliveInterval: UInt16 = 0,
         allowedIPs: [IPPrefix] = []
     ) {

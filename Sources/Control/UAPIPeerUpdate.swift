@@ -1,3 +1,4 @@
+import Core
 import Packet
 
 /// The changes a `set=1` operation asks for one peer (the lines after its `public_key=`), in the
@@ -12,7 +13,7 @@ public struct UAPIPeerUpdate: Hashable, Sendable {
     /// `preshared_key=`: new preshared key (all zeros = none).
     public var presharedKey: WireGuardKey?
     /// `endpoint=`: new endpoint (IP literal and port).
-    public var endpoint: Endpoint?
+    public var endpoint: HostPort?
     /// `persistent_keepalive_interval=`: seconds, 0 = off.
     public var persistentKeepaliveInterval: UInt16?
     /// `replace_allowed_ips=true`: drop the existing AllowedIPs before adding `allowedIPs`.

@@ -1,4 +1,5 @@
 /// A parsed `set=1` operation: device changes, then per-peer changes in order.
+import Core
 public struct UAPISetRequest: Hashable, Sendable {
     /// `private_key=`: new private key (all zeros = remove the key).
     public var privateKey: WireGuardKey?

@@ -1,3 +1,4 @@
+import Core
 import Packet
 
 /// WireGuard's cryptokey routing table (whitepaper §2): prefixes of both families mapped to a peer

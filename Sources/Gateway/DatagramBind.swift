@@ -5,6 +5,7 @@
 /// Threading: one thread receives (``receive(into:)`` + ``waitReadable(timeoutMilliseconds:)``), one
 /// thread sends; ``close()`` may be called from any thread and wakes the receiver. Receive and send
 /// never block and never allocate.
+import Core
 public protocol DatagramBind: AnyObject, Sendable {
     /// The bound UDP port (the actual one when port 0 was asked for).
     var port: UInt16 { get }

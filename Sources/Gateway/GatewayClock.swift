@@ -1,3 +1,4 @@
+import Core
 import Glibc
 
 /// The two clocks the gateway reads, injectable so tests drive time (`TestSupport.ManualClock`).

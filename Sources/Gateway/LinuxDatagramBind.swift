@@ -1,3 +1,4 @@
+import Core
 import CShims
 import Glibc
 import Packet
@@ -67,12 +68,12 @@ public final class LinuxDatagramBind: DatagramBind {
             do {
                 var bound = port
                 if let a = ipv4 {
-                    v4 = try LinuxDatagramBind.openSocket(UDPEndpoint(address: a, port: bound))
+                    v4 = try LinuxDatagramBind.openSocket(Endpoint(address: a, port: bound))
                     bound = try LinuxDatagramBind.localPort(v4)
                 }
                 if let a = ipv6 {
                     do {
-                        v6 = try LinuxDatagramBind.openSocket(UDPEndpoint(address: a, port: bound))
+                        v6 = try LinuxDatagramBind.openSocket(Endpoint(address: a, port: bound))
                         bound = try LinuxDatagramBind.localPort(v6)
                     } catch where error.errno == EAFNOSUPPORT && ipv4 != nil {
                         v6 = -1  // IPv6 disabled on this host: carry on with IPv4 alone.
@@ -107,7 +108,7 @@ public final class LinuxDatagramBind: DatagramBind {
         if ipv6Descriptor >= 0 { Sys.close(ipv6Descriptor) }
     }
 
-    private static func openSocket(_ local: UDPEndpoint) throws(SystemError) -> Int32 {
+    private static func openSocket(_ local: Endpoint) throws(SystemError) -> Int32 {
         let family = local.address.isIPv6 ? AF_INET6 : AF_INET
         let what = "UDP \(local)"
         let fd = try Sys.call("socket(\(what))") {
@@ -133,10 +134,10 @@ public final class LinuxDatagramBind: DatagramBind {
     private static func localPort(_ fd: Int32) throws(SystemError) -> UInt16 {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        let endpoint = try withUnsafeMutablePointer(to: &storage) { (p) throws(SystemError) -> UDPEndpoint? in
-            try p.withMemoryRebound(to: sockaddr.self, capacity: 1) { (sa) throws(SystemError) -> UDPEndpoint? in
+        let endpoint = try withUnsafeMutablePointer(to: &storage) { (p) throws(SystemError) -> Endpoint? in
+            try p.withMemoryRebound(to: sockaddr.self, capacity: 1) { (sa) throws(SystemError) -> Endpoint? in
                 _ = try Sys.call("getsockname") { getsockname(fd, sa, &length) }
-                return UDPEndpoint(sockaddr: UnsafeRawPointer(sa))
+                return Endpoint(sockaddr: UnsafeRawPointer(sa))
             }
         }
         return endpoint?.port ?? 0
@@ -199,7 +200,7 @@ public final class LinuxDatagramBind: DatagramBind {
             let i = start + k
             let message = batch.messages[i]
             guard message.msg_hdr.msg_flags & Int32(MSG_TRUNC) == 0,
-                let source = UDPEndpoint(sockaddr: UnsafeRawPointer(batch.addresses.baseAddress! + i))
+                let source = Endpoint(sockaddr: UnsafeRawPointer(batch.addresses.baseAddress! + i))
             else {
                 truncated += 1
                 continue

@@ -1,3 +1,4 @@
+import Core
 import Control
 import CMNL
 import Glibc

@@ -1,3 +1,4 @@
+import Core
 import CShims
 import Glibc
 import Packet
@@ -30,7 +31,7 @@ public final class PacketBatch {
     /// Length of each slot's packet.
     public let lengths: UnsafeMutableBufferPointer<Int>
     /// UDP only: the remote endpoint (source after a receive, destination for a send).
-    public let endpoints: UnsafeMutableBufferPointer<UDPEndpoint>
+    public let endpoints: UnsafeMutableBufferPointer<Endpoint>
 
     // recvmmsg/sendmmsg scaffolding, preallocated with the batch.
     let messages: UnsafeMutableBufferPointer<tv_mmsghdr>
@@ -58,7 +59,7 @@ public final class PacketBatch {
         lengths = .allocate(capacity: capacity)
         lengths.initialize(repeating: 0)
         endpoints = .allocate(capacity: capacity)
-        endpoints.initialize(repeating: UDPEndpoint(address: IPAddressV4Any, port: 0))
+        endpoints.initialize(repeating: Endpoint(address: IPAddressV4Any, port: 0))
         messages = .allocate(capacity: capacity)
         messages.initialize(repeating: tv_mmsghdr())
         iovecs = .allocate(capacity: capacity)
@@ -104,7 +105,7 @@ public final class PacketBatch {
     /// Copies `bytes` into slot `i` at `headroom`, sets its offset and length (for tests and
     /// builders, not the hot path). Returns false when it does not fit.
     @discardableResult
-    public func set(_ i: Int, bytes: some Collection<UInt8>, endpoint: UDPEndpoint? = nil) -> Bool {
+    public func set(_ i: Int, bytes: some Collection<UInt8>, endpoint: Endpoint? = nil) -> Bool {
         guard bytes.count <= slotSize - headroom else { return false }
         let room = readRoom(i)
         _ = room.initializeMemory(as: UInt8.self, from: bytes)

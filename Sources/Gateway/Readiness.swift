@@ -1,3 +1,4 @@
+import Core
 import Glibc
 
 /// `poll(2)` on a few descriptors plus a shutdown notifier, without allocating.

@@ -1,3 +1,4 @@
+import Core
 import Glibc
 
 /// A failed system call or kernel request: what was attempted and the `errno` it returned.

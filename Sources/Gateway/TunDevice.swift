@@ -5,6 +5,7 @@
 /// Threading: one thread reads (``readPackets(into:)`` + ``waitReadable(timeoutMilliseconds:)``) and
 /// one thread writes (``writePackets(_:)``) at a time; ``close()`` may be called from any thread and
 /// wakes the reader. Reads and writes never block and never allocate.
+import Core
 public protocol TunDevice: AnyObject, Sendable {
     /// The interface name, e.g. `tv0`.
     var name: String { get }

@@ -1,7 +1,8 @@
+import Core
 import Glibc
 import Packet
 
-extension UDPEndpoint {
+extension Endpoint {
     /// Reads an endpoint from a `sockaddr_in` or `sockaddr_in6` (an IPv4-mapped IPv6 address stays
     /// IPv6). Returns nil for any other family.
     public init?(sockaddr storage: UnsafeRawPointer) {

@@ -1,4 +1,5 @@
 /// Encoding of a `LiveRecord` into a 128-byte ring slot and back (docs/ring.md, "Slot").
+import Core
 extension LiveRecord {
     /// Slot offsets (bytes from the start of the slot).
     enum Slot {
@@ -50,11 +51,11 @@ extension LiveRecord {
         slot.storeBytes(of: destinationPort.littleEndian, toByteOffset: Slot.destinationPort, as: UInt16.self)
         slot.storeBytes(of: length.littleEndian, toByteOffset: Slot.length, as: UInt32.self)
         slot.storeBytes(of: kind.rawValue, toByteOffset: Slot.kind, as: UInt8.self)
-        slot.storeBytes(of: direction.rawValue, toByteOffset: Slot.direction, as: UInt8.self)
+        slot.storeBytes(of: direction?.rawValue ?? 0xFF, toByteOffset: Slot.direction, as: UInt8.self)
         slot.storeBytes(of: ipProtocol, toByteOffset: Slot.ipProtocol, as: UInt8.self)
         slot.storeBytes(of: ipVersion, toByteOffset: Slot.ipVersion, as: UInt8.self)
         slot.storeBytes(of: tcpFlags, toByteOffset: Slot.tcpFlags, as: UInt8.self)
-        slot.storeBytes(of: verdict.rawValue, toByteOffset: Slot.verdict, as: UInt8.self)
+        slot.storeBytes(of: verdict?.rawValue ?? 0xFF, toByteOffset: Slot.verdict, as: UInt8.self)
         slot.storeBytes(of: UInt16(0), toByteOffset: Slot.reserved62, as: UInt16.self)
         slot.storeBytes(of: ruleIndex.littleEndian, toByteOffset: Slot.ruleIndex, as: UInt32.self)
         slot.storeBytes(of: peerIndex.littleEndian, toByteOffset: Slot.peerIndex, as: UInt32.self)
@@ -95,10 +96,10 @@ extension LiveRecord {
         destinationPort = u16(Slot.destinationPort)
         length = u32(Slot.length)
         kind = LiveEventKind(rawValue: u8(Slot.kind))
-        direction = LiveDirection(rawValue: u8(Slot.direction))
+        direction = Direction(rawValue: u8(Slot.direction))  // nil: a byte no tunneld writes
         ipProtocol = u8(Slot.ipProtocol)
         tcpFlags = u8(Slot.tcpFlags)
-        verdict = LiveVerdict(rawValue: u8(Slot.verdict))
+        verdict = Verdict(rawValue: u8(Slot.verdict))
         ruleIndex = u32(Slot.ruleIndex)
         peerIndex = u32(Slot.peerIndex)
         peerName = LivePeerName(first: u64(Slot.peerName), second: u64(Slot.peerName + 8))

@@ -4,6 +4,7 @@
 /// `Packet.IPAddress`: a 128-bit value as two big-endian halves, an IPv4 address in the low 32
 /// bits of `low` with `high == 0`; `ipVersion` says which. In the slot they are written in network
 /// byte order (docs/ring.md).
+import Core
 public struct LiveRecord: Hashable, Sendable {
     /// Wall-clock time of the event, nanoseconds since the Unix epoch.
     public var timeNanoseconds: UInt64 = 0
@@ -11,8 +12,8 @@ public struct LiveRecord: Hashable, Sendable {
     public var flowID: UInt64 = 0
     /// What happened.
     public var kind: LiveEventKind = .packet
-    /// Which way the packet travelled.
-    public var direction: LiveDirection = .fromPeer
+    /// Which way the packet travelled; nil when the slot holds a byte no tunneld writes.
+    public var direction: Direction? = .out
     /// IP protocol number (6 TCP, 17 UDP, 1 ICMP, 58 ICMPv6 …).
     public var ipProtocol: UInt8 = 0
     /// 4 or 6 (0 for events without addresses).
@@ -33,8 +34,8 @@ public struct LiveRecord: Hashable, Sendable {
     public var length: UInt32 = 0
     /// TCP flags byte (FIN 0x01 … CWR 0x80), 0 for other protocols.
     public var tcpFlags: UInt8 = 0
-    /// The policy decision.
-    public var verdict: LiveVerdict = .allow
+    /// The policy decision; nil when the slot holds a byte no tunneld writes.
+    public var verdict: Verdict? = .allow
     /// Index of the deciding rule in the compiled policy, or `LiveRecord.noRule`.
     public var ruleIndex: UInt32 = LiveRecord.noRule
     /// Index of the peer in the daemon's peer table, or `LiveRecord.noPeer`.

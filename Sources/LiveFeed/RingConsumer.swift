@@ -1,3 +1,4 @@
+import Core
 import CShims
 #if canImport(Glibc)
 import Glibc

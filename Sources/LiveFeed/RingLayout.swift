@@ -4,6 +4,7 @@
 /// little-endian. The header keeps the producer-written words (`head`, `dropped`, the futex word)
 /// and the consumer-written words (`tail`, `waiting`) on different cache lines, apart from the
 /// read-only geometry, so the two processes do not bounce one line between their cores.
+import Core
 public enum RingLayout {
     /// `"TVR1"` as it appears in the file's first four bytes (read as a little-endian UInt32).
     public static let magic: UInt32 = 0x3152_5654

@@ -1,6 +1,7 @@
 /// Records for checking a ring end to end (tests and `tunnelbench ring`): every field is derived
 /// from a sequence number and `detail2` holds a checksum of all the others, so a reader detects a
 /// torn record (fields from two different writes), a reordered one, or a corrupted one.
+import Core
 public enum RingSelfTest {
     // Fields are cheap functions of the sequence so generating and checking cost little next to
     // the ring itself.
@@ -11,7 +12,7 @@ public enum RingSelfTest {
         r.flowID = sequence
         r.timeNanoseconds = sequence &* 1_000_003
         r.kind = LiveEventKind(rawValue: UInt8(truncatingIfNeeded: sequence & 3))
-        r.direction = LiveDirection(rawValue: UInt8(truncatingIfNeeded: sequence & 1))
+        r.direction = Direction(rawValue: UInt8(truncatingIfNeeded: sequence & 1))
         r.ipProtocol = sequence & 2 == 0 ? 6 : 17
         r.ipVersion = sequence & 4 == 0 ? 4 : 6
         let mixed = (sequence &* 0x9E37_79B9_7F4A_7C15) ^ (sequence << 17)
@@ -28,7 +29,7 @@ public enum RingSelfTest {
         r.destinationPort = UInt16(truncatingIfNeeded: mixed >> 24)
         r.length = UInt32(truncatingIfNeeded: mixed >> 40) & 0xFFFF
         r.tcpFlags = UInt8(truncatingIfNeeded: mixed >> 3)
-        r.verdict = LiveVerdict(rawValue: UInt8(truncatingIfNeeded: (sequence >> 3) & 1))
+        r.verdict = Verdict(rawValue: UInt8(truncatingIfNeeded: (sequence >> 3) & 1))
         r.ruleIndex = UInt32(truncatingIfNeeded: mixed >> 13)
         r.peerIndex = UInt32(truncatingIfNeeded: sequence >> 2)
         r.peerName = LivePeerName(first: mixed, second: ~sequence)
@@ -44,8 +45,8 @@ public enum RingSelfTest {
     /// always changes the sum; the products are independent, so it costs a few nanoseconds.
     @inline(__always)
     public static func checksum(_ r: LiveRecord) -> UInt64 {
-        let small = UInt64(r.kind.rawValue) | UInt64(r.direction.rawValue) << 8 | UInt64(r.ipProtocol) << 16
-            | UInt64(r.ipVersion) << 24 | UInt64(r.tcpFlags) << 32 | UInt64(r.verdict.rawValue) << 40
+        let small = UInt64(r.kind.rawValue) | UInt64(r.direction?.rawValue ?? 0xFF) << 8 | UInt64(r.ipProtocol) << 16
+            | UInt64(r.ipVersion) << 24 | UInt64(r.tcpFlags) << 32 | UInt64(r.verdict?.rawValue ?? 0xFF) << 40
         var h = r.timeNanoseconds &* 0x9E37_79B9_7F4A_7C15
         h &+= r.flowID &* 0xBF58_476D_1CE4_E5B9
         h &+= small &* 0x94D0_49BB_1331_11EB

@@ -9,6 +9,7 @@
 /// have ports 0.
 ///
 /// Stored as raw words so equality and `hash64` are a handful of integer operations.
+import Core
 public struct FlowKey: Hashable, Sendable, CustomStringConvertible {
     @usableFromInline var aHigh: UInt64
     @usableFromInline var aLow: UInt64

@@ -14,6 +14,7 @@
 /// entry is found within `capacity / budget` sweeps.
 ///
 /// Not thread-safe: one data-path thread owns it.
+import Core
 public final class FlowTable {
     /// One slot: links (hash tag, next in its bucket chain or in the free list, LRU neighbours)
     /// and the entry. A slot is in use when `entry.id != 0`.

@@ -1,4 +1,5 @@
 /// Counters of a `FlowTable` since it was made.
+import Core
 public struct FlowTableStats: Sendable, Equatable {
     /// Flows opened.
     public var opened: UInt64 = 0

@@ -9,6 +9,7 @@
 /// (or lets it pass as the policy for unattributable fragments says).
 ///
 /// Not thread-safe: one data-path thread owns it.
+import Core
 public final class FragmentTracker {
     struct Slot {
         var sourceHigh: UInt64 = 0, sourceLow: UInt64 = 0

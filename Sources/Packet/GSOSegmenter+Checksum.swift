@@ -1,4 +1,5 @@
 // The data-path checksum of GSOSegmenter and TUNCoalescer: RFC 1071 over 8 bytes at a time.
+import Core
 extension GSOSegmenter {
     /// The 16-bit ones' complement sum (RFC 1071, not complemented, big-endian word order) of
     /// `count` bytes at `source`, copying them to `destination` on the way when one is given.

@@ -9,6 +9,7 @@
 /// last segment, CWR only on the first; UDP length; a full L4 checksum computed from scratch
 /// (the super-packet's partial checksum is ignored). `plan` validates everything it relies on,
 /// so `segment` never reads or writes out of bounds. Pure: no I/O, no allocation.
+import Core
 public enum GSOSegmenter {
     /// Most TCP segments one super-packet may give: 64 KiB at the kernel's smallest MSS
     /// (`tcp_min_snd_mss` 48) is 1365.

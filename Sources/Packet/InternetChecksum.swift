@@ -4,6 +4,7 @@
 ///
 /// Accumulate with `add`, read `finalized` for the value to store in a header. Data added in
 /// several pieces must start each piece at an even offset of the summed stream (as headers do).
+import Core
 public struct InternetChecksum: Sendable {
     /// The running sum, folded lazily (a 64-bit accumulator cannot overflow for any IP packet).
     public var sum: UInt64 = 0

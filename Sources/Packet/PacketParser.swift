@@ -5,6 +5,7 @@
 /// It reads the caller's buffer in place and returns a `ParsedPacket` value; malformed or
 /// truncated input throws a `PacketError` — there is no input that traps. Bytes after the IP
 /// total length (link padding) are ignored.
+import Core
 public enum PacketParser {
     /// The most IPv6 extension headers walked before the chain is declared bad (RFC 8200 §4.1
     /// recommends order and at most one of each, except two Destination Options: 6 is the most a

@@ -4,6 +4,7 @@
 /// Fields that a protocol does not have are zero: `sourcePort`/`destinationPort` for ICMP,
 /// `tcpFlags` for UDP, `icmpType` for TCP, and all transport fields for a later fragment
 /// (`hasTransportHeader == false`).
+import Core
 public struct ParsedPacket: Equatable, Sendable {
     /// 4 or 6.
     public var version: UInt8

@@ -6,6 +6,7 @@
 /// as the bytes go: the name is found if it lies in them, else `.needMoreData`. Only the first
 /// TLS record is read (a ClientHello fragmented over several records is `.needMoreData`
 /// until the caller gives up).
+import Core
 public enum TLSClientHello {
     /// Looks for the SNI host name in `payload`.
     public static func serverName(in payload: UnsafeRawBufferPointer) -> HostExtraction {

@@ -13,6 +13,7 @@
 /// most `maxMembers` packets and 65535 IP bytes. A packet of a flow that cannot join starts a
 /// new group, so later packets of that flow are never moved ahead of it: order within a flow is
 /// preserved. Preallocated in `init`; `coalesce` allocates nothing.
+import Core
 public final class TUNCoalescer {
     /// Most packets in one group (the kernel's `MAX_GRO_SKBS`/`UDP_GRO_CNT_MAX`, 64).
     public static let maxMembers = 64

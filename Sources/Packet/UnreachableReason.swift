@@ -4,6 +4,7 @@
 /// by default: the client's socket sees ECONNREFUSED at once) and of other non-TCP protocols
 /// with `administrativelyProhibited` (EHOSTUNREACH / "communication administratively
 /// prohibited" in ping). TCP is answered with a RST instead.
+import Core
 public enum UnreachableReason: Sendable, Equatable {
     /// ICMPv4 type 3 code 3 (RFC 792) / ICMPv6 type 1 code 4 (RFC 4443 §3.1).
     case portUnreachable

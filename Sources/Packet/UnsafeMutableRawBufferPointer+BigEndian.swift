@@ -1,4 +1,5 @@
 // Big-endian field writes for the reply builders. Callers check bounds first; these do not.
+import Core
 extension UnsafeMutableRawBufferPointer {
     @inlinable @inline(__always) func setBE16(_ value: UInt16, at offset: Int) {
         storeBytes(of: value.bigEndian, toByteOffset: offset, as: UInt16.self)

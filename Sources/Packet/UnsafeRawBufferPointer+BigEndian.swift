@@ -1,4 +1,5 @@
 // Big-endian field reads for the parser. Callers check bounds first; these do not.
+import Core
 extension UnsafeRawBufferPointer {
     @inlinable @inline(__always) func be16(_ offset: Int) -> UInt16 {
         UInt16(bigEndian: loadUnaligned(fromByteOffset: offset, as: UInt16.self))

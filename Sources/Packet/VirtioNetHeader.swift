@@ -3,6 +3,7 @@
 /// Fields are little-endian (the TUN default on little-endian hosts, `TUNSETVNETLE` unset).
 ///
 /// Layout: u8 flags, u8 gso_type, u16 hdr_len, u16 gso_size, u16 csum_start, u16 csum_offset.
+import Core
 public struct VirtioNetHeader: Sendable, Equatable {
     /// Bytes on the wire.
     public static let size = 10

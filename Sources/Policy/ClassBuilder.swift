@@ -1,4 +1,5 @@
 /// A 128-bit key for the one-dimensional domains the compiler partitions (ports, addresses, …).
+import Core
 struct Key128: Hashable, Comparable, Sendable {
     var hi: UInt64
     var lo: UInt64

@@ -1,3 +1,4 @@
+import Core
 import Packet
 
 /// A policy compiled for the data path; evaluation is not a scan of the rules.
@@ -89,7 +90,7 @@ public final class CompiledPolicy: Sendable {
 
         // direction × tier × protocol.
         kindTable = b.table(max: 1535, intervals: rules.map { r in
-            let tiers = r.tier.map { [Int($0.rawValue)] } ?? [0, 1, 2]
+            let tiers = r.tier.map { [Int($0.code)] } ?? [0, 1, 2]
             var out: [(Key128, Key128)] = []
             for t in tiers {
                 let base = Int(r.direction.rawValue) * 768 + t * 256
@@ -205,7 +206,7 @@ public final class CompiledPolicy: Sendable {
     public func peerID(named name: String) -> PolicyPeerID { peerIDs[name] ?? .unknown }
 
     /// The default for `direction` as a verdict.
-    @inline(__always) func defaultVerdict(_ d: PolicyDirection) -> PolicyVerdict {
+    @inline(__always) func defaultVerdict(_ d: Direction) -> PolicyVerdict {
         PolicyVerdict(action: d == .out ? defaultOut.action : defaultIn.action, ruleIndex: -1, direction: d)
     }
 
@@ -228,7 +229,7 @@ public final class CompiledPolicy: Sendable {
 
     /// The index of the first rule matching `q` with the host dimension in class `c7`, or -1.
     func firstMatch(_ q: PolicyQuery, hostClass c7: Int32) -> Int {
-        let tier = Int(q.tier?.rawValue ?? 0)
+        let tier = Int(q.tier?.code ?? 0)
         let peerIndex = Int(q.peer.rawValue)
         let ported = q.proto.hasPorts
         let m = q.minuteOfWeek

@@ -1,3 +1,4 @@
+import Core
 import Packet
 
 /// Semantic warnings: rules that can never match, and rules shadowed by an earlier rule.

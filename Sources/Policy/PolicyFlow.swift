@@ -1,3 +1,4 @@
+import Core
 import Packet
 
 /// A hypothetical flow in the FLOW syntax of DESIGN.md §9, as `tunnelctl policy test` and
@@ -14,9 +15,9 @@ public struct PolicyFlow: Sendable, Hashable {
     public var destination: IPAddress
     public var destinationPort: UInt16
     public var peer: String?
-    public var tier: PolicyTier?
+    public var tier: PeerTier?
     public var host: String?
-    public var direction: PolicyDirection
+    public var direction: Direction
     /// Local minute of the week from `at`, or nil when the flow did not say.
     public var minuteOfWeek: Int?
     /// The `at` text as given.
@@ -66,7 +67,7 @@ public struct PolicyFlow: Sendable, Hashable {
                 peer = v
             case "tier":
                 let v = try value(key)
-                guard let t = PolicyTier(keyword: v) else { throw PolicyFlowError(message: "unknown tier '\(v)'; use free or premium") }
+                guard let t = PeerTier(keyword: v) else { throw PolicyFlowError(message: "unknown tier '\(v)'; use free or premium") }
                 tier = t
             case "host":
                 let v = try value(key)
@@ -85,7 +86,7 @@ public struct PolicyFlow: Sendable, Hashable {
                 minuteOfWeek = m
                 at = v
             default:
-                let hint = didYouMean(key, ["peer", "tier", "host", "in", "out", "at"])
+                let hint = DidYouMean.suffix(key, ["peer", "tier", "host", "in", "out", "at"])
                 throw PolicyFlowError(message: "unknown word '\(key)'\(hint); after the addresses come peer, tier, host, in|out, at")
             }
         }

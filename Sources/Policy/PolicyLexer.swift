@@ -1,4 +1,5 @@
 /// A token of one rule line.
+import Core
 struct PolicyToken: Sendable {
     enum Kind: Sendable, Equatable { case word, comma, string }
     var kind: Kind

@@ -1,3 +1,4 @@
+import Core
 import Packet
 
 /// Reads rule files into a `PolicySet` (DESIGN.md §5). It never stops at the first problem: every
@@ -17,7 +18,7 @@ public enum PolicyParser {
         let ordered = sources.sorted { Array($0.name.utf8).lexicographicallyPrecedes(Array($1.name.utf8)) }
         var rules: [PolicyRule] = []
         var diagnostics: [PolicyDiagnostic] = []
-        var defaults: [PolicyDirection: PolicyDefault] = [:]
+        var defaults: [Direction: PolicyDefault] = [:]
         for source in ordered {
             let bytes = Array(source.text.utf8)
             var lineNo = 0
@@ -62,7 +63,7 @@ public enum PolicyParser {
 
     static func parseLine(
         _ line: ArraySlice<UInt8>, file: String, lineNo: Int, rules: inout [PolicyRule],
-        defaults: inout [PolicyDirection: PolicyDefault], diagnostics: inout [PolicyDiagnostic]
+        defaults: inout [Direction: PolicyDefault], diagnostics: inout [PolicyDiagnostic]
     ) {
         func fail(_ f: Failure) {
             diagnostics.append(PolicyDiagnostic(.error, SourceLocation(file: file, line: lineNo, column: f.column), f.message))
@@ -82,14 +83,14 @@ public enum PolicyParser {
         do {
             if first.kind == .word && first.text == "default" {
                 cursor.advance()
-                var direction = PolicyDirection.out
+                var direction = Direction.out
                 if let t = cursor.peek, t.kind == .word, t.text == "in" || t.text == "out" {
                     direction = t.text == "in" ? .in : .out
                     cursor.advance()
                 }
                 let a = try cursor.word("an action after 'default' (allow, block or reject)")
-                guard let action = PolicyAction(keyword: a.text) else {
-                    throw Failure(column: a.column, message: "unknown action '\(a.text)'\(didYouMean(a.text, ["allow", "block", "reject", "in", "out"])); 'default' takes [in|out] allow|block|reject")
+                guard let action = Verdict(action: a.text) else {
+                    throw Failure(column: a.column, message: "unknown action '\(a.text)'\(DidYouMean.suffix(a.text, ["allow", "block", "reject", "in", "out"])); 'default' takes [in|out] allow|block|reject")
                 }
                 if let extra = cursor.peek {
                     throw Failure(column: extra.column, message: "unexpected '\(extra.text)' after 'default \(direction == .in ? "in " : "")\(action)'; a default takes no match fields")
@@ -100,8 +101,8 @@ public enum PolicyParser {
                 defaults[direction] = PolicyDefault(action: action, direction: direction, location: location, text: text)
                 return
             }
-            guard first.kind == .word, let action = PolicyAction(keyword: first.text) else {
-                let hint = first.kind == .word ? didYouMean(first.text, lineKeywords) : ""
+            guard first.kind == .word, let action = Verdict(action: first.text) else {
+                let hint = first.kind == .word ? DidYouMean.suffix(first.text, lineKeywords) : ""
                 throw Failure(column: first.column, message: "expected allow, block, reject or default, found '\(first.text)'\(hint)")
             }
             cursor.advance()
@@ -123,10 +124,10 @@ public enum PolicyParser {
             }
             let key = t.text
             guard fieldKeywords.contains(key) else {
-                if PolicyAction(keyword: key) != nil {
+                if Verdict(action: key) != nil {
                     throw Failure(column: t.column, message: "'\(key)' can only start a rule; one rule per line")
                 }
-                throw Failure(column: t.column, message: "unknown keyword '\(key)'\(didYouMean(key, fieldKeywords))")
+                throw Failure(column: t.column, message: "unknown keyword '\(key)'\(DidYouMean.suffix(key, fieldKeywords))")
             }
             let dirKey = key == "in" || key == "out" ? "in/out" : key
             if seen.contains(dirKey) {
@@ -144,8 +145,8 @@ public enum PolicyParser {
                 }
             case "tier":
                 let w = try c.word("'free' or 'premium' after 'tier'")
-                guard let tier = PolicyTier(keyword: w.text) else {
-                    throw Failure(column: w.column, message: "unknown tier '\(w.text)'\(didYouMean(w.text, ["free", "premium"])); 'tier' takes free or premium")
+                guard let tier = PeerTier(keyword: w.text) else {
+                    throw Failure(column: w.column, message: "unknown tier '\(w.text)'\(DidYouMean.suffix(w.text, ["free", "premium"])); 'tier' takes free or premium")
                 }
                 rule.tier = tier
             case "proto":
@@ -159,7 +160,7 @@ public enum PolicyParser {
                     case "icmp": protos.append(.icmp)
                     case "icmpv6": protos.append(.icmpv6)
                     default:
-                        throw Failure(column: tok.column, message: "unknown protocol '\(tok.text)'\(didYouMean(tok.text, ["tcp", "udp", "icmp", "icmpv6", "any"])); use tcp, udp, icmp, icmpv6 or any")
+                        throw Failure(column: tok.column, message: "unknown protocol '\(tok.text)'\(DidYouMean.suffix(tok.text, ["tcp", "udp", "icmp", "icmpv6", "any"])); use tcp, udp, icmp, icmpv6 or any")
                     }
                     return 0
                 }
@@ -314,7 +315,7 @@ public enum PolicyParser {
 
     static func day(_ s: Substring, column: Int) throws -> Int {
         guard let d = dayIndex(s) else {
-            throw Failure(column: column, message: "unknown day '\(s)'\(didYouMean(String(s), TimeWindow.dayNames)); use mon tue wed thu fri sat sun, ranges (mon-fri) or lists (sat,sun)")
+            throw Failure(column: column, message: "unknown day '\(s)'\(DidYouMean.suffix(String(s), TimeWindow.dayNames)); use mon tue wed thu fri sat sun, ranges (mon-fri) or lists (sat,sun)")
         }
         return d
     }

@@ -1,3 +1,4 @@
+import Core
 import Packet
 
 /// An interned peer name: `CompiledPolicy.peerID(named:)` turns a name into one once (when the
@@ -13,7 +14,7 @@ public struct PolicyPeerID: RawRepresentable, Hashable, Sendable {
 /// A flow to decide, as the data path sees it on the flow's first packet.
 public struct PolicyQuery: Sendable {
     /// `out` = started by a peer.
-    public var direction: PolicyDirection
+    public var direction: Direction
     public var proto: IPProtocol
     public var source: IPAddress
     public var destination: IPAddress
@@ -23,15 +24,15 @@ public struct PolicyQuery: Sendable {
     public var destinationPort: UInt16
     public var peer: PolicyPeerID
     /// nil when the peer's tier is not known: then `tier` rules do not match.
-    public var tier: PolicyTier?
+    public var tier: PeerTier?
     /// The host name learned for the flow; nil when none is known, and then `host` rules do not match.
     public var host: String?
     /// Local minute of the week (0 = Monday 00:00; see `PolicyClock`).
     public var minuteOfWeek: Int
 
     public init(
-        direction: PolicyDirection = .out, proto: IPProtocol, source: IPAddress, destination: IPAddress,
-        sourcePort: UInt16 = 0, destinationPort: UInt16 = 0, peer: PolicyPeerID = .unknown, tier: PolicyTier? = nil,
+        direction: Direction = .out, proto: IPProtocol, source: IPAddress, destination: IPAddress,
+        sourcePort: UInt16 = 0, destinationPort: UInt16 = 0, peer: PolicyPeerID = .unknown, tier: PeerTier? = nil,
         host: String? = nil, minuteOfWeek: Int = 0
     ) {
         self.direction = direction
@@ -49,14 +50,14 @@ public struct PolicyQuery: Sendable {
 
 /// The decision for a flow: the action and which rule gave it (or the default).
 public struct PolicyVerdict: Hashable, Sendable {
-    public var action: PolicyAction
+    public var action: Verdict
     /// Index into `CompiledPolicy.rules`, or -1 for the default.
     public var ruleIndex: Int32
     /// Which default decided, when `ruleIndex == -1`.
-    public var direction: PolicyDirection
+    public var direction: Direction
     /// True when no rule matched.
     @inlinable public var isDefault: Bool { ruleIndex < 0 }
-    public init(action: PolicyAction, ruleIndex: Int32, direction: PolicyDirection) {
+    public init(action: Verdict, ruleIndex: Int32, direction: Direction) {
         self.action = action
         self.ruleIndex = ruleIndex
         self.direction = direction
@@ -65,7 +66,7 @@ public struct PolicyVerdict: Hashable, Sendable {
 
 /// A verdict in words: the deciding rule's place, text, name and reason, or the default.
 public struct PolicyExplanation: Sendable, Hashable {
-    public var action: PolicyAction
+    public var action: Verdict
     /// True when the default decided.
     public var isDefault: Bool
     /// The rule's (or `default` line's) place; nil for a built-in default.

@@ -1,16 +1,17 @@
+import Core
 import Packet
 
 /// One parsed rule line: an action and the match fields that must all hold (DESIGN.md §5).
 /// An empty list means "any" for that field.
 public struct PolicyRule: Sendable, Hashable {
     /// What the rule does when it matches.
-    public var action: PolicyAction
+    public var action: Verdict
     /// `out` unless the rule says `in`.
-    public var direction: PolicyDirection = .out
+    public var direction: Direction = .out
     /// `peer NAME[,…]`; empty = any peer.
     public var peers: [String] = []
     /// `tier free|premium`; nil = any tier.
-    public var tier: PolicyTier? = nil
+    public var tier: PeerTier? = nil
     /// `proto …`; empty = any protocol.
     public var protocols: [IPProtocol] = []
     /// `from ADDR|CIDR[,…]`; empty = any source.
@@ -35,7 +36,7 @@ public struct PolicyRule: Sendable, Hashable {
     public var text: String
 
     /// A rule with only an action; fields are filled in by the parser.
-    public init(action: PolicyAction, location: SourceLocation, text: String) {
+    public init(action: Verdict, location: SourceLocation, text: String) {
         self.action = action
         self.location = location
         self.text = text

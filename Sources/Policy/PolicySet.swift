@@ -1,5 +1,6 @@
 /// The parsed contents of a policy directory: rules in evaluation order (files in byte order of
 /// their names, lines top to bottom), the defaults, and everything worth telling the operator.
+import Core
 public struct PolicySet: Sendable {
     /// Rules in evaluation order; the first that matches decides.
     public var rules: [PolicyRule]
@@ -20,21 +21,21 @@ public struct PolicySet: Sendable {
     public var warnings: [PolicyDiagnostic] { diagnostics.filter { $0.severity == .warning } }
 
     /// The default for flows of `direction`.
-    public func defaultRule(for direction: PolicyDirection) -> PolicyDefault {
+    public func defaultRule(for direction: Direction) -> PolicyDefault {
         direction == .out ? defaultOut : defaultIn
     }
 
     /// The documented built-in defaults when the files name none: outbound flows are allowed,
     /// inbound flows (started towards a peer) are blocked.
-    public static let builtInDefaultOut = PolicyAction.allow
+    public static let builtInDefaultOut = Verdict.allow
     /// See `builtInDefaultOut`.
-    public static let builtInDefaultIn = PolicyAction.block
+    public static let builtInDefaultIn = Verdict.block
 }
 
 /// A `default` line, or the built-in default when no line gave one.
 public struct PolicyDefault: Sendable, Hashable {
-    public var action: PolicyAction
-    public var direction: PolicyDirection
+    public var action: Verdict
+    public var direction: Direction
     /// Where it was written; nil for the built-in default.
     public var location: SourceLocation?
     /// The line as written, or a description of the built-in default.

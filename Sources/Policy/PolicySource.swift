@@ -1,4 +1,5 @@
 /// One rule file's name and text. The name is what errors print (`policies/10-base.rules`).
+import Core
 public struct PolicySource: Sendable, Hashable {
     public var name: String
     public var text: String

@@ -1,4 +1,5 @@
 /// What the capture module removed (or would remove, in a dry run).
+import Core
 public struct CapturePruneResult: Sendable, Equatable {
     /// Files removed (or due).
     public var files: Int

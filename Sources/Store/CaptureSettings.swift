@@ -1,4 +1,5 @@
 /// Packet capture switches stored with the settings.
+import Core
 public struct CaptureSettings: Hashable, Sendable {
     /// Whether packets are captured.
     public var enabled: Bool

@@ -1,4 +1,5 @@
 /// UTC text for the store's epoch-millisecond times, for messages a person reads.
+import Core
 enum EpochFormat {
     /// `2026-11-29T11:57:33Z` (RFC 3339, UTC, seconds precision).
     static func iso8601(_ ms: Int64) -> String {

@@ -1,15 +1,16 @@
 /// One row of `flows`, as the CLI reads it.
+import Core
 public struct Flow: Hashable, Sendable {
     /// Row id (for flows: the daemon's flow id).
     public var id: Int64
     /// IP protocol number.
     public var proto: UInt8
     /// Source address (the peer's side).
-    public var src: StoreAddress
+    public var src: IPAddress
     /// Source port (0 without ports).
     public var srcPort: UInt16
     /// Destination address.
-    public var dst: StoreAddress
+    public var dst: IPAddress
     /// Destination port (0 without ports).
     public var dstPort: UInt16
     /// The peer's name.
@@ -23,7 +24,7 @@ public struct Flow: Hashable, Sendable {
     /// Byte and packet totals.
     public var counters: FlowCounters
     /// The verdict in force.
-    public var verdict: FlowVerdict
+    public var verdict: Verdict
     /// The deciding rule (`file:line`); nil/empty for the default or a session refusal.
     public var rule: String?
     /// Capture location of the first packet, if captured.

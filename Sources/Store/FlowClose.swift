@@ -1,4 +1,5 @@
 /// The end of a flow: final totals, time and reason (e.g. `fin`, `rst`, `idle`, `shutdown`).
+import Core
 public struct FlowClose: Sendable {
     /// Row id (for flows: the daemon's flow id).
     public var id: Int64

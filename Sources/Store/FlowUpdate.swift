@@ -1,6 +1,7 @@
 /// A periodic update of a live flow: totals, last activity, current verdict (a reload may
 /// change it), and a host learned after the first packet. Updates of one flow in one batch
 /// are coalesced: only the newest is written.
+import Core
 public struct FlowUpdate: Sendable {
     /// Row id (for flows: the daemon's flow id).
     public var id: Int64
@@ -9,14 +10,14 @@ public struct FlowUpdate: Sendable {
     /// Byte and packet totals.
     public var counters: FlowCounters
     /// The verdict in force.
-    public var verdict: FlowVerdict
+    public var verdict: Verdict
     /// The deciding rule (`file:line`), nil for the default.
     public var rule: String?
     /// A host learned since the flow opened; nil keeps the stored one.
     public var host: String?
 
     /// A flow-updated record.
-    public init(id: Int64, lastSeen: Int64, counters: FlowCounters, verdict: FlowVerdict, rule: String? = nil,
+    public init(id: Int64, lastSeen: Int64, counters: FlowCounters, verdict: Verdict, rule: String? = nil,
                 host: String? = nil) {
         self.id = id
         self.lastSeen = lastSeen

@@ -1,3 +1,4 @@
+import Core
 import Foundation
 
 /// A parsed JSON value, so settings can be inspected field by field with their real types.

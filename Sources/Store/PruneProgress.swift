@@ -1,4 +1,5 @@
 /// Progress of a prune, reported after every batch.
+import Core
 public struct PruneProgress: Sendable, Equatable {
     /// The family being pruned.
     public var family: PruneFamily

@@ -1,4 +1,5 @@
 /// What a prune removed (or, with `dryRun`, would remove).
+import Core
 public struct PruneReport: Sendable, Equatable {
     /// True when nothing was changed.
     public var dryRun: Bool

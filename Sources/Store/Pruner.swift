@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import Core
 import Glibc
 #endif
 
@@ -44,12 +45,12 @@ public final class Pruner {
         }
     }
 
-    private let store: Store
+    private let store: StateStore
     /// Options in force.
     public let options: Options
 
     /// A pruner working through `store`'s connection.
-    public init(store: Store, options: Options = Options()) {
+    public init(store: StateStore, options: Options = Options()) {
         self.store = store
         self.options = options
     }

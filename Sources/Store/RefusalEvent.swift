@@ -4,6 +4,7 @@
 ///   refused handshake of that pause adds to its count and moves its `last_at`.
 /// - `flow`: one row per (peer, rule, destination) per `Store.flowRefusalPeriodMs` (one hour),
 ///   so a client retrying a blocked service with fresh source ports stays one row per hour.
+import Core
 public struct RefusalEvent: Sendable {
     /// What kind of row this is.
     public var kind: RefusalKind
@@ -22,7 +23,7 @@ public struct RefusalEvent: Sendable {
     /// Flow refusals: protocol, destination address and port.
     public var proto: UInt8
     /// Destination address.
-    public var dst: StoreAddress
+    public var dst: IPAddress
     /// Destination port (0 without ports).
     public var dstPort: UInt16
 
@@ -30,11 +31,11 @@ public struct RefusalEvent: Sendable {
     public static func session(peer: String, windowEnd: Int64, at: Int64, reason: String = "free-limit pause",
                                count: Int64 = 1) -> RefusalEvent {
         RefusalEvent(kind: .session, peer: peer, at: at, count: count, reason: reason, rule: "", windowEnd: windowEnd,
-                     proto: 0, dst: StoreAddress(v4: 0), dstPort: 0)
+                     proto: 0, dst: IPAddress(v4: 0), dstPort: 0)
     }
 
     /// A flow of `peer` refused by `rule`.
-    public static func flow(peer: String, rule: String, reason: String, proto: UInt8, dst: StoreAddress,
+    public static func flow(peer: String, rule: String, reason: String, proto: UInt8, dst: IPAddress,
                             dstPort: UInt16, at: Int64, count: Int64 = 1) -> RefusalEvent {
         RefusalEvent(kind: .flow, peer: peer, at: at, count: count, reason: reason, rule: rule, windowEnd: 0,
                      proto: proto, dst: dst, dstPort: dstPort)

@@ -1,4 +1,5 @@
 /// What was refused: one flow by a rule, or a whole peer outside its session window.
+import Core
 public enum RefusalKind: String, Sendable, CaseIterable {
     case flow, session
 }

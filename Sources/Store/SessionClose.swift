@@ -1,4 +1,5 @@
 /// Ends `peer`'s open session.
+import Core
 public struct SessionClose: Sendable {
     /// The peer's name.
     public var peer: String

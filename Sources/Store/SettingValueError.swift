@@ -1,4 +1,5 @@
 /// A setting value or key a person typed that cannot be used (`retention set flows=7x`).
+import Core
 public struct SettingValueError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The key, when known (`flows`).
     public var key: String?
@@ -15,7 +16,8 @@ public struct SettingValueError: Error, Equatable, Sendable, CustomStringConvert
     }
 
     public var description: String {
-        if let key { return "\(key)=\(value): \(message)" }
+        // Core's value errors quote the value already (`unknown unit 'x' in '7x'`).
+        if let key { return message.contains("'\(value)'") ? "\(key): \(message)" : "\(key)=\(value): \(message)" }
         return "'\(value)': \(message)"
     }
 }

@@ -5,18 +5,19 @@
 ///               "pcap-bytes":"2GiB","pcap-age":"7d"},
 ///  "capture":{"enabled":false,"detail":"metadata"}}
 /// ```
+import Core
 extension Settings {
     /// The JSON text stored in the row (stable key order, human units).
     public var json: String {
         let r = retention
         func q(_ s: String) -> String { "\"\(s)\"" }
         return "{\"retention\":{"
-            + "\"flows\":\(q(ValueFormat.formatDuration(r.flowsMaxAgeMs))),"
-            + "\"refusals\":\(q(ValueFormat.formatDuration(r.refusalsMaxAgeMs))),"
-            + "\"sessions\":\(q(ValueFormat.formatDuration(r.sessionsMaxAgeMs))),"
-            + "\"markers\":\(q(ValueFormat.formatDuration(r.markersMaxAgeMs))),"
-            + "\"pcap-bytes\":\(q(ValueFormat.formatSize(r.pcapMaxBytes))),"
-            + "\"pcap-age\":\(q(ValueFormat.formatDuration(r.pcapMaxAgeMs)))},"
+            + "\"flows\":\(q(DurationFormat.format(ms: r.flowsMaxAgeMs))),"
+            + "\"refusals\":\(q(DurationFormat.format(ms: r.refusalsMaxAgeMs))),"
+            + "\"sessions\":\(q(DurationFormat.format(ms: r.sessionsMaxAgeMs))),"
+            + "\"markers\":\(q(DurationFormat.format(ms: r.markersMaxAgeMs))),"
+            + "\"pcap-bytes\":\(q(SizeFormat.format(bytes: r.pcapMaxBytes))),"
+            + "\"pcap-age\":\(q(DurationFormat.format(ms: r.pcapMaxAgeMs)))},"
             + "\"capture\":{\"enabled\":\(capture.enabled),\"detail\":\(q(capture.detail.rawValue))}}"
     }
 
@@ -80,15 +81,15 @@ extension Settings {
         }
         func age(_ v: JSONValue) -> Result<Int64?, SettingsDecoding.Reason> {
             guard case let .string(s) = v else { return .failure(.wrongType(found: v.typeName)) }
-            do { return .success(try ValueFormat.parseDuration(s)) } catch let e as SettingValueError {
-                return .failure(.invalid(value: s, message: e.message))
-            } catch { return .failure(.invalid(value: s, message: "\(error)")) }
+            do { return .success(try DurationFormat.parse(s, allowForever: true)) } catch {
+                return .failure(.invalid(value: s, message: error.description))
+            }
         }
         func size(_ v: JSONValue) -> Result<Int64?, SettingsDecoding.Reason> {
             guard case let .string(s) = v else { return .failure(.wrongType(found: v.typeName)) }
-            do { return .success(try ValueFormat.parseSize(s)) } catch let e as SettingValueError {
-                return .failure(.invalid(value: s, message: e.message))
-            } catch { return .failure(.invalid(value: s, message: "\(error)")) }
+            do { return .success(try SizeFormat.parse(s)) } catch {
+                return .failure(.invalid(value: s, message: error.description))
+            }
         }
 
         var s = Settings.factory

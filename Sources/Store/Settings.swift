@@ -1,5 +1,6 @@
 /// The store's settings row (DESIGN.md §7): retention and capture, kept as one JSON object
 /// and decoded field by field (`Settings.decode`).
+import Core
 public struct Settings: Hashable, Sendable {
     /// How long history is kept.
     public var retention: RetentionSettings
@@ -26,12 +27,12 @@ public struct Settings: Hashable, Sendable {
     public func value(forKey key: String) -> String? {
         let r = retention
         switch key {
-        case "flows": return ValueFormat.formatDuration(r.flowsMaxAgeMs)
-        case "refusals": return ValueFormat.formatDuration(r.refusalsMaxAgeMs)
-        case "sessions": return ValueFormat.formatDuration(r.sessionsMaxAgeMs)
-        case "markers": return ValueFormat.formatDuration(r.markersMaxAgeMs)
-        case "pcap-bytes": return ValueFormat.formatSize(r.pcapMaxBytes)
-        case "pcap-age": return ValueFormat.formatDuration(r.pcapMaxAgeMs)
+        case "flows": return DurationFormat.format(ms: r.flowsMaxAgeMs)
+        case "refusals": return DurationFormat.format(ms: r.refusalsMaxAgeMs)
+        case "sessions": return DurationFormat.format(ms: r.sessionsMaxAgeMs)
+        case "markers": return DurationFormat.format(ms: r.markersMaxAgeMs)
+        case "pcap-bytes": return SizeFormat.format(bytes: r.pcapMaxBytes)
+        case "pcap-age": return DurationFormat.format(ms: r.pcapMaxAgeMs)
         case "capture": return capture.enabled ? "on" : "off"
         case "capture-detail": return capture.detail.rawValue
         default: return nil
@@ -42,8 +43,8 @@ public struct Settings: Hashable, Sendable {
     /// `SettingValueError` naming the key, the value and what would be accepted.
     public mutating func set(_ key: String, _ text: String) throws {
         func age() throws -> Int64? {
-            do { return try ValueFormat.parseDuration(text) } catch let e as SettingValueError {
-                throw SettingValueError(key: key, value: text, message: e.message)
+            do { return try DurationFormat.parse(text, allowForever: true) } catch {
+                throw SettingValueError(key: key, value: text, message: error.description)
             }
         }
         switch key {
@@ -53,8 +54,8 @@ public struct Settings: Hashable, Sendable {
         case "markers": retention.markersMaxAgeMs = try age()
         case "pcap-age": retention.pcapMaxAgeMs = try age()
         case "pcap-bytes":
-            do { retention.pcapMaxBytes = try ValueFormat.parseSize(text) } catch let e as SettingValueError {
-                throw SettingValueError(key: key, value: text, message: e.message)
+            do { retention.pcapMaxBytes = try SizeFormat.parse(text) } catch {
+                throw SettingValueError(key: key, value: text, message: error.description)
             }
         case "capture":
             switch text.lowercased() {

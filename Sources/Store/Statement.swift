@@ -1,3 +1,4 @@
+import Core
 import CSQLite
 
 /// A prepared statement from a `Connection`'s cache: bind, step, read columns, reset.

@@ -1,5 +1,6 @@
 /// One write for `StoreWriter`. Plain values only, so submitting one copies (and retains the
 /// strings of) a struct and allocates nothing.
+import Core
 public enum StoreRecord: Sendable {
     case flowOpened(FlowOpen)
     case flowUpdated(FlowUpdate)

@@ -1,3 +1,4 @@
+import Core
 import Foundation
 import Synchronization
 
@@ -59,7 +60,7 @@ public final class StoreWriter: @unchecked Sendable {
 
     /// Options in force.
     public let options: Options
-    private let store: Store
+    private let store: StateStore
     private let onError: (@Sendable (StoreError) -> Void)?
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let wake = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
@@ -81,7 +82,7 @@ public final class StoreWriter: @unchecked Sendable {
     public init(path: String, options: Options = Options(), onError: (@Sendable (StoreError) -> Void)? = nil) throws {
         self.options = options
         self.onError = onError
-        store = try Store(path: path, mode: .readWrite, busyTimeoutMs: options.busyTimeoutMs)
+        store = try StateStore(path: path, mode: .readWrite, busyTimeoutMs: options.busyTimeoutMs)
         // A larger page cache for the writer: the flows indexes stay in memory between batches.
         try store.connection.execute("PRAGMA cache_size=-16384")
         pending = []

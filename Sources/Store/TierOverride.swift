@@ -1,4 +1,5 @@
 /// One row of `peer_tiers`: a runtime tier change that overrides the config file.
+import Core
 public struct TierOverride: Hashable, Sendable {
     /// The peer's name.
     public var peer: String

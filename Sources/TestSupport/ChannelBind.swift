@@ -1,3 +1,4 @@
+import Core
 import Gateway
 import Packet
 import Synchronization
@@ -8,12 +9,12 @@ import Synchronization
 /// and counted — as a lossy network would.
 public final class ChannelBind: DatagramBind {
     /// This bind's address on the fake network.
-    public let endpoint: UDPEndpoint
+    public let endpoint: Endpoint
     public var port: UInt16 { endpoint.port }
     let network: ChannelNetwork
     let queueLimit: Int
     private struct State {
-        var queue: [(UDPEndpoint, [UInt8])] = []
+        var queue: [(Endpoint, [UInt8])] = []
         var head = 0
         var closed = false
         var droppedFull = 0
@@ -23,7 +24,7 @@ public final class ChannelBind: DatagramBind {
     private let readable: EventNotifier
     private let shutdown: EventNotifier
 
-    init(endpoint: UDPEndpoint, network: ChannelNetwork, queueLimit: Int) {
+    init(endpoint: Endpoint, network: ChannelNetwork, queueLimit: Int) {
         self.endpoint = endpoint
         self.network = network
         self.queueLimit = queueLimit
@@ -37,7 +38,7 @@ public final class ChannelBind: DatagramBind {
     public var pending: Int { state.withLock { $0.queue.count - $0.head } }
 
     /// Delivers a datagram into this bind's queue; false when full or closed.
-    func deliver(_ bytes: [UInt8], from source: UDPEndpoint) -> Bool {
+    func deliver(_ bytes: [UInt8], from source: Endpoint) -> Bool {
         state.withLock { s in
             guard !s.closed else { return false }
             guard s.queue.count - s.head < queueLimit else {

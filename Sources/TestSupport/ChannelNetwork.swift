@@ -1,3 +1,4 @@
+import Core
 import Gateway
 import Packet
 import Synchronization
@@ -9,7 +10,7 @@ public final class ChannelNetwork: Sendable {
         weak var bind: ChannelBind?
     }
     private struct State {
-        var binds: [UDPEndpoint: WeakBind] = [:]
+        var binds: [Endpoint: WeakBind] = [:]
         var nextPort: UInt16 = 40000
         var undeliverable = 0
         var delivered = 0
@@ -30,7 +31,7 @@ public final class ChannelNetwork: Sendable {
                 p = s.nextPort
                 s.nextPort &+= 1
             }
-            let b = ChannelBind(endpoint: UDPEndpoint(address: address, port: p), network: self, queueLimit: queueLimit)
+            let b = ChannelBind(endpoint: Endpoint(address: address, port: p), network: self, queueLimit: queueLimit)
             s.binds[b.endpoint] = WeakBind(bind: b)
             return b
         }
@@ -47,7 +48,7 @@ public final class ChannelNetwork: Sendable {
     /// Datagrams delivered into some bind's queue.
     public var delivered: Int { state.withLock { $0.delivered } }
 
-    func route(_ bytes: [UInt8], from source: UDPEndpoint, to destination: UDPEndpoint) {
+    func route(_ bytes: [UInt8], from source: Endpoint, to destination: Endpoint) {
         let target = state.withLock { $0.binds[destination]?.bind }
         let ok = target?.deliver(bytes, from: source) ?? false
         state.withLock { s in
@@ -55,7 +56,7 @@ public final class ChannelNetwork: Sendable {
         }
     }
 
-    func detach(_ endpoint: UDPEndpoint) {
+    func detach(_ endpoint: Endpoint) {
         _ = state.withLock { $0.binds.removeValue(forKey: endpoint) }
     }
 }

@@ -1,4 +1,5 @@
 // ChaCha20-Poly1305 (IETF) and XChaCha20-Poly1305 through libsodium.
+import Core
 import CSodium
 
 /// Authenticated encryption as WireGuard uses it: RFC 8439 ChaCha20-Poly1305 with a 96-bit nonce of

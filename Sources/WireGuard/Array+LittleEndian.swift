@@ -1,4 +1,5 @@
 // Little-endian field access on byte arrays (handshake messages).
+import Core
 
 extension Array where Element == UInt8 {
     /// Reads a little-endian UInt32 at `offset`.

@@ -1,4 +1,5 @@
 // BLAKE2s hash, keyed MAC, HMAC-BLAKE2s and WireGuard's HKDF, through libb2.
+import Core
 import CBlake2
 
 /// BLAKE2s (RFC 7693) as WireGuard uses it (whitepaper §5.4): `HASH` is BLAKE2s-256, `MAC` is keyed

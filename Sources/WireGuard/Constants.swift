@@ -1,4 +1,5 @@
 // Protocol constants (whitepaper §6) apart from implementation constants.
+import Core
 
 /// Protocol constants from the WireGuard whitepaper §5.4 and §6, as wireguard-go's `constants.go`
 /// and the kernel's `messages.h` define them. Times are in nanoseconds.

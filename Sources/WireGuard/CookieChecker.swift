@@ -1,4 +1,5 @@
 // Responder side of the cookie mechanism (whitepaper §5.4.7).
+import Core
 
 /// Verifies mac1/mac2 on handshake messages sent to us and builds cookie replies under load.
 /// The secret rotates every COOKIE_REFRESH_TIME (2 minutes). Guarded by the device's mutex.

@@ -1,4 +1,5 @@
 // Why a received datagram was dropped: typed, countable.
+import Core
 
 /// Why `WireGuardDevice.receive` dropped a datagram. Each case is counted by the device
 /// (`dropCount(_:)`) so the gateway can export the counters.

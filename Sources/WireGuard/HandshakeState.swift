@@ -1,4 +1,5 @@
 // The per-peer handshake in progress and the replay/flood memory of accepted initiations.
+import Core
 
 /// One peer's handshake state (whitepaper §5.4): the pending initiation we sent, if any, and what we
 /// remember about the peer's initiations. Secrets (chaining key, hash, ephemeral private key) live

@@ -1,4 +1,5 @@
 // One entry of the index table.
+import Core
 
 /// What a local index names: a handshake we sent (waiting for its response), or a session.
 struct IndexEntry {

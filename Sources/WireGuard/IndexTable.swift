@@ -1,4 +1,5 @@
 // Receiver index → pending handshake or keypair.
+import Core
 
 /// The device-wide map from our 32-bit indices to handshakes and keypairs (whitepaper §5.4.1:
 /// indices are random, so they reveal nothing). Guarded by the device's `indices` mutex, which is

@@ -1,4 +1,5 @@
 // One session's transport keys, send counter and replay window.
+import Core
 import Synchronization
 
 /// The result of a completed handshake (whitepaper §5.4.5): a sending key, a receiving key, the send

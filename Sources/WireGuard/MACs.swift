@@ -1,4 +1,5 @@
 // mac1 / mac2 computation and the cookie reply encryption (whitepaper §5.4.4, §5.4.7).
+import Core
 
 /// mac1 and mac2 over handshake messages, and the keys derived from a static public key.
 public enum MACs {

@@ -1,4 +1,5 @@
 // Wire layout of the four WireGuard messages (whitepaper §5.4.2–§5.4.7).
+import Core
 
 /// Offsets and sizes of message fields. All integers are little-endian.
 public enum MessageLayout {

@@ -1,4 +1,5 @@
 // Noise_IKpsk2_25519_ChaChaPoly_BLAKE2s with WireGuard's construction (whitepaper §5.4).
+import Core
 
 /// The handshake computations, as pure functions of keys, indices and timestamp. The device calls
 /// them with its own state; the known-answer test calls them with fixed keys. Message bytes come

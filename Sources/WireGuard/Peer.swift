@@ -1,4 +1,5 @@
 // A configured peer: identity plus mutex-guarded state and atomic counters.
+import Core
 import Synchronization
 
 /// One peer of a device. Its identity never changes; everything else is in `state` (one mutex per

@@ -1,4 +1,5 @@
 // What the gateway configures for one peer.
+import Core
 
 /// A peer as configured: its public key, optional pre-shared key, optional persistent keepalive
 /// interval and optional initial endpoint (`wg set … peer … preshared-key … persistent-keepalive …`).

@@ -1,4 +1,5 @@
 // The small integer that names a peer inside a device.
+import Core
 
 /// Names a peer of a `WireGuardDevice`. Handles are assigned by `addPeer` in increasing order and
 /// never reused while the device lives, so a stale handle simply finds nothing.

@@ -1,4 +1,5 @@
 // Everything about one peer that changes, guarded by the peer's mutex.
+import Core
 
 /// The mutable state of one peer. Lives inside `Peer.state` (a `Mutex`); every access holds it.
 struct PeerState {

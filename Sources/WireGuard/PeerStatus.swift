@@ -1,4 +1,5 @@
 // A snapshot of one peer for `wg show`-style reporting.
+import Core
 
 /// Read-only view of a peer (for UAPI `get`, the control socket and tests).
 public struct PeerStatus: Equatable, Sendable {

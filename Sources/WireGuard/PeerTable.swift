@@ -1,4 +1,5 @@
 // Peers by handle and by public key.
+import Core
 
 /// The device's peers, guarded by the device's `peers` mutex.
 struct PeerTable {

@@ -1,4 +1,5 @@
 // The five per-peer timers of WireGuard as deadlines, plus their event hooks (whitepaper §6).
+import Core
 
 /// Per-peer timer state: each timer is an optional monotonic deadline in nanoseconds, armed and
 /// cleared by the event hooks below and fired by `WireGuardDevice.tick(now:)`. Mirrors

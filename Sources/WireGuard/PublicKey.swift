@@ -1,4 +1,5 @@
 // A 32-byte Curve25519 public key as a hashable value.
+import Core
 
 /// A peer's or our own Curve25519 public key (32 bytes). Public keys are not secret, so this is a
 /// plain value; private keys and pre-shared keys live in zeroed `SecretBuffer`s instead.
@@ -14,12 +15,12 @@ public struct PublicKey: Hashable, Sendable, CustomStringConvertible {
 
     /// A key from its standard base64 text (as `wg` prints it); nil when it is not 32 bytes of base64.
     public init?(base64: String) {
-        guard let b = Base64.decode(base64), b.count == 32 else { return nil }
-        bytes = b
+        guard let k = WireGuardKey(base64: base64) else { return nil }
+        bytes = k.bytes
     }
 
     /// Standard base64 (44 characters), as WireGuard tools show keys.
-    public var base64: String { Base64.encode(bytes) }
+    public var base64: String { WireGuardKey(bytes: bytes)!.base64 }
 
     /// The base64 form.
     public var description: String { base64 }

@@ -1,4 +1,5 @@
 // Injectable randomness: keys, indices, cookie secrets and timer jitter.
+import Core
 import CSodium
 
 /// Where the core gets random bytes. Production uses `SystemRandom` (libsodium `randombytes_buf`);

@@ -1,4 +1,5 @@
 // Per-source handshake rate limit, applied under load (wireguard-go ratelimiter, kernel ratelimiter.c).
+import Core
 import Packet
 
 /// A token bucket per source address: 20 handshake messages per second with a burst of 5, keyed by

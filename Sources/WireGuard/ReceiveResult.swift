@@ -1,4 +1,5 @@
 // What the caller must do with a received datagram.
+import Core
 
 /// The outcome of `WireGuardDevice.receive`. Ranges index the buffer named in each case.
 public enum ReceiveResult: Equatable, Sendable {

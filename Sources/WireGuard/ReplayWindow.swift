@@ -1,4 +1,5 @@
 // Sliding-window replay protection for transport counters (RFC 6479).
+import Core
 
 /// The receive-side replay filter of one keypair: a ring of 128 64-bit blocks (8192 bits) of which
 /// 8128 bits are the usable window, the same size the Linux kernel and wireguard-go use

@@ -1,4 +1,5 @@
 // Heap memory for secrets, zeroed with sodium_memzero when cleared or released.
+import Core
 import CSodium
 
 /// A fixed-size block of secret bytes (keys, chaining keys, ephemeral private keys).

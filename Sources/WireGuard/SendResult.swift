@@ -1,4 +1,5 @@
 // What the caller must do after asking the device to build an outgoing message.
+import Core
 
 /// The outcome of `WireGuardDevice.encrypt` and `WireGuardDevice.initiation`.
 public enum SendResult: Equatable, Sendable {

@@ -1,4 +1,5 @@
 // libsodium initialisation and the few helpers every wrapper shares.
+import Core
 import CSodium
 
 /// One-time libsodium initialisation (`sodium_init`), shared by every wrapper in this module.

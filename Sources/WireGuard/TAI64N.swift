@@ -1,4 +1,5 @@
 // TAI64N timestamps for handshake initiations.
+import Core
 
 /// A 12-byte TAI64N timestamp (whitepaper §5.4.2): 8 bytes big-endian seconds since 1970 plus
 /// 2^62 + 10, then 4 bytes big-endian nanoseconds. Nanoseconds are rounded down to a multiple of

@@ -1,4 +1,5 @@
 // What `tick(now:)` asks the I/O shell to do.
+import Core
 
 /// An action returned by `WireGuardDevice.tick(now:)`.
 public enum TimerAction: Equatable, Sendable {

@@ -6,6 +6,7 @@
 // endpoint are updated. Handshake messages are copied out (they are rare and small), mac1 is always
 // checked, mac2 and the per-source rate limit only under load, and state is changed only after
 // every check passed.
+import Core
 import Synchronization
 
 extension WireGuardDevice {

@@ -5,6 +5,7 @@
 // and no allocation. With no usable keypair it says `.handshakeNeeded`: the caller queues the
 // packet and calls `initiation(for:)`, then sends the queue on `.handshakeComplete` /
 // `sessionConfirmed`.
+import Core
 import Synchronization
 
 extension WireGuardDevice {

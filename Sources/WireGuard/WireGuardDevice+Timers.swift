@@ -1,4 +1,5 @@
 // Timer expiry: the I/O shell calls tick(now:) every 100–250 ms and performs the actions.
+import Core
 import Synchronization
 
 extension WireGuardDevice {

@@ -1,4 +1,5 @@
 // The device: our identity, the peer table, the index table, the cookie checker and rate limiter.
+import Core
 import Synchronization
 
 /// A WireGuard interface as a pure state machine: no sockets, no threads, no clock. The gateway

@@ -1,4 +1,5 @@
 // Curve25519 Diffie-Hellman through libsodium.
+import Core
 import CSodium
 
 /// X25519 (RFC 7748) as WireGuard's `DH` and `DH_PUBKEY` (whitepaper §5.4).

@@ -1,3 +1,4 @@
+import Core
 import CAllocCounter
 
 /// Heap allocations made by the process so far (every malloc/calloc/realloc/aligned call).

@@ -1,5 +1,6 @@
 // `tunnelbench offload`: TUN offload throughput — TUNCoalescer (GRO for TUN writes) and
 // GSOSegmenter (splitting TSO/USO reads), with the allocation count of each measured loop.
+import Core
 import Foundation
 import Packet
 

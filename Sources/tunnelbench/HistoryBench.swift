@@ -1,3 +1,4 @@
+import Core
 import Foundation
 import Gateway
 import Packet
@@ -28,7 +29,7 @@ enum HistoryBench {
         // 0. Heap allocations of the hook alone: the writer is held off by another connection's
         //    write lock (the allocation counter is process-wide; SQLite would count otherwise).
         do {
-            let holder = try Store(path: dir + "/state.db")
+            let holder = try StateStore(path: dir + "/state.db")
             try holder.connection.execute("BEGIN IMMEDIATE")
             writer.submit(.heartbeat(at: 1))
             usleep(50_000)

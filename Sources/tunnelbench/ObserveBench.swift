@@ -2,6 +2,7 @@
 // four states it can be in, over the same decide-like loop (parse, track, observer call):
 // no observer at all; observer with nobody watching and capture off; a watcher attached (a
 // consumer thread draining the ring); capture at full detail (1400-byte packets to a temp dir).
+import Core
 import Capture
 import Foundation
 import Gateway

@@ -1,4 +1,5 @@
 // `tunnelbench packet`: packet parse + flow-table lookup throughput on a realistic mix.
+import Core
 import Foundation
 import Packet
 

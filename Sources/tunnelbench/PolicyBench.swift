@@ -1,4 +1,5 @@
 // `tunnelbench policy`: compiled policy evaluations per second at 10, 1,000 and 10,000 rules.
+import Core
 import Foundation
 import Packet
 import Policy

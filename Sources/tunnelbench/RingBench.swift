@@ -3,6 +3,7 @@
 // `stress` spawns a consumer and a producer (this same executable) on a ring in a temporary
 // directory. Every record carries a sequence number and a checksum (RingSelfTest); the consumer
 // exits non-zero on a torn, corrupt or reordered record, or when received + dropped != count.
+import Core
 import Foundation
 import Capture
 import LiveFeed

@@ -1,3 +1,4 @@
+import Core
 import Foundation
 import Store
 import Synchronization
@@ -43,8 +44,8 @@ enum StoreBench {
     }
 
     static func flow(_ id: Int64, at: Int64) -> FlowOpen {
-        FlowOpen(id: id, proto: 6, src: StoreAddress(v4: 0x0A63_0002), srcPort: UInt16(truncatingIfNeeded: id),
-                 dst: StoreAddress(v4: 0xC0A8_0105), dstPort: 443, peer: "alice", at: at, verdict: .allow)
+        FlowOpen(id: id, proto: 6, src: IPAddress(v4: 0x0A63_0002), srcPort: UInt16(truncatingIfNeeded: id),
+                 dst: IPAddress(v4: 0xC0A8_0105), dstPort: 443, peer: "alice", at: at, verdict: .allow)
     }
 
     /// Submits `record` until the queue takes it (the benchmark measures the writer, not drops).
@@ -65,7 +66,7 @@ enum StoreBench {
         // 0. What submit costs: with the writer held off by another connection's write lock,
         //    count the process's heap allocations over 10,000 submits.
         do {
-            let holder = try Store(path: dir + "/state.db")
+            let holder = try StateStore(path: dir + "/state.db")
             try holder.connection.execute("BEGIN IMMEDIATE")
             w.submit(.heartbeat(at: now))  // the writer takes this one and waits for the lock
             usleep(50_000)
@@ -118,7 +119,7 @@ enum StoreBench {
         let now: Int64 = 1_800_000_000_000
         let seedStart = seconds()
         do {
-            let store = try Store(path: path)
+            let store = try StateStore(path: path)
             var id: Int64 = 1
             while id <= Int64(rows) {
                 let end = min(Int64(rows), id + 49_999)
@@ -153,7 +154,7 @@ enum StoreBench {
         usleep(200_000)
         let before = w.stats()
 
-        let store = try Store(path: path)
+        let store = try StateStore(path: path)
         let retention = RetentionSettings(flowsMaxAgeMs: 7 * day, refusalsMaxAgeMs: nil, sessionsMaxAgeMs: nil, markersMaxAgeMs: nil,
                                           pcapMaxBytes: nil, pcapMaxAgeMs: nil)
         var lastShown = 0.0

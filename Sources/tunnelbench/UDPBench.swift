@@ -5,6 +5,7 @@
 //    loaded 2-core machine the sender can be the limit, so also:
 // 2. drain: fill the receiver's socket buffer with 8192 datagrams while nobody reads, then time
 //    how fast the receiver empties it — the cost of the receive path alone.
+import Core
 import Foundation
 import Gateway
 import Packet
@@ -75,7 +76,7 @@ enum UDPBench {
         let sender = try LinuxDatagramBind(port: 0, bufferBytes: 32 << 20, ipv4: loopback, ipv6: nil)
         let out = PacketBatch(capacity: 64, slotSize: 2048)
         let payload = [UInt8](repeating: 0x5A, count: 64)
-        for i in 0..<64 { out.set(i, bytes: payload, endpoint: UDPEndpoint(address: loopback, port: receiver.port)) }
+        for i in 0..<64 { out.set(i, bytes: payload, endpoint: Endpoint(address: loopback, port: receiver.port)) }
         out.count = 64
         let batch = PacketBatch(capacity: 64, slotSize: 2048)
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: 2048, alignment: 16)
@@ -103,7 +104,7 @@ enum UDPBench {
         let loopback = IPAddress(v4: 0x7F00_0001)
         let receiver = try LinuxDatagramBind(port: 0, bufferBytes: 8 << 20, ipv4: loopback, ipv6: nil)
         let sender = try LinuxDatagramBind(port: 0, bufferBytes: 8 << 20, ipv4: loopback, ipv6: nil)
-        let target = UDPEndpoint(address: loopback, port: receiver.port)
+        let target = Endpoint(address: loopback, port: receiver.port)
         let shared = Shared()
 
         Thread.detachNewThread {

@@ -1,5 +1,6 @@
 // tunnelbench wireguard: handshake rate, transport throughput through the WireGuard core API, and
 // raw libsodium ChaCha20-Poly1305 on the same sizes for the ratio.
+import Core
 import CSodium
 import Foundation
 import Packet

@@ -1,5 +1,6 @@
 // tunnelbench: benchmarks, not tests. `swift run -c release tunnelbench GROUP`.
 // Each group lives in its own file (`PolicyBench.swift`, …) and registers one line below.
+import Core
 import Foundation
 
 let groups: [(name: String, summary: String, run: ([String]) throws -> Void)] = [

@@ -1,3 +1,4 @@
+import Core
 import Control
 import Foundation
 import Store
@@ -9,7 +10,7 @@ import Synchronization
 /// (the daemon's writer and tunnelctl are two connections on one WAL file). A write waits for
 /// the daemon's lock through the busy timeout and is retried, so it never fails with
 /// "database is locked" while the daemon writes. Also home of the store helpers the history
-/// commands share (`openStore`, `cliNow`, `formatTime`, `parseSince`).
+/// commands share (`openStore`, `cliNow`, `dateTimeText`, `parseSince`).
 extension Tunnelctl {
     static let auditCommand = Command(name: "audit", summary: "audit sessions and markers: start LABEL | stop | mark LABEL | list") { args, console in
         let json = args.flag("--json")
@@ -22,7 +23,7 @@ extension Tunnelctl {
             let now = cliNow()
             let a = try writing { try store.startAudit(label: label, at: now) }
             if json { console.print(try encodeJSON(AuditSessionJSON(a))) } else {
-                console.print("audit session \(a.id) '\(a.label)' started at \(formatTime(a.startedAt))")
+                console.print("audit session \(a.id) '\(a.label)' started at \(dateTimeText(a.startedAt))")
             }
             return .ok
         case "stop":
@@ -30,8 +31,8 @@ extension Tunnelctl {
             try args.finish()
             let a = try writing { try store.stopAudit(at: cliNow()) }
             if json { console.print(try encodeJSON(AuditSessionJSON(a))) } else {
-                let lasted = formatDuration(((a.endedAt ?? a.startedAt) - a.startedAt) / 1000)
-                console.print("audit session \(a.id) '\(a.label)' stopped at \(formatTime(a.endedAt ?? a.startedAt)) (lasted \(lasted))")
+                let lasted = remainingText(((a.endedAt ?? a.startedAt) - a.startedAt) / 1000)
+                console.print("audit session \(a.id) '\(a.label)' stopped at \(dateTimeText(a.endedAt ?? a.startedAt)) (lasted \(lasted))")
             }
             return .ok
         case "mark":
@@ -42,7 +43,7 @@ extension Tunnelctl {
             let m = try writing { try store.addMarker(MarkerInput(at: cliNow(), label: label, kind: .manual, detail: detail)) }
             if json { console.print(try encodeJSON(MarkerJSON(m))) } else {
                 let session = m.auditSessionId.map { " (audit session \($0))" } ?? ""
-                console.print("marker \(m.id) '\(m.label)' at \(formatTime(m.at))\(session)")
+                console.print("marker \(m.id) '\(m.label)' at \(dateTimeText(m.at))\(session)")
             }
             return .ok
         case "list":
@@ -57,7 +58,7 @@ extension Tunnelctl {
             console.print(renderAuditList(audits, markers))
             return .ok
         default:
-            throw CLIError.usage("unknown audit subcommand '\(sub)'\(didYouMean(sub, ["start", "stop", "mark", "list"]))\n\(auditUsage)")
+            throw CLIError.usage("unknown audit subcommand '\(sub)'\(DidYouMean.suffix(sub, ["start", "stop", "mark", "list"]))\n\(auditUsage)")
         }
     }
 
@@ -80,7 +81,7 @@ extension Tunnelctl {
         } else {
             var rows = [["ID", "STARTED", "ENDED", "LABEL"]]
             for a in audits {
-                rows.append([String(a.id), formatTime(a.startedAt), a.endedAt.map(formatTime) ?? "(open)", a.label])
+                rows.append([String(a.id), dateTimeText(a.startedAt), a.endedAt.map(dateTimeText) ?? "(open)", a.label])
             }
             out.append("audit sessions:")
             out.append(table(rows).split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
@@ -91,7 +92,7 @@ extension Tunnelctl {
             var rows = [["ID", "AT", "KIND", "AUDIT", "LABEL"]]
             for m in markers {
                 let label = m.detail.map { "\(m.label) (\($0))" } ?? m.label
-                rows.append([String(m.id), formatTime(m.at), m.kind.rawValue, m.auditSessionId.map(String.init) ?? "-", label])
+                rows.append([String(m.id), dateTimeText(m.at), m.kind.rawValue, m.auditSessionId.map(String.init) ?? "-", label])
             }
             out.append("markers:")
             out.append(table(rows).split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
@@ -112,9 +113,9 @@ extension Tunnelctl {
         init(_ a: AuditSession) {
             id = a.id
             label = a.label
-            startedAt = isoTime(a.startedAt)
+            startedAt = isoText(a.startedAt)
             startedAtMs = a.startedAt
-            endedAt = a.endedAt.map(isoTime)
+            endedAt = a.endedAt.map(isoText)
             endedAtMs = a.endedAt
             open = a.endedAt == nil
         }
@@ -130,7 +131,7 @@ extension Tunnelctl {
         var detail: String?
         init(_ m: Marker) {
             id = m.id
-            at = isoTime(m.at)
+            at = isoText(m.at)
             atMs = m.at
             label = m.label
             kind = m.kind.rawValue
@@ -157,7 +158,7 @@ extension Tunnelctl {
 
     /// Opens the store named by `--config`. Writing commands create the state directory and
     /// the store when missing (the daemon need not have run); read commands never create.
-    static func openStore(_ args: inout Arguments, write: Bool) throws -> (Store, TunnelConfig) {
+    static func openStore(_ args: inout Arguments, write: Bool) throws -> (StateStore, TunnelConfig) {
         let config = try cliConfig(&args)
         let path = config.interface.storePath
         if write {
@@ -172,7 +173,7 @@ extension Tunnelctl {
             }
         }
         let store = try storeCall {
-            try retryingBusy { try Store(path: path, mode: write ? .readWrite : .readOnly, busyTimeoutMs: 10_000) }
+            try retryingBusy { try StateStore(path: path, mode: write ? .readWrite : .readOnly, busyTimeoutMs: 10_000) }
         }
         return (store, config)
     }
@@ -205,73 +206,14 @@ extension Tunnelctl {
         }
     }
 
-    /// Local wall-clock time (TZ honoured): `2026-03-01 12:00:00`.
-    static func formatTime(_ ms: Int64) -> String {
-        var t = time_t(ms >= 0 ? ms / 1000 : (ms - 999) / 1000)
-        var tmv = tm()
-        localtime_r(&t, &tmv)
-        return String(format: "%04d-%02d-%02d %02d:%02d:%02d", Int(tmv.tm_year) + 1900, Int(tmv.tm_mon) + 1, Int(tmv.tm_mday),
-                      Int(tmv.tm_hour), Int(tmv.tm_min), Int(tmv.tm_sec))
-    }
-
-    /// UTC with milliseconds for JSON: `2026-03-01T12:00:00.000Z`.
-    static func isoTime(_ ms: Int64) -> String {
-        let secs = ms >= 0 ? ms / 1000 : (ms - 999) / 1000
-        var t = time_t(secs)
-        var tmv = tm()
-        gmtime_r(&t, &tmv)
-        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", Int(tmv.tm_year) + 1900, Int(tmv.tm_mon) + 1, Int(tmv.tm_mday),
-                      Int(tmv.tm_hour), Int(tmv.tm_min), Int(tmv.tm_sec), Int(ms - secs * 1000))
-    }
-
-    /// `--since`: a duration back from now (`10m`, `1h`, `7d`), `forever`, or a date
-    /// `YYYY-MM-DD[THH:MM[:SS]]` in local time (UTC with a trailing `Z`). Returns epoch ms.
+    /// `--since` (every command that takes it): a duration back from now (`10m`, `1h`, `7d`),
+    /// `forever`, or a date `YYYY-MM-DD[THH:MM[:SS]]` in local time (UTC with a trailing `Z`).
+    /// Returns epoch ms (`Int64.min` for `forever`).
     static func parseSince(_ text: String, now: Int64) throws -> Int64 {
-        if let first = text.first, first.isNumber, text.contains("-") {
-            guard let t = parseDate(text) else {
-                throw CLIError.usage("--since '\(text)': expected a duration (10m, 1h, 7d) or a date YYYY-MM-DD[THH:MM[:SS]][Z]")
-            }
-            return t
-        }
         do {
-            guard let ms = try ValueFormat.parseDuration(text) else { return .min }
-            return now - ms
-        } catch let e as SettingValueError {
-            throw CLIError.usage("--since '\(text)': \(e.message), or a date YYYY-MM-DD[THH:MM[:SS]][Z]")
+            return try TimeText.since(text, now: now, zone: cliTimeZone)
+        } catch {
+            throw CLIError.usage("--since \(error)")
         }
-    }
-
-    /// `YYYY-MM-DD[THH:MM[:SS]][Z]` (a space may replace `T`) → epoch ms; nil when malformed.
-    static func parseDate(_ text: String) -> Int64? {
-        var s = Substring(text)
-        let utc = s.hasSuffix("Z") || s.hasSuffix("z")
-        if utc { s = s.dropLast() }
-        let parts = s.split(maxSplits: 1, omittingEmptySubsequences: false, whereSeparator: { $0 == "T" || $0 == " " })
-        let date = parts[0].split(separator: "-", omittingEmptySubsequences: false).map { Int($0) }
-        guard date.count == 3, let y = date[0], let mo = date[1], let d = date[2],
-              (1970...9999).contains(y), (1...12).contains(mo), (1...31).contains(d) else { return nil }
-        var h = 0, mi = 0, sec = 0
-        if parts.count == 2 {
-            let time = parts[1].split(separator: ":", omittingEmptySubsequences: false).map { Int($0) }
-            guard (2...3).contains(time.count), let hh = time[0], let mm = time[1], (0...23).contains(hh), (0...59).contains(mm)
-            else { return nil }
-            h = hh
-            mi = mm
-            if time.count == 3 {
-                guard let ss = time[2], (0...60).contains(ss) else { return nil }
-                sec = ss
-            }
-        }
-        var tmv = tm()
-        tmv.tm_year = Int32(y - 1900)
-        tmv.tm_mon = Int32(mo - 1)
-        tmv.tm_mday = Int32(d)
-        tmv.tm_hour = Int32(h)
-        tmv.tm_min = Int32(mi)
-        tmv.tm_sec = Int32(sec)
-        tmv.tm_isdst = -1
-        let t = utc ? timegm(&tmv) : mktime(&tmv)
-        guard t != -1 else { return nil }
-        return Int64(t) * 1000
     }
 }

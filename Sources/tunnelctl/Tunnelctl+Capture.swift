@@ -1,3 +1,4 @@
+import Core
 import Capture
 import Control
 import Foundation
@@ -36,7 +37,7 @@ extension Tunnelctl {
             return try captureExtract(flow: id, output: output, filter: filter, directory: captureDirectory(config),
                                       storePath: config.interface.storePath, console: console)
         default:
-            throw CLIError.usage("unknown capture subcommand '\(sub)'\(didYouMean(sub, ["on", "off", "list", "extract"]))")
+            throw CLIError.usage("unknown capture subcommand '\(sub)'\(DidYouMean.suffix(sub, ["on", "off", "list", "extract"]))")
         }
     }
 
@@ -70,7 +71,7 @@ extension Tunnelctl {
         }
         var rows = [["SEQ", "SIZE", "FIRST", "LAST", "PACKETS", "FILE"]]
         for f in files {
-            rows.append(["\(f.sequence)", formatBytes(UInt64(f.size)),
+            rows.append(["\(f.sequence)", bytesText(UInt64(f.size)),
                          f.firstPacketNanoseconds.map { String(timeText($0).prefix(23)) } ?? "-",
                          f.lastPacketNanoseconds.map { String(timeText($0).prefix(23)) } ?? "-",
                          f.packetCount.map(String.init) ?? "?", (f.path as NSString).lastPathComponent])

@@ -1,3 +1,4 @@
+import Core
 import Foundation
 import Store
 
@@ -19,9 +20,9 @@ extension Tunnelctl {
 
     /// Writes capture on/off and detail into the settings row; returns the new (enabled, detail).
     static func storeCaptureSettings(storePath: String, enabled: Bool, detail: String?) throws -> (Bool, String) {
-        let store: Store
+        let store: StateStore
         do {
-            store = try Store(path: storePath)
+            store = try StateStore(path: storePath)
         } catch {
             throw CLIError.failure("cannot open the store \(storePath): \(error)")
         }
@@ -40,11 +41,11 @@ extension Tunnelctl {
     /// The flow row `id`, nil when the store or the row does not exist.
     static func storedFlow(storePath: String, id: Int64) -> StoredFlow? {
         guard FileManager.default.fileExists(atPath: storePath),
-              let store = try? Store(path: storePath, mode: .readOnly),
+              let store = try? StateStore(path: storePath, mode: .readOnly),
               let f = try? store.flow(id: id) else { return nil }
         return StoredFlow(
             proto: f.proto, isIPv6: f.src.isIPv6, src: (f.src.high, f.src.low), srcPort: f.srcPort,
             dst: (f.dst.high, f.dst.low), dstPort: f.dstPort,
-            capture: f.capture.map { ($0.fileSequence, $0.offset) }, lastSeenMs: f.lastSeen, closed: f.closedAt != nil)
+            capture: f.capture.map { (Int64($0.fileSequence), Int64(truncatingIfNeeded: $0.offset)) }, lastSeenMs: f.lastSeen, closed: f.closedAt != nil)
     }
 }

@@ -1,3 +1,4 @@
+import Core
 import Control
 import Foundation
 
@@ -134,7 +135,7 @@ extension Tunnelctl {
 
     static func renderStatus(_ s: StatusReply) -> String {
         var lines = [
-            "tunneld \(s.version), pid \(s.pid), up \(formatDuration(s.uptimeSeconds))",
+            "tunneld \(s.version), pid \(s.pid), up \(remainingText(s.uptimeSeconds))",
             "interface \(s.interface), UDP port \(s.listenPort), addresses \(s.addresses.joined(separator: ", "))",
             "peers: \(s.peersConnected) connected of \(s.peersConfigured) configured",
             "flows: \(s.flowsActive) active",
@@ -158,9 +159,9 @@ extension Tunnelctl {
     static func renderPeers(_ peers: [PeerStatus], now: Int64) -> String {
         var rows = [["PEER", "TIER", "SESSION", "ENDPOINT", "HANDSHAKE", "RX", "TX", "ALLOWED IPS"]]
         for p in peers {
-            let hs = p.lastHandshakeMs.map { formatDuration(max(0, (now - $0) / 1000)) + " ago" } ?? "never"
-            rows.append([p.name, p.tier.rawValue, p.session.rawValue, p.endpoint ?? "-", hs, formatBytes(p.rxBytes),
-                         formatBytes(p.txBytes), p.allowedIPs.joined(separator: ",")])
+            let hs = p.lastHandshakeMs.map { remainingText(max(0, (now - $0) / 1000)) + " ago" } ?? "never"
+            rows.append([p.name, p.tier.rawValue, p.session.rawValue, p.endpoint ?? "-", hs, bytesText(p.rxBytes),
+                         bytesText(p.txBytes), p.allowedIPs.joined(separator: ",")])
         }
         return table(rows)
     }
@@ -175,22 +176,11 @@ extension Tunnelctl {
         }.joined(separator: "\n")
     }
 
-    /// `1h02m03s`, `5m10s`, `42s`.
-    static func formatDuration(_ seconds: Int64) -> String {
-        let h = seconds / 3600, m = seconds / 60 % 60, s = seconds % 60
-        if h > 0 { return "\(h)h\(String(format: "%02d", m))m\(String(format: "%02d", s))s" }
-        if m > 0 { return "\(m)m\(String(format: "%02d", s))s" }
-        return "\(s)s"
-    }
+    /// `1h02m03s`, `5m10s`, `42s` (Core's one formatter).
+    static func remainingText(_ seconds: Int64) -> String { DurationFormat.remaining(seconds: seconds) }
 
     /// `512 B`, `1.5 KiB`, `2.0 GiB`.
-    static func formatBytes(_ n: UInt64) -> String {
-        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
-        var v = Double(n)
-        var u = 0
-        while v >= 1024 && u < units.count - 1 { v /= 1024; u += 1 }
-        return u == 0 ? "\(n) B" : String(format: "%.1f", v) + " " + units[u]
-    }
+    static func bytesText(_ n: UInt64) -> String { SizeFormat.approximate(bytes: n) }
 }
 
 extension String {

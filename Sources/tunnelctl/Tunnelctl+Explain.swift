@@ -1,3 +1,4 @@
+import Core
 import Control
 import Foundation
 import Packet
@@ -38,7 +39,7 @@ extension Tunnelctl {
 
         // The store's view: refusals of this destination, and matching flows.
         let (dst, dstPort) = flow.direction == .out ? (flow.destination, flow.destinationPort) : (flow.source, flow.sourcePort)
-        let key = Store.flowKey(proto: flow.proto.rawValue, dst: dst, dstPort: dstPort)
+        let key = StateStore.flowKey(proto: flow.proto.rawValue, dst: dst, dstPort: dstPort)
         // ICMP flows carry the echo identifier where ports would be: match them by addresses only.
         let hasPorts = flow.proto == .tcp || flow.proto == .udp
         let refusals = try store?.refusals(peer: flow.peer, kind: .flow, flowKey: key) ?? []
@@ -84,7 +85,7 @@ extension Tunnelctl {
             } else {
                 console.print("live     \(liveNow.count) in tunneld now")
                 for f in liveNow.prefix(5) {
-                    console.print("         #\(f.id) \(f.verdict), out \(f.packetsOut) pkts \(formatBytes(f.bytesOut)), in \(f.packetsIn) pkts \(formatBytes(f.bytesIn)), since \(dateTimeText(f.firstSeenMs)), last \(clockText(f.lastSeenMs))")
+                    console.print("         #\(f.id) \(f.verdict), out \(f.packetsOut) pkts \(bytesText(f.bytesOut)), in \(f.packetsIn) pkts \(bytesText(f.bytesIn)), since \(dateTimeText(f.firstSeenMs)), last \(clockText(f.lastSeenMs))")
                 }
             }
         }
@@ -101,8 +102,8 @@ extension Tunnelctl {
     static func flowLine(_ f: Flow) -> String {
         let c = f.counters
         let state = f.closedAt == nil ? "live" : "closed (\(f.closeReason ?? "?"))"
-        return "#\(f.id) \(flowText(f)) \(f.verdict.rawValue), out \(c.packetsOut) pkts \(formatBytes(c.bytesOut)), "
-            + "in \(c.packetsIn) pkts \(formatBytes(c.bytesIn)), \(dateTimeText(f.firstSeen))–\(clockText(f.lastSeen)) \(state)"
+        return "#\(f.id) \(flowText(f)) \(f.verdict.name), out \(c.packetsOut) pkts \(bytesText(c.bytesOut)), "
+            + "in \(c.packetsIn) pkts \(bytesText(c.bytesIn)), \(dateTimeText(f.firstSeen))–\(clockText(f.lastSeen)) \(state)"
     }
 
 }

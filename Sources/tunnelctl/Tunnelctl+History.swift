@@ -1,3 +1,4 @@
+import Core
 import Control
 import Foundation
 import Store
@@ -54,8 +55,8 @@ extension Tunnelctl {
         var table = [["ID", "PEER", "FLOW", "VERDICT", "RULE", "OUT", "IN", "FIRST", "LAST", "STATE"]]
         for f in rows {
             let c = f.counters
-            table.append([String(f.id), f.peer, flowText(f), f.verdict.rawValue, f.rule ?? "default",
-                          "\(c.packetsOut)p/\(formatBytes(c.bytesOut))", "\(c.packetsIn)p/\(formatBytes(c.bytesIn))",
+            table.append([String(f.id), f.peer, flowText(f), f.verdict.name, f.rule ?? "default",
+                          "\(c.packetsOut)p/\(bytesText(c.bytesOut))", "\(c.packetsIn)p/\(bytesText(c.bytesIn))",
                           dateTimeText(f.firstSeen), clockText(f.lastSeen), f.closedAt == nil ? "live" : (f.closeReason ?? "closed")])
         }
         console.print(Tunnelctl.table(table))
@@ -130,7 +131,7 @@ struct FlowRow: Encodable {
         dst = f.dst.description
         dstPort = f.dstPort
         host = f.host
-        verdict = f.verdict.rawValue
+        verdict = f.verdict.name
         rule = f.rule
         firstSeen = Tunnelctl.isoText(f.firstSeen)
         lastSeen = Tunnelctl.isoText(f.lastSeen)

@@ -1,3 +1,4 @@
+import Core
 import Control
 import Foundation
 import Store
@@ -11,16 +12,16 @@ extension Tunnelctl {
         let json = args.flag("--json")
         let config = try cliConfig(&args)
         guard let sub = args.next() else { throw CLIError.usage(usage) }
-        guard sub == "tier" else { throw CLIError.usage("unknown subcommand '\(sub)'\(didYouMean(sub, ["tier"]))\n\(usage)") }
+        guard sub == "tier" else { throw CLIError.usage("unknown subcommand '\(sub)'\(DidYouMean.suffix(sub, ["tier"]))\n\(usage)") }
         guard let name = args.next(), let tierText = args.next() else { throw CLIError.usage(usage) }
         try args.finish()
-        guard let tier = StorePeerTier(rawValue: tierText) else {
+        guard let tier = PeerTier(rawValue: tierText) else {
             throw CLIError.usage("tier '\(tierText)' is neither free nor premium\n\(usage)")
         }
         let peer = try configuredPeer(name, config)
-        let store: Store
+        let store: StateStore
         do {
-            store = try Store(path: config.interface.storePath)
+            store = try StateStore(path: config.interface.storePath)
         } catch let e as StoreError {
             throw CLIError.failure(e.description)
         }
@@ -33,7 +34,7 @@ extension Tunnelctl {
         }
         var line = "\(name): tier \(tier.rawValue)" + (before.rawValue == tier.rawValue ? " (unchanged)" : " (was \(before.rawValue))")
         if tier == .premium && hadWindow { line += "; its window is removed" }
-        console.print(line + "; tunneld applies it within WatchdogInterval (\(formatDuration(Int64(config.interface.watchdogInterval.components.seconds))))")
+        console.print(line + "; tunneld applies it within WatchdogInterval (\(remainingText(Int64(config.interface.watchdogInterval.components.seconds))))")
         return .ok
     }
 }

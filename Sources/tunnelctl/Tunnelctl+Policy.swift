@@ -1,3 +1,4 @@
+import Core
 import Foundation
 import Packet
 import Policy
@@ -49,7 +50,7 @@ extension Tunnelctl {
         case "show":
             return try policyShow(&args, json: json, console)
         default:
-            throw CLIError.usage("unknown subcommand '\(sub)'\(didYouMean(sub, ["check", "test"]))\n\n" + policyUsage)
+            throw CLIError.usage("unknown subcommand '\(sub)'\(DidYouMean.suffix(sub, ["check", "test"]))\n\n" + policyUsage)
         }
     }
 

@@ -1,3 +1,4 @@
+import Core
 import Control
 import Foundation
 import Store
@@ -37,7 +38,7 @@ extension Tunnelctl {
 
     /// Runs the prune and measures bytes per family: pages the family's deletes freed (real run)
     /// or its share of its table's and indexes' pages (dry run, an estimate).
-    static func runPrune(store: Store, config: TunnelConfig, retention: RetentionSettings, now: Int64, dryRun: Bool,
+    static func runPrune(store: StateStore, config: TunnelConfig, retention: RetentionSettings, now: Int64, dryRun: Bool,
                          progress: TerminalProgress?) throws -> PruneJSON {
         let c = store.connection
         let pageSize = try storeCall { try c.scalarInt("PRAGMA page_size") ?? 4096 }
@@ -74,13 +75,13 @@ extension Tunnelctl {
             }
             let age = maxAge(f, retention)
             families.append(PruneJSON.Family(
-                family: f.rawValue, rows: rows, bytes: bytes, maxAge: ValueFormat.formatDuration(age),
-                cutoff: report.cutoffs[f].map(isoTime), cutoffMs: report.cutoffs[f]))
+                family: f.rawValue, rows: rows, bytes: bytes, maxAge: DurationFormat.format(ms: age),
+                cutoff: report.cutoffs[f].map(isoText), cutoffMs: report.cutoffs[f]))
         }
         return PruneJSON(
-            dryRun: dryRun, now: isoTime(now), families: families, rows: report.totalRows,
+            dryRun: dryRun, now: isoText(now), families: families, rows: report.totalRows,
             bytesReclaimed: report.bytesReclaimed,
-            pcap: report.capture.map { PruneJSON.Pcap(files: $0.files, bytes: $0.bytes, maxBytes: ValueFormat.formatSize(retention.pcapMaxBytes), maxAge: ValueFormat.formatDuration(retention.pcapMaxAgeMs)) })
+            pcap: report.capture.map { PruneJSON.Pcap(files: $0.files, bytes: $0.bytes, maxBytes: SizeFormat.format(bytes: retention.pcapMaxBytes), maxAge: DurationFormat.format(ms: retention.pcapMaxAgeMs)) })
     }
 
     static func maxAge(_ f: PruneFamily, _ r: RetentionSettings) -> Int64? {
@@ -95,17 +96,17 @@ extension Tunnelctl {
     static func renderPrune(_ r: PruneJSON, retention: RetentionSettings) -> String {
         var rows = [["FAMILY", "ROWS", r.dryRun ? "BYTES (est.)" : "BYTES", "KEPT", "OLDER THAN"]]
         for f in r.families {
-            rows.append([f.family, String(f.rows), f.bytes.map { formatBytes(UInt64(max(0, $0))) } ?? "?", f.maxAge,
-                         f.cutoffMs.map(formatTime) ?? "-"])
+            rows.append([f.family, String(f.rows), f.bytes.map { bytesText(UInt64(max(0, $0))) } ?? "?", f.maxAge,
+                         f.cutoffMs.map(dateTimeText) ?? "-"])
         }
         if let p = r.pcap {
-            rows.append(["pcap files", String(p.files), formatBytes(UInt64(max(0, p.bytes))), "\(p.maxAge), \(p.maxBytes)", "-"])
+            rows.append(["pcap files", String(p.files), bytesText(UInt64(max(0, p.bytes))), "\(p.maxAge), \(p.maxBytes)", "-"])
         }
         var lines: [String] = []
         if r.dryRun {
             lines.append("dry run: would remove \(r.rows) rows and \(r.pcap?.files ?? 0) pcap files; nothing was changed")
         } else {
-            lines.append("removed \(r.rows) rows and \(r.pcap?.files ?? 0) pcap files; the store file gave back \(formatBytes(UInt64(max(0, r.bytesReclaimed))))")
+            lines.append("removed \(r.rows) rows and \(r.pcap?.files ?? 0) pcap files; the store file gave back \(bytesText(UInt64(max(0, r.bytesReclaimed))))")
         }
         lines += table(rows).split(separator: "\n").map(String.init)
         return lines.joined(separator: "\n")

@@ -1,3 +1,4 @@
+import Core
 import Control
 import Foundation
 import Store
@@ -73,7 +74,7 @@ extension Tunnelctl {
             }
             return .ok
         default:
-            throw CLIError.usage("unknown retention subcommand '\(sub)'\(didYouMean(sub, ["show", "set"]))\n\(retentionUsage)")
+            throw CLIError.usage("unknown retention subcommand '\(sub)'\(DidYouMean.suffix(sub, ["show", "set"]))\n\(retentionUsage)")
         }
     }
 
@@ -91,7 +92,7 @@ extension Tunnelctl {
             if e.key == nil {
                 throw CLIError.usage("unknown setting '\(key)'\(keyHint(key)) (known settings: \(Settings.keys.map(\.key).joined(separator: " ")))")
             }
-            throw CLIError.usage("\(key)=\(value): \(e.message)")
+            throw CLIError.usage(e.description)
         }
     }
 
@@ -99,7 +100,7 @@ extension Tunnelctl {
     static func keyHint(_ word: String) -> String {
         let key = String(word.prefix(while: { $0 != "=" && $0 != ":" && $0 != " " })).lowercased()
         let keys = Settings.keys.map(\.key)
-        let hint = didYouMean(key, keys)
+        let hint = DidYouMean.suffix(key, keys)
         if !hint.isEmpty { return hint }
         // `flow` vs `flows`, `pcap_bytes` vs `pcap-bytes`, `pcapbytes`.
         let normal = key.replacingOccurrences(of: "_", with: "-")

@@ -1,3 +1,4 @@
+import Core
 import Control
 import Foundation
 import Policy
@@ -33,7 +34,7 @@ extension Tunnelctl {
     }
 
     /// One peer's window state at `now`.
-    static func sessionReport(_ peer: PeerConfig, config: TunnelConfig, store: Store?, live: [String: PeerSessionState]?,
+    static func sessionReport(_ peer: PeerConfig, config: TunnelConfig, store: StateStore?, live: [String: PeerSessionState]?,
                               now: Int64) throws -> SessionReport
     {
         let tier = try tier(of: peer, store)
@@ -46,7 +47,7 @@ extension Tunnelctl {
             r.line = "\(peer.name) (premium): \(r.state), unlimited"
             return r
         }
-        let session = formatDuration(r.windowSeconds)
+        let session = remainingText(r.windowSeconds)
         guard let w = window, now < w.reconnectAt else {
             r.line = "\(peer.name) (free): \(r.state), " + (connected ? "window not yet recorded" : "the next connection opens a \(session) window")
             return r
@@ -56,13 +57,13 @@ extension Tunnelctl {
         if now < w.allowedUntil {
             let left = (w.allowedUntil - now + 999) / 1000
             r.secondsLeft = left
-            r.line = "\(peer.name) (free): \(r.state), \(formatDuration(left)) left\(connected ? "" : " in its window") "
+            r.line = "\(peer.name) (free): \(r.state), \(remainingText(left)) left\(connected ? "" : " in its window") "
                 + "(until \(clockText(w.allowedUntil))), then paused until \(clockText(w.reconnectAt))"
         } else {
             let wait = (w.reconnectAt - now + 999) / 1000
             r.state = "paused"
             r.secondsToReconnect = wait
-            r.line = "\(peer.name) (free): paused, can reconnect in \(formatDuration(wait)) (at \(clockText(w.reconnectAt)))"
+            r.line = "\(peer.name) (free): paused, can reconnect in \(remainingText(wait)) (at \(clockText(w.reconnectAt)))"
         }
         return r
     }
@@ -110,9 +111,9 @@ extension Tunnelctl {
                 console.print(try encodeJSON(e))
                 return .ok
             }
-            console.print("\(name): refused — free-tier pause: its \(formatDuration(session.windowSeconds)) session window ended at \(clockText(w.allowedUntil))")
+            console.print("\(name): refused — free-tier pause: its \(remainingText(session.windowSeconds)) session window ended at \(clockText(w.allowedUntil))")
             console.print("  since     \(dateTimeText(w.allowedUntil))")
-            console.print("  until     \(dateTimeText(w.reconnectAt)) (can reconnect in \(formatDuration(session.secondsToReconnect ?? 0)))")
+            console.print("  until     \(dateTimeText(w.reconnectAt)) (can reconnect in \(remainingText(session.secondsToReconnect ?? 0)))")
             if let last = rows.map(\.lastAt).max() {
                 console.print("  attempts  \(e.attempts) handshake\(e.attempts == 1 ? "" : "s") refused, last at \(dateTimeText(last))")
             } else {

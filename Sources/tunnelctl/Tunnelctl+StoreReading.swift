@@ -1,3 +1,4 @@
+import Core
 import Control
 import Foundation
 import Store
@@ -12,33 +13,20 @@ extension Tunnelctl {
         ProcessInfo.processInfo.environment["TUNNELCTL_TZ"].flatMap(TimeZone.init(identifier:)) ?? .current
     }
 
-    /// `10:15:00` in the local zone.
-    static func clockText(_ ms: Int64) -> String { formatted(ms, "HH:mm:ss") }
+    /// `10:15:00 CET` in the local zone.
+    static func clockText(_ ms: Int64) -> String { TimeText.clock(ms, zone: cliTimeZone) }
 
-    /// `2026-11-29 10:15:00` in the local zone.
-    static func dateTimeText(_ ms: Int64) -> String { formatted(ms, "yyyy-MM-dd HH:mm:ss") }
-
-    private static func formatted(_ ms: Int64, _ pattern: String) -> String {
-        let f = DateFormatter()
-        f.locale = Locale(identifier: "en_US_POSIX")
-        f.timeZone = cliTimeZone
-        f.dateFormat = pattern
-        return f.string(from: Date(timeIntervalSince1970: Double(ms) / 1000))
-    }
+    /// `2026-11-29 10:15:00 CET` in the local zone.
+    static func dateTimeText(_ ms: Int64) -> String { TimeText.local(ms, zone: cliTimeZone) }
 
     /// ISO-8601 UTC with milliseconds: `2026-11-29T10:15:00.000Z` (for --json).
-    static func isoText(_ ms: Int64) -> String {
-        let f = ISO8601DateFormatter()
-        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        f.timeZone = TimeZone(identifier: "UTC")
-        return f.string(from: Date(timeIntervalSince1970: Double(ms) / 1000))
-    }
+    static func isoText(_ ms: Int64) -> String { TimeText.iso(ms) }
 
     /// The store read-only, or nil when none exists yet (the daemon never ran). Any other problem
     /// (corrupt, not a store, wrong schema) is an error that says what to do.
-    static func readStore(_ config: TunnelConfig) throws -> Store? {
+    static func readStore(_ config: TunnelConfig) throws -> StateStore? {
         do {
-            return try Store(path: config.interface.storePath, mode: .readOnly)
+            return try StateStore(path: config.interface.storePath, mode: .readOnly)
         } catch StoreError.missing {
             return nil
         } catch let e as StoreError {
@@ -58,27 +46,22 @@ extension Tunnelctl {
     /// `--since 10m` as a cut-off (epoch ms), `.min` without the option.
     static func sinceOption(_ args: inout Arguments, now: Int64) throws -> Int64 {
         guard let text = try args.option("--since") else { return .min }
-        do {
-            guard let ms = try ValueFormat.parseDuration(text) else { return .min }
-            return now - ms
-        } catch {
-            throw CLIError.usage("--since \(text): \(error)")
-        }
+        return try parseSince(text, now: now)
     }
 
     /// The configured peer called `name`, or a "not found" error naming the configured ones.
     static func configuredPeer(_ name: String, _ config: TunnelConfig) throws -> PeerConfig {
         guard let p = config.peer(named: name) else {
             let names = config.peers.map(\.name)
-            throw CLIError.failure("no peer named '\(name)' in \(config.sourceDescription)\(didYouMean(name, names)) (configured: \(names.joined(separator: ", ")))")
+            throw CLIError.failure("no peer named '\(name)' in \(config.sourceDescription)\(DidYouMean.suffix(name, names)) (configured: \(names.joined(separator: ", ")))")
         }
         return p
     }
 
     /// A peer's tier: the store's override when there is one, else the configuration's.
-    static func tier(of peer: PeerConfig, _ store: Store?) throws -> Control.PeerTier {
+    static func tier(of peer: PeerConfig, _ store: StateStore?) throws -> PeerTier {
         guard let o = try store?.tierOverride(peer: peer.name) else { return peer.tier }
-        return Control.PeerTier(rawValue: o.tier.rawValue) ?? peer.tier
+        return o.tier
     }
 }
 

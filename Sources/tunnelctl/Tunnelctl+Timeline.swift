@@ -1,3 +1,4 @@
+import Core
 import Control
 import Foundation
 import Store
@@ -17,15 +18,15 @@ extension Tunnelctl {
         try args.finish()
         let (events, truncated) = try storeCall { try store.connection.read { try timelineEvents(store, since: since, peer: peer) } }
         if json {
-            console.print(try encodeJSON(TimelineJSON(since: since == .min ? nil : isoTime(since), truncated: truncated, events: events)))
+            console.print(try encodeJSON(TimelineJSON(since: since == .min ? nil : isoText(since), truncated: truncated, events: events)))
             return .ok
         }
         if events.isEmpty {
-            console.print(since == .min ? "nothing in the store" : "nothing since \(formatTime(since))")
+            console.print(since == .min ? "nothing in the store" : "nothing since \(dateTimeText(since))")
             return .ok
         }
         var rows = [["TIME", "EVENT", "PEER", "WHAT"]]
-        for e in events { rows.append([formatTime(e.atMs), e.event, e.peer ?? "-", e.summary]) }
+        for e in events { rows.append([dateTimeText(e.atMs), e.event, e.peer ?? "-", e.summary]) }
         console.print(table(rows))
         if truncated { console.print("(only the newest \(timelineLimit) rows of a family are shown; narrow with --since or --peer)") }
         return .ok
@@ -57,19 +58,19 @@ extension Tunnelctl {
     }
 
     /// The events at or after `since`, oldest first; ties keep a fixed family order, then id.
-    static func timelineEvents(_ store: Store, since: Int64, peer: String?) throws -> ([TimelineEvent], Bool) {
+    static func timelineEvents(_ store: StateStore, since: Int64, peer: String?) throws -> ([TimelineEvent], Bool) {
         let limit = timelineLimit
         var events: [(rank: Int, e: TimelineEvent)] = []
         func add(_ rank: Int, _ event: String, _ at: Int64, _ id: Int64, _ peer: String?, _ summary: String, _ fields: [String: String]) {
             guard at >= since else { return }
-            events.append((rank, TimelineEvent(event: event, at: isoTime(at), atMs: at, id: id, peer: peer, summary: summary,
+            events.append((rank, TimelineEvent(event: event, at: isoText(at), atMs: at, id: id, peer: peer, summary: summary,
                                                fields: fields.isEmpty ? nil : fields)))
         }
         let flows = try store.flows(since: since, peer: peer, limit: limit)
         for f in flows {
             let tuple = flowText(f)
             var fields = ["proto": protoName(f.proto), "src": endpoint(f.src, f.srcPort, f.proto), "dst": endpoint(f.dst, f.dstPort, f.proto),
-                          "verdict": f.verdict.rawValue, "bytesOut": String(f.counters.bytesOut), "bytesIn": String(f.counters.bytesIn)]
+                          "verdict": f.verdict.name, "bytesOut": String(f.counters.bytesOut), "bytesIn": String(f.counters.bytesIn)]
             if let h = f.host { fields["host"] = h }
             if let r = f.rule { fields["rule"] = r }
             let host = f.host.map { " (\($0))" } ?? ""
@@ -82,17 +83,17 @@ extension Tunnelctl {
             if let closed = f.closedAt {
                 var cf = fields
                 cf["closeReason"] = f.closeReason ?? ""
-                let bytes = "\(formatBytes(f.counters.bytesOut)) out, \(formatBytes(f.counters.bytesIn)) in"
+                let bytes = "\(bytesText(f.counters.bytesOut)) out, \(bytesText(f.counters.bytesIn)) in"
                 add(5, "flow-close", closed, f.id, f.peer, "\(tuple)\(host) closed (\(f.closeReason ?? "?")), \(bytes)", cf)
             }
         }
         let refusals = try store.refusals(since: since, peer: peer, limit: limit)
         for r in refusals {
-            let times = r.count == 1 ? "once" : "\(r.count) times, last \(formatTime(r.lastAt))"
+            let times = r.count == 1 ? "once" : "\(r.count) times, last \(dateTimeText(r.lastAt))"
             let what = r.kind == .session ? "session refused: \(r.reason)" : "\(r.flowKey) refused by \(r.rule): \(r.reason)"
             add(3, "refusal", r.firstAt, r.id, r.peer, "\(what) (\(times))",
                 ["kind": r.kind.rawValue, "rule": r.rule, "flowKey": r.flowKey, "reason": r.reason, "count": String(r.count),
-                 "lastAt": isoTime(r.lastAt)])
+                 "lastAt": isoText(r.lastAt)])
         }
         let sessions = try store.sessions(since: since, peer: peer, limit: limit)
         for s in sessions {
@@ -100,7 +101,7 @@ extension Tunnelctl {
             if let end = s.endedAt {
                 let reason = s.endReason?.rawValue ?? "?"
                 add(6, "session-end", end, s.id, s.peer,
-                    "session ended (\(reason)) after \(formatDuration((end - s.startedAt) / 1000)), rx \(formatBytes(UInt64(max(0, s.rxBytes)))), tx \(formatBytes(UInt64(max(0, s.txBytes))))",
+                    "session ended (\(reason)) after \(remainingText((end - s.startedAt) / 1000)), rx \(bytesText(UInt64(max(0, s.rxBytes)))), tx \(bytesText(UInt64(max(0, s.txBytes))))",
                     ["endReason": reason, "rxBytes": String(s.rxBytes), "txBytes": String(s.txBytes)])
             }
         }
@@ -135,7 +136,7 @@ extension Tunnelctl {
         }
     }
 
-    static func endpoint(_ a: StoreAddress, _ port: UInt16, _ proto: UInt8) -> String {
+    static func endpoint(_ a: IPAddress, _ port: UInt16, _ proto: UInt8) -> String {
         guard proto == 6 || proto == 17 else { return a.description }
         return a.isIPv6 ? "[\(a)]:\(port)" : "\(a):\(port)"
     }

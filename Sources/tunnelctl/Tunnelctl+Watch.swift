@@ -1,3 +1,4 @@
+import Core
 import Control
 import Foundation
 import LiveFeed
@@ -227,7 +228,7 @@ extension Tunnelctl {
         default:
             break
         }
-        if r.kind != .flowClose { s += " \(r.direction)" }
+        if r.kind != .flowClose { s += " \(r.direction?.name ?? "?")" }
         s += " \(peerText(r)) \(protocolName(r.ipProtocol)) \(endpoint(r, source: true)) > \(endpoint(r, source: false))"
         if r.kind == .flowClose {
             s += " bytes \(r.detail) packets \(r.detail2)"
@@ -235,7 +236,7 @@ extension Tunnelctl {
             s += " len \(r.length)"
             if r.kind == .packet && r.ipProtocol == 6 { s += " [\(flagsText(r.tcpFlags))]" }
         }
-        s += " \(r.verdict)"
+        s += " \(r.verdict?.name ?? "?")"
         if r.ruleIndex != LiveRecord.noRule { s += " rule \(r.ruleIndex)" }
         s += " flow \(r.flowID)"
         if r.captureOffset != 0 { s += " cap \(r.captureFileSequence):\(r.captureOffset)" }
@@ -258,7 +259,7 @@ extension Tunnelctl {
         case .handshake:
             break
         default:
-            if r.kind != .flowClose { f.append(("direction", quote(r.direction.description))) }
+            if r.kind != .flowClose { f.append(("direction", r.direction.map { quote($0.name) } ?? "null")) }
             f.append(("proto", quote(protocolName(r.ipProtocol))))
             f.append(("ipVersion", "\(r.ipVersion)"))
             f.append(("src", quote(address(r, source: true))))
@@ -272,7 +273,7 @@ extension Tunnelctl {
                 f.append(("length", "\(r.length)"))
                 if r.kind == .packet && r.ipProtocol == 6 { f.append(("tcpFlags", quote(flagsText(r.tcpFlags)))) }
             }
-            f.append(("verdict", quote(r.verdict.description)))
+            f.append(("verdict", r.verdict.map { quote($0.name) } ?? "null"))
             f.append(("rule", r.ruleIndex == LiveRecord.noRule ? "null" : "\(r.ruleIndex)"))
             f.append(("flow", "\(r.flowID)"))
             if r.kind == .packet {

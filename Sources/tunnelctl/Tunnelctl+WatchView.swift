@@ -1,3 +1,4 @@
+import Core
 import Foundation
 import LiveFeed
 
@@ -81,7 +82,7 @@ struct WatchView {
                 rows.append(["  " + Tunnelctl.formatRate(f.bytes), "\(f.packets)", Tunnelctl.peerText(r),
                              Tunnelctl.protocolName(r.ipProtocol),
                              "\(Tunnelctl.endpoint(r, source: true)) > \(Tunnelctl.endpoint(r, source: false))",
-                             r.verdict.description, "\(r.flowID)"])
+                             r.verdict?.name ?? "?", "\(r.flowID)"])
             }
             lines.append(Tunnelctl.table(rows))
         }

@@ -1,3 +1,4 @@
+import Core
 import Foundation
 
 /// `tunnelctl`: the admin CLI. Each command group lives in its own file
@@ -65,7 +66,7 @@ enum Tunnelctl {
             return .ok
         }
         guard let command = commands.first(where: { $0.name == name }) else {
-            console.error("tunnelctl: unknown command '\(name)'\(didYouMean(name, commands.map(\.name)))\n\n\(usage)")
+            console.error("tunnelctl: unknown command '\(name)'\(DidYouMean.suffix(name, commands.map(\.name)))\n\n\(usage)")
             return .usage
         }
         do {
@@ -202,20 +203,3 @@ struct Arguments {
     }
 }
 
-/// ", did you mean 'x'?" when one candidate is within edit distance 2, else "".
-func didYouMean(_ word: String, _ candidates: [String]) -> String {
-    func distance(_ a: [Character], _ b: [Character]) -> Int {
-        var prev = Array(0...b.count)
-        for (i, ca) in a.enumerated() {
-            var cur = [i + 1]
-            for (j, cb) in b.enumerated() {
-                cur.append(min(prev[j + 1] + 1, cur[j] + 1, prev[j] + (ca == cb ? 0 : 1)))
-            }
-            prev = cur
-        }
-        return prev[b.count]
-    }
-    let scored = candidates.map { ($0, distance(Array(word), Array($0))) }.filter { $0.1 <= 2 }
-    guard let best = scored.min(by: { $0.1 < $1.1 }) else { return "" }
-    return ", did you mean '\(best.0)'?"
-}

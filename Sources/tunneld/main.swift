@@ -1,4 +1,5 @@
 // tunneld: the gateway daemon. Everything lives in the Gateway module (Tunneld.swift).
+import Core
 import Gateway
 import Glibc
 

@@ -1,3 +1,4 @@
+import Core
 import Capture
 import Foundation
 import Testing

@@ -1,3 +1,4 @@
+import Core
 import Foundation
 import Testing
 @testable import Control

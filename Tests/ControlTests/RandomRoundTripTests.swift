@@ -1,3 +1,4 @@
+import Core
 import Packet
 import Testing
 @testable import Control
@@ -23,9 +24,9 @@ extension SplitMix {
         let a = IPAddress(v6High: UInt64.random(in: 0...UInt64.max, using: &self), low: UInt64.random(in: 0...UInt64.max, using: &self))
         return IPPrefix(a, length: Int.random(in: 0...128, using: &self))!
     }
-    mutating func endpoint() -> Endpoint {
+    mutating func endpoint() -> HostPort {
         let p = prefix()
-        return Endpoint(host: p.address.description, port: UInt16.random(in: 1...65535, using: &self))
+        return HostPort(host: p.address.description, port: UInt16.random(in: 1...65535, using: &self))
     }
 }
 

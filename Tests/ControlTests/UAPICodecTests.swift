@@ -1,3 +1,4 @@
+import Core
 import Packet
 import Testing
 @testable import Control
@@ -10,7 +11,7 @@ let sampleDevice = UAPIDeviceSnapshot(
     privateKey: key(1), listenPort: 51820, fwmark: 7,
     peers: [
         UAPIPeerSnapshot(
-            publicKey: key(2), presharedKey: key(3), endpoint: Endpoint("[2001:db8::5]:4500"), lastHandshakeSec: 1_764_400_000,
+            publicKey: key(2), presharedKey: key(3), endpoint: HostPort("[2001:db8::5]:4500"), lastHandshakeSec: 1_764_400_000,
             lastHandshakeNsec: 123, txBytes: 1, rxBytes: 2, persistentKeepaliveInterval: 25,
             allowedIPs: [IPPrefix("10.99.0.2/32")!, IPPrefix("fd99::2/128")!]),
         UAPIPeerSnapshot(publicKey: key(4)),
@@ -105,10 +106,10 @@ let sampleDevice = UAPIDeviceSnapshot(
         try #require(r.peers.count == 4)
         #expect(r.peers[0].publicKey == key(2))
         #expect(r.peers[0].presharedKey == key(3))
-        #expect(r.peers[0].endpoint == Endpoint(host: "abcd:23::33", port: 51820))
+        #expect(r.peers[0].endpoint == HostPort(host: "abcd:23::33", port: 51820))
         #expect(r.peers[0].replaceAllowedIPs)
         #expect(r.peers[0].allowedIPs == [IPPrefix("192.168.4.4/32")!])
-        #expect(r.peers[1].endpoint == Endpoint(host: "182.122.22.19", port: 3233))
+        #expect(r.peers[1].endpoint == HostPort(host: "182.122.22.19", port: 3233))
         #expect(r.peers[1].persistentKeepaliveInterval == 111)
         #expect(r.peers[1].allowedIPs == [IPPrefix("192.168.4.6/32")!, IPPrefix("10.0.0.0/8")!], "host bits cleared")
         #expect(r.peers[2].updateOnly)
@@ -185,15 +186,15 @@ let sampleDevice = UAPIDeviceSnapshot(
         ("[::ffff:1.2.3.4]:65535", "::ffff:1.2.3.4", 65535),
     ] as [(String, String, UInt16)])
     func goodEndpoints(text: String, host: String, port: UInt16) {
-        let e = Endpoint(text)
-        #expect(e == Endpoint(host: host, port: port))
+        let e = HostPort(text)
+        #expect(e == HostPort(host: host, port: port))
         #expect(e?.description == text)
     }
 
     @Test(arguments: ["", ":51820", "1.2.3.4", "1.2.3.4:", "1.2.3.4:0", "1.2.3.4:65536", "1.2.3.4:+5", "fd00::1:51820", "[fd00::1]51820",
                       "[fd00::1", "[1.2.3.4]:5", "[nothost]:5", "a b:5"])
     func badEndpoints(text: String) {
-        #expect(Endpoint(text) == nil)
+        #expect(HostPort(text) == nil)
     }
 
     @Test func interfaceAddressKeepsTheHost() {
@@ -207,10 +208,10 @@ let sampleDevice = UAPIDeviceSnapshot(
     }
 
     @Test func didYouMean() {
-        #expect(closestMatch("listenprot", among: TunnelConfig.interfaceKeys) == "ListenPort")
-        #expect(closestMatch("PersistentKeepAlive", among: TunnelConfig.peerKeys) == "PersistentKeepalive")
-        #expect(closestMatch("zzzz", among: TunnelConfig.peerKeys) == nil)
-        #expect(editDistance(Array("kitten"), Array("sitting")) == 3)
-        #expect(editDistance([], Array("abc")) == 3)
+        #expect(DidYouMean.closest("listenprot", among: TunnelConfig.interfaceKeys) == "ListenPort")
+        #expect(DidYouMean.closest("PersistentKeepAlive", among: TunnelConfig.peerKeys) == "PersistentKeepalive")
+        #expect(DidYouMean.closest("zzzz", among: TunnelConfig.peerKeys) == nil)
+        #expect(DidYouMean.distance(Array("kitten"), Array("sitting")) == 3)
+        #expect(DidYouMean.distance([Character](), Array("abc")) == 3)
     }
 }

@@ -1,3 +1,4 @@
+import Core
 import Foundation
 import Packet
 import Testing
@@ -16,7 +17,7 @@ struct UAPIServerWgTests {
         privateKey: key(1), listenPort: 51999, fwmark: 0,
         peers: [
             UAPIPeerSnapshot(
-                publicKey: peerKey, presharedKey: nil, endpoint: Endpoint("192.0.2.7:40001"),
+                publicKey: peerKey, presharedKey: nil, endpoint: HostPort("192.0.2.7:40001"),
                 lastHandshakeSec: Int64(time(nil)) - 30, lastHandshakeNsec: 5, txBytes: 123_456, rxBytes: 654_321,
                 persistentKeepaliveInterval: 25,
                 allowedIPs: [IPPrefix("10.99.0.2/32")!, IPPrefix("fd99::2/128")!])
@@ -76,7 +77,7 @@ struct UAPIServerWgTests {
             try #require(got.count == 2)
             #expect(got[0].peers.count == 1)
             #expect(got[0].peers[0].publicKey == Self.peerKey)
-            #expect(got[0].peers[0].endpoint == Endpoint(host: "127.0.0.1", port: 1234))
+            #expect(got[0].peers[0].endpoint == HostPort(host: "127.0.0.1", port: 1234))
             #expect(got[0].peers[0].persistentKeepaliveInterval == 25)
             #expect(got[0].peers[0].remove == false)
             #expect(got[1].peers.count == 1)

@@ -1,3 +1,4 @@
+import Core
 import Foundation
 import Store
 import Synchronization
@@ -70,7 +71,7 @@ import Testing
         markers.daemonStopping(reason: "signal 15")
         markers.stop()
         markers.stop()  // idempotent
-        let store = try Store(path: dir.db, mode: .readOnly)
+        let store = try StateStore(path: dir.db, mode: .readOnly)
         let rows = try store.markers()
         let labels = rows.map(\.label)
         #expect(labels.contains("tunneld started") && labels.contains("policy reloaded"))
@@ -100,9 +101,9 @@ import Testing
         let dir = Dir()
         let now: Int64 = 1_772_366_400_000
         let day: Int64 = 86_400_000
-        let store = try Store(path: dir.db)
+        let store = try StateStore(path: dir.db)
         for i in 0..<50 {
-            try store.insertFlow(FlowOpen(id: Int64(i + 1), proto: 17, src: StoreAddress(v4: 1), srcPort: 1, dst: StoreAddress(v4: 2),
+            try store.insertFlow(FlowOpen(id: Int64(i + 1), proto: 17, src: IPAddress(v4: 1), srcPort: 1, dst: IPAddress(v4: 2),
                                           dstPort: 53, peer: "alice", at: now - Int64(i) * day, verdict: .allow))
         }
         try store.addMarker(MarkerInput(at: now - 30 * day, label: "old", kind: .manual))

@@ -1,3 +1,4 @@
+import Core
 import Gateway
 import Packet
 import Testing
@@ -89,10 +90,10 @@ import TestSupport
         let net = ChannelNetwork()
         let a = net.bind()
         let b = net.bind(address: IPAddress("fd00::2")!, port: 51820, queueLimit: 2)
-        #expect(b.endpoint == UDPEndpoint("[fd00::2]:51820"))
+        #expect(b.endpoint == Endpoint("[fd00::2]:51820"))
         let out = PacketBatch(capacity: 4, slotSize: 64)
         for i in 0..<3 { out.set(i, bytes: [UInt8(i)], endpoint: b.endpoint) }
-        out.set(3, bytes: [9], endpoint: UDPEndpoint("192.0.2.99:9")!)
+        out.set(3, bytes: [9], endpoint: Endpoint("192.0.2.99:9")!)
         out.count = 4
         #expect(try a.send(out) == 4)
         #expect(b.pending == 2)

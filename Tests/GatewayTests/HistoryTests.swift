@@ -1,3 +1,4 @@
+import Core
 import Foundation
 import Packet
 import Policy
@@ -66,7 +67,7 @@ import WireGuard
         h.engineStopping(flows: table, monoMs: mono + 40)
         writer.close()
 
-        let s = try Store(path: path, mode: .readOnly)
+        let s = try StateStore(path: path, mode: .readOnly)
         let flows = try s.flows()
         #expect(flows.count == 3)
         #expect(flows.allSatisfy { $0.id > 100 && $0.closeReason == "shutdown" && $0.peer == "alice" })

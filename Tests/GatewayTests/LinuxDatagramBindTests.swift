@@ -1,3 +1,4 @@
+import Core
 import Glibc
 import Packet
 import Testing
@@ -15,8 +16,8 @@ import Testing
     }
 
     /// Receives until `count` datagrams arrived (or 5 s passed), appending (source, bytes).
-    func receive(_ bind: LinuxDatagramBind, count: Int, batch: PacketBatch) throws -> [(UDPEndpoint, [UInt8])] {
-        var got: [(UDPEndpoint, [UInt8])] = []
+    func receive(_ bind: LinuxDatagramBind, count: Int, batch: PacketBatch) throws -> [(Endpoint, [UInt8])] {
+        var got: [(Endpoint, [UInt8])] = []
         var waits = 0
         while got.count < count && waits < 500 {
             if try bind.waitReadable(timeoutMilliseconds: 10) != .readable { waits += 1; continue }
@@ -52,7 +53,7 @@ import Testing
         for i in 0..<total {
             let family = families[i % families.count]
             let payload = (0..<(1 + i * 7)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ i) }
-            out.set(i, bytes: payload, endpoint: UDPEndpoint(address: family, port: b.port))
+            out.set(i, bytes: payload, endpoint: Endpoint(address: family, port: b.port))
         }
         out.count = total
         #expect(try a.send(out) == total)
@@ -63,7 +64,7 @@ import Testing
             let sent = (0..<total).filter { out.endpoints[$0].address == family }.map { out.bytes($0) }
             let received = got.filter { $0.0.address == family }
             #expect(received.map(\.1) == sent)
-            #expect(received.allSatisfy { $0.0 == UDPEndpoint(address: family, port: a.port) })
+            #expect(received.allSatisfy { $0.0 == Endpoint(address: family, port: a.port) })
         }
         #expect(incoming.offsets[0] == 16)
         // And back: reply to each source from the received endpoints.
@@ -82,9 +83,9 @@ import Testing
         let a = try loopbackBind()
         let b = try loopbackBind()
         let out = PacketBatch(capacity: 4, slotSize: 2048)
-        out.set(0, bytes: [1, 1, 1], endpoint: UDPEndpoint(address: Self.v4Loopback, port: b.port))
-        out.set(1, bytes: [UInt8](repeating: 2, count: 1500), endpoint: UDPEndpoint(address: Self.v4Loopback, port: b.port))
-        out.set(2, bytes: [3, 3], endpoint: UDPEndpoint(address: Self.v4Loopback, port: b.port))
+        out.set(0, bytes: [1, 1, 1], endpoint: Endpoint(address: Self.v4Loopback, port: b.port))
+        out.set(1, bytes: [UInt8](repeating: 2, count: 1500), endpoint: Endpoint(address: Self.v4Loopback, port: b.port))
+        out.set(2, bytes: [3, 3], endpoint: Endpoint(address: Self.v4Loopback, port: b.port))
         out.count = 3
         #expect(try a.send(out) == 3)
         // Slots of 100 bytes: the 1500-byte datagram does not fit.
@@ -98,8 +99,8 @@ import Testing
         let v4only = try LinuxDatagramBind(port: 0, ipv4: Self.v4Loopback, ipv6: nil)
         let peer = try loopbackBind()
         let out = PacketBatch(capacity: 4, slotSize: 128)
-        out.set(0, bytes: [1], endpoint: UDPEndpoint(address: Self.v6Loopback, port: peer.port))
-        out.set(1, bytes: [2], endpoint: UDPEndpoint(address: Self.v4Loopback, port: peer.port))
+        out.set(0, bytes: [1], endpoint: Endpoint(address: Self.v6Loopback, port: peer.port))
+        out.set(1, bytes: [2], endpoint: Endpoint(address: Self.v4Loopback, port: peer.port))
         out.count = 2
         #expect(try v4only.send(out) == 2)
         #expect(v4only.failedSends.load(ordering: .relaxed) == 1)
@@ -120,10 +121,10 @@ import Testing
     // MARK: UDP GSO
 
     @Test func segmentRunsGroupEqualSizedDatagramsToOneEndpoint() {
-        let to = UDPEndpoint(address: Self.v4Loopback, port: 9)
-        let other = UDPEndpoint(address: Self.v4Loopback, port: 10)
+        let to = Endpoint(address: Self.v4Loopback, port: 9)
+        let other = Endpoint(address: Self.v4Loopback, port: 10)
         let batch = PacketBatch(capacity: 200, slotSize: 2048)
-        func fill(_ specs: [(Int, UDPEndpoint)]) {
+        func fill(_ specs: [(Int, Endpoint)]) {
             for (i, (length, endpoint)) in specs.enumerated() {
                 batch.set(i, bytes: [UInt8](repeating: UInt8(i & 0xFF), count: length), endpoint: endpoint)
             }
@@ -164,7 +165,7 @@ import Testing
         specs += Array(repeating: (1452, b), count: 3)
         for (i, (length, to)) in specs.enumerated() {
             let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ i) }
-            out.set(i, bytes: bytes, endpoint: UDPEndpoint(address: Self.v4Loopback, port: to.port))
+            out.set(i, bytes: bytes, endpoint: Endpoint(address: Self.v4Loopback, port: to.port))
             if to === b { expectB.append(bytes) } else { expectC.append(bytes) }
         }
         out.count = specs.count

@@ -1,3 +1,4 @@
+import Core
 import Control
 import Glibc
 import Packet
@@ -194,7 +195,7 @@ extension LinuxTunOffloadTests {
         check(bind.segmentation, "GSO on before the first send")
         let out = PacketBatch(capacity: 8, slotSize: 2048)
         for i in 0..<6 {
-            out.set(i, bytes: [UInt8](repeating: UInt8(i), count: 300), endpoint: UDPEndpoint("10.80.0.9:9")!)
+            out.set(i, bytes: [UInt8](repeating: UInt8(i), count: 300), endpoint: Endpoint("10.80.0.9:9")!)
         }
         out.count = 6
         check(try bind.send(out) == 6, "all six consumed")
@@ -255,7 +256,7 @@ private struct UDPSocket {
     let fd: Int32
     init(bind address: String, port: Int) throws {
         fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
-        var (sa, length) = UDPEndpoint("\(address):\(port)")!.sockaddrStorage
+        var (sa, length) = Endpoint("\(address):\(port)")!.sockaddrStorage
         let r = withUnsafePointer(to: &sa) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, length) } }
         guard r == 0 else { throw SystemError("bind", errno: errno) }
         var tv = timeval(tv_sec: 2, tv_usec: 0)
@@ -269,7 +270,7 @@ private struct UDPSocket {
     func sendSegmented(_ bytes: [UInt8], segment: Int, to address: String, port: Int) -> Bool {
         var size = Int32(segment)
         guard setsockopt(fd, 17 /* SOL_UDP */, 103 /* UDP_SEGMENT */, &size, 4) == 0 else { return false }
-        var (sa, length) = UDPEndpoint("\(address):\(port)")!.sockaddrStorage
+        var (sa, length) = Endpoint("\(address):\(port)")!.sockaddrStorage
         let n = withUnsafePointer(to: &sa) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, bytes, bytes.count, 0, $0, length) }
         }
@@ -281,7 +282,7 @@ private struct TCPListener {
     let fd: Int32
     init(bind address: String, port: Int) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var (sa, length) = UDPEndpoint("\(address):\(port)")!.sockaddrStorage
+        var (sa, length) = Endpoint("\(address):\(port)")!.sockaddrStorage
         let r = withUnsafePointer(to: &sa) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, length) } }
         guard r == 0, listen(fd, 4) == 0 else { throw SystemError("bind/listen", errno: errno) }
         var tv = timeval(tv_sec: 2, tv_usec: 0)

@@ -1,3 +1,4 @@
+import Core
 import Control
 import Glibc
 import Packet
@@ -117,7 +118,7 @@ private final class TunReader {
 
                 // A datagram to the routed prefix leaves through the TUN device.
                 let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
-                var (to, length) = UDPEndpoint("10.78.0.5:9")!.sockaddrStorage
+                var (to, length) = Endpoint("10.78.0.5:9")!.sockaddrStorage
                 let sent = withUnsafePointer(to: &to) {
                     $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, "hi", 2, 0, $0, length) }
                 }

@@ -1,3 +1,4 @@
+import Core
 import Capture
 import Foundation
 import Gateway
@@ -80,7 +81,7 @@ import WireGuard
         try #require(packets.count == 3)
         #expect(records.filter { $0.kind == .flowOpen }.count == 2)
         #expect(records.contains { $0.kind == .handshake && $0.peerName.description == "alice" })
-        #expect(packets.map(\.direction) == [.fromPeer, .toPeer, .fromPeer])
+        #expect(packets.map(\.direction) == [.out, .in, .out])
         #expect(packets.map(\.verdict) == [.allow, .allow, .block])
         #expect(packets.map(\.length) == [UInt32(out.count), UInt32(reply.count), UInt32(blocked.count)])
         #expect(packets.allSatisfy { $0.peerName.description == "alice" && $0.captureOffset != 0 })

@@ -1,3 +1,4 @@
+import Core
 import Capture
 import Foundation
 import LiveFeed
@@ -44,7 +45,7 @@ import Testing
 
     /// What `decide` does around the observer for one packet.
     static func drive(_ o: PacketObserver, _ table: FlowTable, _ bytes: [UInt8], fromPeer: Bool,
-                      action: PolicyAction = .allow, peer: UInt32 = 1, nowMs: Int64 = 1000) throws {
+                      action: Verdict = .allow, peer: UInt32 = 1, nowMs: Int64 = 1000) throws {
         try bytes.withUnsafeBytes { raw in
             let p = try PacketParser.parse(raw)
             let (key, reversed) = p.flowKey
@@ -55,7 +56,7 @@ import Testing
     }
 
     /// Flow A (UDP, 3 packets out, 1 back), flow B (TCP, 2 packets, blocked), in one batch.
-    static func traffic() -> [(bytes: [UInt8], fromPeer: Bool, action: PolicyAction)] {
+    static func traffic() -> [(bytes: [UInt8], fromPeer: Bool, action: Verdict)] {
         [
             (ipv4(17, client, 40_000, server, 53, payload: 100), true, .allow),
             (ipv4(17, client, 40_000, server, 53, payload: 1400), true, .allow),
@@ -98,8 +99,8 @@ import Testing
         #expect(records.map(\.kind) == [.flowOpen, .packet, .packet, .packet, .flowOpen, .packet, .packet, .packet])
         let packets = records.filter { $0.kind == .packet }
         #expect(packets.map(\.length) == traffic.map { UInt32($0.bytes.count) })
-        #expect(packets.map(\.verdict) == traffic.map { PacketObserver.verdict($0.action) })
-        #expect(packets.map(\.direction) == traffic.map { $0.fromPeer ? LiveDirection.fromPeer : .toPeer })
+        #expect(packets.map(\.verdict) == traffic.map { Optional($0.action) })
+        #expect(packets.map(\.direction) == traffic.map { $0.fromPeer ? Direction.out : .in })
         #expect(records.allSatisfy { $0.peerName.description == "alice" && $0.peerIndex == 1 })
         #expect(packets[0].flowID == packets[1].flowID && packets[0].flowID == packets[2].flowID)
         #expect(packets[3].flowID != packets[0].flowID && packets[3].tcpFlags == 0x02)

@@ -1,3 +1,4 @@
+import Core
 import Control
 import Gateway
 import Store
@@ -12,7 +13,7 @@ import Testing
     // §6.2: connect opens a window when there is none or its pause ended; inside it never extends.
     @Test(arguments: [
         // (now offset from t0, tier, has window, expected)
-        (Int64(0), Control.PeerTier.free, false, ConnectDecision.openWindow(WindowDates(allowedUntil: t0 + 900_000, reconnectAt: t0 + 3_600_000))),
+        (Int64(0), PeerTier.free, false, ConnectDecision.openWindow(WindowDates(allowedUntil: t0 + 900_000, reconnectAt: t0 + 3_600_000))),
         (Int64(0), .free, true, .resume(w)),                    // window just opened: resume, same end
         (Int64(600_000), .free, true, .resume(w)),              // reconnect at minute 10: 5 minutes left, not 15
         (Int64(899_999), .free, true, .resume(w)),              // last millisecond of the window
@@ -25,7 +26,7 @@ import Testing
         (Int64(0), .premium, false, .admitUnlimited),           // §6.5 premium: no window
         (Int64(1_000_000), .premium, true, .admitUnlimited),    // premium ignores a stale window
     ])
-    func connect(_ offset: Int64, _ tier: Control.PeerTier, _ hasWindow: Bool, _ want: ConnectDecision) {
+    func connect(_ offset: Int64, _ tier: PeerTier, _ hasWindow: Bool, _ want: ConnectDecision) {
         let got = WatchdogRules.onConnect(now: Self.t0 + offset, tier: tier, window: hasWindow ? Self.w : nil, config: Self.cfg)
         #expect(got == want)
     }
@@ -33,7 +34,7 @@ import Testing
     // §6.3–4, §6.7: the tick refuses during the pause and ends sessions.
     @Test(arguments: [
         // (now offset, tier, has window, session last handshake offset or nil, refuse, end reason, opens window)
-        (Int64(100_000), Control.PeerTier.free, true, Int64?(0), false, SessionEndReason?.none, false),
+        (Int64(100_000), PeerTier.free, true, Int64?(0), false, SessionEndReason?.none, false),
         (Int64(899_999), .free, true, Int64?(800_000), false, nil, false),
         (Int64(900_000), .free, true, Int64?(800_000), true, .freeLimit, false),     // window ends: at once
         (Int64(900_000), .free, true, nil, true, nil, false),                         // pause without a session
@@ -47,7 +48,7 @@ import Testing
         (Int64(500_000), .free, false, Int64?(400_000), false, nil, true),           // moved to free while connected
         (Int64(500_000), .free, false, nil, false, nil, false),                       // moved to free, not connected
     ])
-    func tick(_ offset: Int64, _ tier: Control.PeerTier, _ hasWindow: Bool, _ last: Int64?, _ refuse: Bool,
+    func tick(_ offset: Int64, _ tier: PeerTier, _ hasWindow: Bool, _ last: Int64?, _ refuse: Bool,
               _ end: SessionEndReason?, _ opens: Bool)
     {
         let now = Self.t0 + offset

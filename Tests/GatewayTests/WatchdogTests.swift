@@ -1,3 +1,4 @@
+import Core
 import Control
 import Gateway
 import Store
@@ -31,7 +32,7 @@ final class CaptureSink: WatchdogSink, Sendable {
     let bob = PeerHandle(rawValue: 2)
     let t0: Int64 = 1_000_000
 
-    func make(windows: [String: WindowDates] = [:], overrides: [String: Control.PeerTier] = [:])
+    func make(windows: [String: WindowDates] = [:], overrides: [String: PeerTier] = [:])
         -> (Watchdog, FakeWatchdogDevice, CaptureSink)
     {
         let dev = FakeWatchdogDevice(), sink = CaptureSink()

@@ -1,3 +1,4 @@
+import Core
 import Foundation
 import Testing
 @testable import LiveFeed
@@ -51,7 +52,7 @@ import Testing
         r.destinationPort = 443
         r.length = 0x0000_05DC
         r.kind = .flowClose
-        r.direction = .toPeer
+        r.direction = .in
         r.ipProtocol = 17
         r.tcpFlags = 0x12
         r.verdict = .reject

@@ -1,3 +1,4 @@
+import Core
 import Foundation
 @testable import LiveFeed
 
@@ -22,7 +23,7 @@ func sampleRecord(_ n: UInt64, v6: Bool = false) -> LiveRecord {
     r.timeNanoseconds = 1_700_000_000_000_000_000 + n
     r.flowID = n
     r.kind = .packet
-    r.direction = n % 2 == 0 ? .fromPeer : .toPeer
+    r.direction = n % 2 == 0 ? .out : .in
     r.ipProtocol = 6
     r.ipVersion = v6 ? 6 : 4
     if v6 {

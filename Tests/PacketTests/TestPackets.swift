@@ -1,3 +1,4 @@
+import Core
 @testable import Packet
 
 /// Slow, obviously right packet construction for tests (independent of the code under test,

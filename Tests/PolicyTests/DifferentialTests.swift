@@ -1,3 +1,4 @@
+import Core
 import Packet
 import Testing
 
@@ -149,8 +150,8 @@ struct RuleGenerator {
     func check(seed: UInt64, ruleCount: Int, flows: Int) -> Int {
         var gen = RuleGenerator(rng: SplitMix(state: seed))
         let rules = gen.rules(ruleCount, file: "random-\(seed).rules")
-        let out: PolicyAction = gen.rng.chance(0.5) ? .allow : .block
-        let inbound: PolicyAction = gen.rng.chance(0.5) ? .reject : .block
+        let out: Verdict = gen.rng.chance(0.5) ? .allow : .block
+        let inbound: Verdict = gen.rng.chance(0.5) ? .reject : .block
         let policy = CompiledPolicy(
             rules: rules, defaultOut: PolicyDefault(action: out, direction: .out, location: nil, text: "default"),
             defaultIn: PolicyDefault(action: inbound, direction: .in, location: nil, text: "default in"))

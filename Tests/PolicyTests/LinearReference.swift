@@ -1,17 +1,18 @@
+import Core
 import Packet
 
 @testable import Policy
 
 /// A flow for the slow reference: the peer by name, everything spelled out.
 struct ReferenceFlow: CustomStringConvertible {
-    var direction: PolicyDirection = .out
+    var direction: Direction = .out
     var proto: IPProtocol
     var source: IPAddress
     var destination: IPAddress
     var sourcePort: UInt16 = 0
     var destinationPort: UInt16 = 0
     var peer: String? = nil
-    var tier: PolicyTier? = nil
+    var tier: PeerTier? = nil
     var host: String? = nil
     var minuteOfWeek = 0
 
@@ -47,7 +48,7 @@ enum LinearReference {
     }
 
     /// (action, rule index or -1).
-    static func evaluate(_ rules: [PolicyRule], out: PolicyAction, in inbound: PolicyAction, _ f: ReferenceFlow) -> (PolicyAction, Int) {
+    static func evaluate(_ rules: [PolicyRule], out: Verdict, in inbound: Verdict, _ f: ReferenceFlow) -> (Verdict, Int) {
         for (i, r) in rules.enumerated() where matches(r, f) { return (r.action, i) }
         return (f.direction == .out ? out : inbound, -1)
     }

@@ -1,3 +1,4 @@
+import Core
 import Foundation
 import Testing
 @testable import Store
@@ -6,7 +7,7 @@ import Testing
     @Test func freshStoreHasWALForeignKeysAndIncrementalVacuum() throws {
         let dir = TempDir()
         defer { withExtendedLifetime(dir) {} }
-        let store = try Store(path: dir.db)
+        let store = try StateStore(path: dir.db)
         #expect(try store.connection.scalarText("PRAGMA journal_mode") == "wal")
         #expect(try store.connection.scalarInt("PRAGMA foreign_keys") == 1)
         #expect(try store.connection.scalarInt("PRAGMA synchronous") == 1)  // NORMAL
@@ -19,7 +20,7 @@ import Testing
         defer { withExtendedLifetime(dir) {} }
         let path = dir.path + "/no/such/dir/state.db"
         do {
-            _ = try Store(path: path)
+            _ = try StateStore(path: path)
             Issue.record("opened a store in a missing directory")
         } catch let e as StoreError {
             guard case .cannotOpen(let p, _) = e else { Issue.record("wrong error \(e)"); return }
@@ -32,7 +33,7 @@ import Testing
         let dir = TempDir()
         defer { withExtendedLifetime(dir) {} }
         do {
-            _ = try Store(path: dir.path)
+            _ = try StateStore(path: dir.path)
             Issue.record("opened a directory as a store")
         } catch let e as StoreError {
             guard case .cannotOpen(let p, _) = e else { Issue.record("wrong error \(e)"); return }
@@ -43,7 +44,7 @@ import Testing
     @Test func readOnlyOpenOfAMissingFileSaysSoAndCreatesNothing() throws {
         let dir = TempDir()
         defer { withExtendedLifetime(dir) {} }
-        #expect(throws: StoreError.missing(path: dir.db)) { try Store(path: dir.db, mode: .readOnly) }
+        #expect(throws: StoreError.missing(path: dir.db)) { try StateStore(path: dir.db, mode: .readOnly) }
         #expect(!FileManager.default.fileExists(atPath: dir.db))
     }
 
@@ -51,7 +52,7 @@ import Testing
         let dir = TempDir()
         defer { withExtendedLifetime(dir) {} }
         _ = FileManager.default.createFile(atPath: dir.db, contents: Data())
-        #expect(throws: StoreError.missing(path: dir.db)) { try Store(path: dir.db, mode: .readOnly) }
+        #expect(throws: StoreError.missing(path: dir.db)) { try StateStore(path: dir.db, mode: .readOnly) }
     }
 
     @Test func aFileThatIsNotADatabaseIsATypedError() throws {
@@ -60,7 +61,7 @@ import Testing
         _ = FileManager.default.createFile(atPath: dir.db, contents: Data(repeating: 0x41, count: 8192))
         for mode in [Connection.Mode.readWrite, .readOnly] {
             do {
-                _ = try Store(path: dir.db, mode: mode)
+                _ = try StateStore(path: dir.db, mode: mode)
                 Issue.record("opened garbage as a store")
             } catch let e as StoreError {
                 #expect(e == .notADatabase(path: dir.db))
@@ -73,7 +74,7 @@ import Testing
         let dir = TempDir()
         defer { withExtendedLifetime(dir) {} }
         do {
-            let store = try Store(path: dir.db)
+            let store = try StateStore(path: dir.db)
             try Fixtures.insertFlows(store, firstId: 1, count: 2000, at: 0)
             try store.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         }
@@ -85,7 +86,7 @@ import Testing
         try? FileManager.default.removeItem(atPath: dir.db + "-wal")
         try? FileManager.default.removeItem(atPath: dir.db + "-shm")
         do {
-            let store = try Store(path: dir.db)
+            let store = try StateStore(path: dir.db)
             _ = try store.flows()
             Issue.record("read a scribbled store without error")
         } catch let e as StoreError {
@@ -100,8 +101,8 @@ import Testing
     @Test func readOnlyModeRefusesWrites() throws {
         let dir = TempDir()
         defer { withExtendedLifetime(dir) {} }
-        _ = try Store(path: dir.db)
-        let ro = try Store(path: dir.db, mode: .readOnly)
+        _ = try StateStore(path: dir.db)
+        let ro = try StateStore(path: dir.db, mode: .readOnly)
         #expect(throws: StoreError.self) { try ro.addMarker(MarkerInput(at: 1, label: "x", kind: .manual)) }
         #expect(try ro.markers().isEmpty)
     }
@@ -109,8 +110,8 @@ import Testing
     @Test func busyWriterGetsATypedBusyErrorAfterItsRetries() throws {
         let dir = TempDir()
         defer { withExtendedLifetime(dir) {} }
-        let holder = try Store(path: dir.db)
-        let other = try Store(path: dir.db, busyTimeoutMs: 20)
+        let holder = try StateStore(path: dir.db)
+        let other = try StateStore(path: dir.db, busyTimeoutMs: 20)
         other.connection.busyRetries = 1
         try holder.connection.transaction {
             do {

@@ -1,3 +1,4 @@
+import Core
 import Foundation
 import Testing
 @testable import Store
@@ -81,7 +82,7 @@ import Testing
         );
         """
 
-    static func objects(_ store: Store) throws -> [String] {
+    static func objects(_ store: StateStore) throws -> [String] {
         var out: [String] = []
         let s = try store.connection.prepared("SELECT type || ' ' || name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY 1")
         while try s.step() { out.append(s.text(0)) }
@@ -97,7 +98,7 @@ import Testing
     @Test func fromEmptyCreatesEveryTableAndIndex() throws {
         let dir = TempDir()
         defer { withExtendedLifetime(dir) {} }
-        let store = try Store(path: dir.db)
+        let store = try StateStore(path: dir.db)
         let objects = try MigrationTests.objects(store)
         for table in ["flows", "refusals", "sessions", "session_windows", "audit_sessions", "markers", "peer_tiers", "settings", "daemon_state"] {
             #expect(objects.contains("table \(table)"), "missing table \(table)")
@@ -106,7 +107,7 @@ import Testing
         #expect(objects.contains("index audit_sessions_one_open"))
         // Reopening applies nothing and changes nothing.
         let before = try Fixtures.dump(store)
-        let again = try Store(path: dir.db)
+        let again = try StateStore(path: dir.db)
         #expect(try Fixtures.dump(again) == before)
     }
 
@@ -128,9 +129,9 @@ import Testing
         }
         // A read-only open must not upgrade it.
         #expect(throws: StoreError.schemaTooOld(path: dir.db, found: 1, required: Schema.currentVersion)) {
-            try Store(path: dir.db, mode: .readOnly)
+            try StateStore(path: dir.db, mode: .readOnly)
         }
-        let store = try Store(path: dir.db)
+        let store = try StateStore(path: dir.db)
         #expect(try store.schemaVersion == Schema.currentVersion)
         #expect(try store.window(peer: "alice") == SessionWindow(peer: "alice", allowedUntil: 901_000, reconnectAt: 3_601_000))
         #expect(try store.openSessions().map(\.peer) == ["alice"])
@@ -143,19 +144,19 @@ import Testing
         // Upgraded and fresh stores end with the same schema.
         let fresh = TempDir()
         defer { withExtendedLifetime(fresh) {} }
-        #expect(try MigrationTests.objects(Store(path: fresh.db)) == MigrationTests.objects(store))
+        #expect(try MigrationTests.objects(StateStore(path: fresh.db)) == MigrationTests.objects(store))
     }
 
     @Test func aNewerStoreIsRefused() throws {
         let dir = TempDir()
         defer { withExtendedLifetime(dir) {} }
         do {
-            let store = try Store(path: dir.db)
+            let store = try StateStore(path: dir.db)
             try store.connection.execute("PRAGMA user_version=\(Schema.currentVersion + 1)")
         }
         for mode in [Connection.Mode.readWrite, .readOnly] {
             #expect(throws: StoreError.schemaTooNew(path: dir.db, found: Schema.currentVersion + 1, supported: Schema.currentVersion)) {
-                try Store(path: dir.db, mode: mode)
+                try StateStore(path: dir.db, mode: mode)
             }
         }
     }
@@ -168,7 +169,7 @@ import Testing
             for _ in 0..<6 {
                 group.addTask {
                     do {
-                        let s = try Store(path: path)
+                        let s = try StateStore(path: path)
                         return try s.schemaVersion == Schema.currentVersion ? nil : "wrong version"
                     } catch { return "\(error)" }
                 }
@@ -178,7 +179,7 @@ import Testing
             return out
         }
         #expect(results.isEmpty, "\(results)")
-        #expect(try Store(path: path).schemaVersion == Schema.currentVersion)
+        #expect(try StateStore(path: path).schemaVersion == Schema.currentVersion)
     }
 
     /// Another process (python3's sqlite3) applies v1 with the same protocol and holds its
@@ -209,12 +210,12 @@ import Testing
         try p.run()
         let line = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
         #expect(line.hasPrefix("locked"))
-        let store = try Store(path: dir.db)
+        let store = try StateStore(path: dir.db)
         p.waitUntilExit()
         #expect(p.terminationStatus == 0)
         #expect(try store.schemaVersion == Schema.currentVersion)
         let fresh = TempDir()
         defer { withExtendedLifetime(fresh) {} }
-        #expect(try MigrationTests.objects(store) == MigrationTests.objects(Store(path: fresh.db)))
+        #expect(try MigrationTests.objects(store) == MigrationTests.objects(StateStore(path: fresh.db)))
     }
 }

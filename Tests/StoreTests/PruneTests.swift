@@ -1,3 +1,4 @@
+import Core
 import Foundation
 import Synchronization
 import Testing
@@ -8,10 +9,10 @@ import Testing
     static let now: Int64 = 1_000 * hour
 
     /// One row of every family on each side of the cut-off and exactly at it.
-    static func seeded() throws -> (TempDir, Store) {
+    static func seeded() throws -> (TempDir, StateStore) {
         let dir = TempDir()
         defer { withExtendedLifetime(dir) {} }
-        let store = try Store(path: dir.db)
+        let store = try StateStore(path: dir.db)
         let cut = now - 10 * hour
         for (i, t) in [cut - 1, cut, cut + 1].enumerated() {
             try store.insertFlow(Fixtures.flow(Int64(i + 1), at: t))
@@ -97,7 +98,7 @@ import Testing
     @Test func pruningGivesSpaceBack() throws {
         let dir = TempDir()
         defer { withExtendedLifetime(dir) {} }
-        let store = try Store(path: dir.db)
+        let store = try StateStore(path: dir.db)
         try Fixtures.insertFlows(store, firstId: 1, count: 20_000, at: 0)
         let report = try Pruner(store: store, options: .init(batchSize: 5000, pauseMicros: 0))
             .run(retention: PruneTests.tenHours, now: PruneTests.now)
@@ -113,12 +114,12 @@ import Testing
         defer { withExtendedLifetime(dir) {} }
         let path = dir.db
         do {
-            let seed = try Store(path: path)
+            let seed = try StateStore(path: path)
             try Fixtures.insertFlows(seed, firstId: 1, count: 50_000, at: 0)
         }
         let w = try StoreWriter(path: path, options: .init(maxBatch: 1024, flushIntervalMs: 5))
         let producer = FlowProducer(writer: w, firstId: 1_000_000, at: PruneTests.now, burst: 50, pauseMicros: 1000)
-        let store = try Store(path: path)
+        let store = try StateStore(path: path)
         let report = try Pruner(store: store).run(retention: PruneTests.tenHours, now: PruneTests.now)
         let submitted = producer.stop()
         w.close()

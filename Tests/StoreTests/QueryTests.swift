@@ -1,3 +1,4 @@
+import Core
 import Testing
 @testable import Store
 
@@ -5,7 +6,7 @@ import Testing
     @Test func windowsPutGetReplaceDelete() throws {
         let dir = TempDir()
         defer { withExtendedLifetime(dir) {} }
-        let store = try Store(path: dir.db)
+        let store = try StateStore(path: dir.db)
         #expect(try store.window(peer: "alice") == nil)
         try store.putWindow(SessionWindow(peer: "alice", allowedUntil: 900_000, reconnectAt: 3_600_000))
         try store.putWindow(SessionWindow(peer: "bob", allowedUntil: 1, reconnectAt: 2))
@@ -15,14 +16,14 @@ import Testing
         #expect(try store.deleteWindow(peer: "bob"))
         #expect(try !store.deleteWindow(peer: "bob"))
         // Windows survive reopening (a restarted daemon must not hand out a fresh one).
-        let reopened = try Store(path: dir.db, mode: .readOnly)
+        let reopened = try StateStore(path: dir.db, mode: .readOnly)
         #expect(try reopened.window(peer: "alice")?.allowedUntil == 5_000_000)
     }
 
     @Test func sessionsOpenCloseListAndCrashRecovery() throws {
         let dir = TempDir()
         defer { withExtendedLifetime(dir) {} }
-        let store = try Store(path: dir.db)
+        let store = try StateStore(path: dir.db)
         try store.openSession(peer: "alice", at: 1000)
         try store.openSession(peer: "bob", at: 2000)
         try store.openSession(peer: "carol", at: 9000)
@@ -52,7 +53,7 @@ import Testing
     @Test func sessionRefusalsCoalesceOneRowPerPeerAndWindow() throws {
         let dir = TempDir()
         defer { withExtendedLifetime(dir) {} }
-        let store = try Store(path: dir.db)
+        let store = try StateStore(path: dir.db)
         for i in 0..<12 { try store.recordRefusal(.session(peer: "alice", windowEnd: 900_000, at: 1_000_000 + Int64(i) * 5000)) }
         try store.recordRefusal(.session(peer: "alice", windowEnd: 5_000_000, at: 6_000_000))
         try store.recordRefusal(.session(peer: "bob", windowEnd: 900_000, at: 1_000_000, count: 3))
@@ -67,8 +68,8 @@ import Testing
     @Test func flowRefusalsCoalescePerRuleDestinationAndHour() throws {
         let dir = TempDir()
         defer { withExtendedLifetime(dir) {} }
-        let store = try Store(path: dir.db)
-        let hour = Store.flowRefusalPeriodMs
+        let store = try StateStore(path: dir.db)
+        let hour = StateStore.flowRefusalPeriodMs
         let e = RefusalEvent.flow(peer: "alice", rule: "10-block.rules:3", reason: "no SMTP", proto: 6, dst: Fixtures.v4b, dstPort: 25, at: 10)
         try store.recordRefusal(e)
         var later = e
@@ -83,15 +84,15 @@ import Testing
         #expect(rows.map(\.flowKey) == ["tcp 192.168.1.5:25", "tcp 192.168.1.5:25", "tcp [fd99::1]:25"])
         #expect(rows.map(\.count) == [2, 1, 1])
         #expect(rows.map(\.window) == [0, hour, 0])
-        #expect(Store.flowRefusalBucket(-1) == -hour)
-        let key = Store.flowKey(proto: 6, dst: Fixtures.v6, dstPort: 25)
+        #expect(StateStore.flowRefusalBucket(-1) == -hour)
+        let key = StateStore.flowKey(proto: 6, dst: Fixtures.v6, dstPort: 25)
         #expect(try store.refusals(flowKey: key).map(\.count) == [1])
     }
 
     @Test func flowsInsertUpdateCloseAndList() throws {
         let dir = TempDir()
         defer { withExtendedLifetime(dir) {} }
-        let store = try Store(path: dir.db)
+        let store = try StateStore(path: dir.db)
         var f = Fixtures.flow(7, at: 1000)
         f.src = Fixtures.v6
         f.capture = CaptureLocation(fileSequence: 3, offset: 4096)
@@ -118,17 +119,17 @@ import Testing
     @Test func addressTextIsCanonical() {
         #expect(Fixtures.v4b.description == "192.168.1.5")
         #expect(Fixtures.v6.description == "fd99::1")
-        #expect(StoreAddress(high: 0x2001_0db8_0000_0000, low: 0x0001_0000_0000_0001, isIPv6: true).description == "2001:db8::1:0:0:1")
-        #expect(StoreAddress(high: 0, low: 0, isIPv6: true).description == "::")
-        #expect(StoreAddress(high: 0x2001_0db8_0000_0001, low: 0x0001_0001_0001_0001, isIPv6: true).description == "2001:db8:0:1:1:1:1:1")
-        #expect(StoreAddress(blob: [10, 0, 0, 1]) == StoreAddress(v4: 0x0A00_0001))
-        #expect(StoreAddress(blob: [1, 2, 3]) == nil)
+        #expect(IPAddress(high: 0x2001_0db8_0000_0000, low: 0x0001_0000_0000_0001, isIPv6: true).description == "2001:db8::1:0:0:1")
+        #expect(IPAddress(high: 0, low: 0, isIPv6: true).description == "::")
+        #expect(IPAddress(high: 0x2001_0db8_0000_0001, low: 0x0001_0001_0001_0001, isIPv6: true).description == "2001:db8:0:1:1:1:1:1")
+        #expect(IPAddress(blob: [10, 0, 0, 1]) == IPAddress(v4: 0x0A00_0001))
+        #expect(IPAddress(blob: [1, 2, 3]) == nil)
     }
 
     @Test func auditOneOpenAtATimeAndMarkersAttach() throws {
         let dir = TempDir()
         defer { withExtendedLifetime(dir) {} }
-        let store = try Store(path: dir.db)
+        let store = try StateStore(path: dir.db)
         #expect(throws: StoreError.noOpenAudit) { try store.stopAudit(at: 1) }
         try store.addMarker(MarkerInput(at: 50, label: "before", kind: .manual))
         let a = try store.startAudit(label: "printer test", at: 100)
@@ -167,7 +168,7 @@ import Testing
     @Test func tierOverrides() throws {
         let dir = TempDir()
         defer { withExtendedLifetime(dir) {} }
-        let store = try Store(path: dir.db)
+        let store = try StateStore(path: dir.db)
         try store.putWindow(SessionWindow(peer: "alice", allowedUntil: 10, reconnectAt: 20))
         #expect(try store.tierOverride(peer: "alice") == nil)
         try store.setTier(peer: "alice", tier: .free, at: 5)
@@ -184,7 +185,7 @@ import Testing
     @Test func emptyStringsAreStoredAsEmptyNotNull() throws {
         let dir = TempDir()
         defer { withExtendedLifetime(dir) {} }
-        let store = try Store(path: dir.db)
+        let store = try StateStore(path: dir.db)
         try store.addMarker(MarkerInput(at: 1, label: "", kind: .manual, detail: ""))
         let m = try #require(try store.markers().first)
         #expect(m.label == "" && m.detail == "")

@@ -1,3 +1,4 @@
+import Core
 import CSQLite
 import Foundation
 import Synchronization
@@ -15,24 +16,24 @@ final class TempDir {
 }
 
 enum Fixtures {
-    static let v4a = StoreAddress(v4: 0x0A63_0002)  // 10.99.0.2
-    static let v4b = StoreAddress(v4: 0xC0A8_0105)  // 192.168.1.5
-    static let v6 = StoreAddress(high: 0xfd99_0000_0000_0000, low: 0x1, isIPv6: true)
+    static let v4a = IPAddress(v4: 0x0A63_0002)  // 10.99.0.2
+    static let v4b = IPAddress(v4: 0xC0A8_0105)  // 192.168.1.5
+    static let v6 = IPAddress(high: 0xfd99_0000_0000_0000, low: 0x1, isIPv6: true)
 
-    static func flow(_ id: Int64, at: Int64, peer: String = "alice", verdict: FlowVerdict = .allow) -> FlowOpen {
+    static func flow(_ id: Int64, at: Int64, peer: String = "alice", verdict: Verdict = .allow) -> FlowOpen {
         FlowOpen(id: id, proto: 6, src: v4a, srcPort: UInt16(truncatingIfNeeded: 40000 + id), dst: v4b, dstPort: 443,
                  peer: peer, host: nil, at: at, verdict: verdict, rule: verdict == .allow ? nil : "10-block.rules:3")
     }
 
     /// Inserts `count` flows with ids from `firstId`, times `at + i`, in one transaction.
-    static func insertFlows(_ store: Store, firstId: Int64, count: Int, at: Int64) throws {
+    static func insertFlows(_ store: StateStore, firstId: Int64, count: Int, at: Int64) throws {
         try store.connection.transaction {
             for i in 0..<count { try store.insertFlow(flow(firstId + Int64(i), at: at + Int64(i))) }
         }
     }
 
     /// Every row of every table, as text, in rowid order: equal dumps mean equal contents.
-    static func dump(_ store: Store) throws -> String {
+    static func dump(_ store: StateStore) throws -> String {
         let c = store.connection
         var tables: [String] = []
         let t = try c.prepared("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
@@ -51,7 +52,7 @@ enum Fixtures {
         return out
     }
 
-    static func count(_ store: Store, _ table: String) throws -> Int {
+    static func count(_ store: StateStore, _ table: String) throws -> Int {
         Int(try store.connection.scalarInt("SELECT count(*) FROM \(table)") ?? -1)
     }
 }

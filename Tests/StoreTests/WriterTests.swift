@@ -1,3 +1,4 @@
+import Core
 import Foundation
 import Synchronization
 import Testing
@@ -29,7 +30,7 @@ import Testing
         #expect(w.droppedCount == 1)
         #expect(w.stats().failedBatches == 0)
 
-        let store = try Store(path: dir.db, mode: .readOnly)
+        let store = try StateStore(path: dir.db, mode: .readOnly)
         let f1 = try #require(try store.flow(id: 1))
         #expect(f1.lastSeen == 1005 && f1.counters.bytesOut == 5)
         let f2 = try #require(try store.flow(id: 2))
@@ -49,7 +50,7 @@ import Testing
         let w = try StoreWriter(path: dir.db, options: .init(flushIntervalMs: 5), onError: { e in errors.withLock { $0.append(e) } })
         w.submit(.flowOpened(Fixtures.flow(1, at: 1)))
         w.flush()
-        let other = try Store(path: dir.db)
+        let other = try StateStore(path: dir.db)
         try other.connection.execute("DROP TABLE flows")
         w.submit(.flowOpened(Fixtures.flow(2, at: 2)))
         w.submit(.heartbeat(at: 5))
@@ -67,7 +68,7 @@ import Testing
         let dir = TempDir()
         defer { withExtendedLifetime(dir) {} }
         // A second connection holds the write lock, so the writer cannot drain the queue.
-        let holder = try Store(path: dir.db)
+        let holder = try StateStore(path: dir.db)
         let w = try StoreWriter(path: dir.db, options: .init(capacity: 8, maxBatch: 8, flushIntervalMs: 1))
         var accepted = 0
         try holder.connection.transaction {
@@ -91,14 +92,14 @@ import Testing
         let producer = FlowProducer(writer: w, firstId: 1, at: 1, burst: 100, pauseMicros: 1000)
         usleep(20_000)
         var failures: [String] = []
-        let cli = try Store(path: path)
+        let cli = try StateStore(path: path)
         for i in 0..<150 {
             do {
                 if i % 50 == 0 { try cli.startAudit(label: "audit \(i)", at: Int64(i)) }
                 try cli.addMarker(MarkerInput(at: Int64(i), label: "mark \(i)", kind: .manual))
                 if i % 50 == 49 { try cli.stopAudit(at: Int64(i)) }
                 // A fresh connection each time, like separate tunnelctl runs.
-                if i % 10 == 0 { try Store(path: path).addMarker(MarkerInput(at: Int64(i), label: "fresh \(i)", kind: .manual)) }
+                if i % 10 == 0 { try StateStore(path: path).addMarker(MarkerInput(at: Int64(i), label: "fresh \(i)", kind: .manual)) }
             } catch { failures.append("\(error)") }
         }
         let submitted = producer.stop()

@@ -1,3 +1,4 @@
+import Core
 import Foundation
 import Store
 import Synchronization
@@ -39,7 +40,7 @@ import Testing
         try HistoryFixture.expectGolden(
             [start.out, again.err, mark.out, markJSON.out, stop.out, stopAgain.err, loose.out].joined(separator: "--\n"),
             "audit-start-stop.txt")
-        let s = try Store(path: f.storePath, mode: .readOnly)
+        let s = try StateStore(path: f.storePath, mode: .readOnly)
         let markers = try s.markers()
         #expect(markers.map(\.label) == ["paper jam", "toner low", "after"])
         #expect(markers.map(\.auditSessionId) == [1, 1, nil], "marks attach to the open audit session only")
@@ -100,7 +101,7 @@ import Testing
         #expect(failures.isEmpty, "marks failed under load: \(failures)")
         writer.flush()
         #expect(writer.stats().recordsWritten > 5000, "the writer kept writing meanwhile")
-        let s = try Store(path: f.storePath, mode: .readOnly)
+        let s = try StateStore(path: f.storePath, mode: .readOnly)
         #expect(try s.markers().count == 40)
         #expect(try s.markers().allSatisfy { $0.auditSessionId == 1 })
     }

@@ -1,3 +1,4 @@
+import Core
 import Foundation
 import Store
 import Testing
@@ -47,9 +48,9 @@ final class HistoryFixture {
     deinit { try? FileManager.default.removeItem(atPath: dir) }
 
     /// Opens (creating) the fixture's store.
-    func store() throws -> Store {
+    func store() throws -> StateStore {
         try FileManager.default.createDirectory(atPath: dir + "/state", withIntermediateDirectories: true)
-        return try Store(path: storePath)
+        return try StateStore(path: storePath)
     }
 
     /// Runs tunnelctl with `--config` appended; the directory is replaced by DIR in the output.
@@ -71,7 +72,7 @@ final class HistoryFixture {
 
     /// Every row of every table (quoted values, rowid order) plus the settings row: equal
     /// checksums mean the store's contents did not change.
-    static func checksum(_ store: Store) throws -> String {
+    static func checksum(_ store: StateStore) throws -> String {
         let c = store.connection
         var tables: [String] = []
         let t = try c.prepared("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
@@ -91,10 +92,10 @@ final class HistoryFixture {
         return out
     }
 
-    static let alice = StoreAddress(v4: 0x0A63_0002)  // 10.99.0.2
-    static let bob = StoreAddress(v4: 0x0A63_0003)  // 10.99.0.3
-    static let printer = StoreAddress(v4: 0xC0A8_0105)  // 192.168.1.5
-    static let dns = StoreAddress(v4: 0xC0A8_0101)  // 192.168.1.1
+    static let alice = IPAddress(v4: 0x0A63_0002)  // 10.99.0.2
+    static let bob = IPAddress(v4: 0x0A63_0003)  // 10.99.0.3
+    static let printer = IPAddress(v4: 0xC0A8_0105)  // 192.168.1.5
+    static let dns = IPAddress(v4: 0xC0A8_0101)  // 192.168.1.1
 
     /// The fixture history, relative to `now` (2026-03-01 12:00 UTC):
     ///

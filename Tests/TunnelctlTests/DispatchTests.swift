@@ -1,3 +1,4 @@
+import Core
 import Testing
 @testable import tunnelctl
 
@@ -26,7 +27,7 @@ import Testing
         var threw = false
         do { _ = try b.option("--peer") } catch is CLIError { threw = true }
         #expect(threw)
-        #expect(didYouMean("polcy", ["policy", "peers"]) == ", did you mean 'policy'?")
-        #expect(didYouMean("zzzzzz", ["policy"]) == "")
+        #expect(DidYouMean.suffix("polcy", ["policy", "peers"]) == ", did you mean 'policy'?")
+        #expect(DidYouMean.suffix("zzzzzz", ["policy"]) == "")
     }
 }

@@ -1,3 +1,4 @@
+import Core
 import Foundation
 import Store
 import Synchronization
@@ -75,7 +76,7 @@ import Testing
         let real = f.run(["prune", "--json"])
         #expect(real.code == .ok, "\(real.err)")
         #expect(rows(try json(real.out)) == expected, "the dry run predicted the real run")
-        let s = try Store(path: f.storePath, mode: .readOnly)
+        let s = try StateStore(path: f.storePath, mode: .readOnly)
         #expect(try s.flows().map(\.id).sorted() == [1, 4])
         #expect(try s.refusals().map(\.window) == [1])
         let sessions = try s.sessions()
@@ -94,7 +95,7 @@ import Testing
         #expect(f.run(["retention", "set", "flows=1h", "sessions=1h", "refusals=1h"]).code == .ok)
         let r = f.run(["prune", "--json"])
         #expect(r.code == .ok)
-        let s = try Store(path: f.storePath, mode: .readOnly)
+        let s = try StateStore(path: f.storePath, mode: .readOnly)
         #expect(try s.flows().map(\.id).sorted() == [2, 3], "flows last seen over an hour ago are gone")
         #expect(try s.markers().count == 3, "markers stay: their retention is 365d")
         #expect(try s.audits().count == 2)
@@ -190,7 +191,7 @@ import Testing
         let stats = writer.stats()
         #expect(stats.failedBatches == 0 && writer.droppedCount == 0, "\(stats)")
         #expect(stats.recordsWritten > before)
-        let left = try Store(path: f.storePath, mode: .readOnly).flows(limit: 1_000_000)
+        let left = try StateStore(path: f.storePath, mode: .readOnly).flows(limit: 1_000_000)
         #expect(left.allSatisfy { $0.peer == "bob" } && left.count == Int(stats.recordsWritten))
     }
 }

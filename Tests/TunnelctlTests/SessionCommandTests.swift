@@ -1,3 +1,4 @@
+import Core
 import Foundation
 import Store
 import Testing
@@ -59,7 +60,7 @@ import Testing
                 AllowedIPs = 10.99.0.5/32
                 Tier = premium
                 """.write(toFile: config, atomically: true, encoding: .utf8)
-            let s = try Store(path: store)
+            let s = try StateStore(path: store)
             let now = SessionCommandTests.now, m = SessionCommandTests.min
             // alice: window ended 10:15, paused until 11:00, 7 refused handshakes.
             try s.putWindow(SessionWindow(peer: "alice", allowedUntil: now - 25 * m, reconnectAt: now + 20 * m))
@@ -73,7 +74,7 @@ import Testing
             // dave: premium in the config, free by override, no window yet.
             try s.setTier(peer: "dave", tier: .free, at: now - 60 * m)
             // Flows: two blocked attempts of alice at ssh on a private address, one live web flow of carol.
-            let a = StoreAddress(v4: 0x0A63_0002), lan = StoreAddress(v4: 0xC0A8_0105), web = StoreAddress(v4: 0xCB00_7107)
+            let a = IPAddress(v4: 0x0A63_0002), lan = IPAddress(v4: 0xC0A8_0105), web = IPAddress(v4: 0xCB00_7107)
             for (id, port, at) in [(Int64(1), UInt16(40000), now - 35 * m), (2, 40001, now - 33 * m)] {
                 try s.insertFlow(FlowOpen(id: id, proto: 6, src: a, srcPort: port, dst: lan, dstPort: 22, peer: "alice", at: at,
                                           verdict: .block, rule: "10-base.rules:6"))
@@ -81,7 +82,7 @@ import Testing
                 try s.recordRefusal(.flow(peer: "alice", rule: "10-base.rules:6", reason: "private networks are off-limits",
                                           proto: 6, dst: lan, dstPort: 22, at: at))
             }
-            try s.insertFlow(FlowOpen(id: 3, proto: 6, src: StoreAddress(v4: 0x0A63_0004), srcPort: 50000, dst: web, dstPort: 443,
+            try s.insertFlow(FlowOpen(id: 3, proto: 6, src: IPAddress(v4: 0x0A63_0004), srcPort: 50000, dst: web, dstPort: 443,
                                       peer: "carol", at: now - 10 * m, verdict: .allow, rule: "20-web.rules:4"))
             try s.updateFlow(FlowUpdate(id: 3, lastSeen: now - 5_000,
                                         counters: FlowCounters(bytesOut: 12_000, bytesIn: 480_000, packetsOut: 150, packetsIn: 340),
@@ -112,9 +113,9 @@ import Testing
         #expect(all.err.contains("tunneld is not running"))
         try expectGolden(all.out, "session-all.txt")
         let alice = f.run(["session", "alice"])
-        #expect(alice.out == "alice (free): paused, can reconnect in 20m00s (at 12:20:00)\n")
+        #expect(alice.out == "alice (free): paused, can reconnect in 20m00s (at 12:20:00 UTC)\n")
         let carol = f.run(["session", "carol"])
-        #expect(carol.out == "carol (free): disconnected, 6m12s left in its window (until 12:06:12), then paused until 12:51:12\n")
+        #expect(carol.out == "carol (free): disconnected, 6m12s left in its window (until 12:06:12 UTC), then paused until 12:51:12 UTC\n")
         let json = f.run(["session", "--json"])
         #expect(json.code == .ok)
         try expectGolden(json.out, "session-all.json")

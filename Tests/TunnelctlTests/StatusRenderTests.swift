@@ -1,3 +1,4 @@
+import Core
 import Control
 import Foundation
 import Testing

@@ -1,3 +1,4 @@
+import Core
 import Foundation
 import Store
 import Testing
@@ -43,7 +44,7 @@ import Testing
         #expect(!bob.out.contains("alice"), "another peer's rows are left out")
         #expect(bob.out.contains("seen the alert"), "markers annotate every peer's timeline")
         let none = f.run(["timeline", "--since", "1m"])
-        #expect(none.code == .ok && none.out == "nothing since 2026-03-01 11:59:00\n")
+        #expect(none.code == .ok && none.out == "nothing since 2026-03-01 11:59:00 UTC\n")
         #expect(f.run(["timeline", "--since", "soon"]).code == .usage)
         #expect(f.run(["timeline", "extra"]).code == .usage)
     }

@@ -1,3 +1,4 @@
+import Core
 import Foundation
 import LiveFeed
 import Testing
@@ -31,7 +32,7 @@ import Testing
         r.timeNanoseconds = t0
         r.flowID = 7
         r.kind = .flowOpen
-        r.direction = .fromPeer
+        r.direction = .out
         r.ipProtocol = 6
         r.ipVersion = 4
         r.sourceLow = 0x0A63_0002  // 10.99.0.2
@@ -50,7 +51,7 @@ import Testing
         r.captureOffset = 24
         out.append(r)
         r.timeNanoseconds = t0 + 1_500_000
-        r.direction = .toPeer
+        r.direction = .in
         swap(&r.sourceLow, &r.destinationLow)
         swap(&r.sourcePort, &r.destinationPort)
         r.tcpFlags = 0x12
@@ -105,8 +106,8 @@ import Testing
         out.append(c)
         var u = out[1]
         u.kind = LiveEventKind(rawValue: 9)
-        u.verdict = LiveVerdict(rawValue: 7)
-        u.direction = LiveDirection(rawValue: 5)
+        u.verdict = Verdict(rawValue: 7)
+        u.direction = Direction(rawValue: 5)
         out.append(u)
         return out
     }
@@ -143,7 +144,7 @@ import Testing
         let screen = view.render(nowNanoseconds: Self.recorded[0].timeNanoseconds)
         #expect(screen.contains("TOP FLOWS"))
         #expect(screen.contains("10.99.0.2:40000 > 10.1.0.1:5201"))
-        #expect(screen.contains("NEW FLOWS\n  2025-11-29T12:00:00.123456789Z flow-open in alice tcp"))
+        #expect(screen.contains("NEW FLOWS\n  2025-11-29T12:00:00.123456789Z flow-open out alice tcp"))
         #expect(screen.contains("refusal bob reason 1"))
         #expect(screen.contains("[fd00::2]:5353 > [2001:db8::53]:53 len 80 block"))
         view.tick()

@@ -1,4 +1,5 @@
 // Three threads on one device pair, as the gateway will run them: no deadlock, nothing lost.
+import Core
 import Dispatch
 import Synchronization
 import Testing

@@ -1,4 +1,5 @@
 // The cookie mechanism under load, both roles, and the per-source rate limit.
+import Core
 import Packet
 import Testing
 @testable import WireGuard

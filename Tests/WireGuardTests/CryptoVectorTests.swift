@@ -1,4 +1,5 @@
 // Published test vectors for every primitive the core wraps.
+import Core
 import Testing
 @testable import WireGuard
 

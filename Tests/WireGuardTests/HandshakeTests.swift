@@ -1,4 +1,5 @@
 // Two devices over in-memory buffers: handshakes in both roles, transport, rotation, rekey.
+import Core
 import Packet
 import Testing
 @testable import WireGuard

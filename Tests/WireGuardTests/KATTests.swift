@@ -1,4 +1,5 @@
 // The handshake known-answer vectors from the independent Python implementation (vectors/).
+import Core
 import Testing
 @testable import WireGuard
 

@@ -1,4 +1,5 @@
 // Every malformed message is rejected with a typed reason and changes nothing.
+import Core
 import Testing
 @testable import WireGuard
 

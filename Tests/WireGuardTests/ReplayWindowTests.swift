@@ -1,4 +1,5 @@
 // The replay window: edge cases and a random comparison with a slow reference.
+import Core
 import Testing
 @testable import WireGuard
 

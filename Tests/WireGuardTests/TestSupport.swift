@@ -1,4 +1,5 @@
 // Helpers shared by the WireGuard tests: deterministic randomness, hex, two devices on a wire.
+import Core
 import Packet
 import Synchronization
 import WireGuard

@@ -1,4 +1,5 @@
 // Timers as a pure state machine: fed `now`, returning actions.
+import Core
 import Testing
 @testable import WireGuard
 

@@ -1,3 +1,4 @@
+import Core
 import Glibc
 import Packet
 import Policy
@@ -21,14 +22,14 @@ public final class ActivePolicy: @unchecked Sendable {
     /// Policy peer id per WireGuard peer handle (`PeerHandle.rawValue` indexes it).
     let peerIDs: [PolicyPeerID]
     /// Tier per peer handle (nil: unknown handle).
-    let tiers: [PolicyTier?]
+    let tiers: [PeerTier?]
     /// The next `during` boundary (epoch seconds), when any rule has a time window.
     let nextBoundary: Int64?
     private let hits: UnsafeMutablePointer<Atomic<UInt64>>
     private let hitSlots: Int
 
     init(compiled: CompiledPolicy, set: PolicySet, generation: UInt64, loadedAtMs: Int64,
-         peers: [(handle: UInt32, name: String, tier: PolicyTier)], nextBoundary: Int64?)
+         peers: [(handle: UInt32, name: String, tier: PeerTier)], nextBoundary: Int64?)
     {
         self.compiled = compiled
         self.set = set
@@ -36,7 +37,7 @@ public final class ActivePolicy: @unchecked Sendable {
         self.loadedAtMs = loadedAtMs
         let top = Int(peers.map(\.handle).max() ?? 0) + 1
         var ids = [PolicyPeerID](repeating: .unknown, count: top)
-        var tiers = [PolicyTier?](repeating: nil, count: top)
+        var tiers = [PeerTier?](repeating: nil, count: top)
         for p in peers {
             ids[Int(p.handle)] = compiled.peerID(named: p.name)
             tiers[Int(p.handle)] = p.tier
@@ -55,7 +56,7 @@ public final class ActivePolicy: @unchecked Sendable {
     }
 
     /// The same rules under a new generation (a `during` boundary passed, or peers changed).
-    func restamped(generation: UInt64, peers: [(handle: UInt32, name: String, tier: PolicyTier)], nextBoundary: Int64?) -> ActivePolicy {
+    func restamped(generation: UInt64, peers: [(handle: UInt32, name: String, tier: PeerTier)], nextBoundary: Int64?) -> ActivePolicy {
         ActivePolicy(compiled: compiled, set: set, generation: generation, loadedAtMs: loadedAtMs, peers: peers,
                      nextBoundary: nextBoundary)
     }
@@ -64,7 +65,7 @@ public final class ActivePolicy: @unchecked Sendable {
         Int(handle) < peerIDs.count ? peerIDs[Int(handle)] : .unknown
     }
 
-    @inline(__always) func tier(_ handle: UInt32) -> PolicyTier? {
+    @inline(__always) func tier(_ handle: UInt32) -> PeerTier? {
         Int(handle) < tiers.count ? tiers[Int(handle)] : nil
     }
 
@@ -75,7 +76,7 @@ public final class ActivePolicy: @unchecked Sendable {
     }
 
     /// Decisions by rule `index` (-1: the default of `direction`).
-    public func hits(rule index: Int, direction: PolicyDirection = .out) -> UInt64 {
+    public func hits(rule index: Int, direction: Direction = .out) -> UInt64 {
         let slot = index >= 0 ? index : compiled.rules.count + (direction == .out ? 0 : 1)
         return hits[slot].load(ordering: .relaxed)
     }

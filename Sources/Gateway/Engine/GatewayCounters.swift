@@ -1,3 +1,4 @@
+import Core
 import Synchronization
 
 /// Why the gateway's data path dropped a packet (on top of the WireGuard core's own

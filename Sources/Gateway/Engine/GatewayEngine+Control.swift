@@ -1,5 +1,6 @@
 // Answers for the control socket (`tunnelctl status|peers|policy …|kick`) and the WireGuard UAPI
 // (`wg show`, `wg set`), built from the engine's live state.
+import Core
 import Control
 import Glibc
 import Packet
@@ -120,7 +121,7 @@ extension GatewayEngine {
             return UAPIPeerSnapshot(
                 publicKey: WireGuardKey(bytes: p.publicKey.bytes)!,
                 presharedKey: p.presharedKey.flatMap { WireGuardKey(bytes: $0) },
-                endpoint: s?.endpoint.map { Control.Endpoint(host: $0.address.description, port: $0.port) },
+                endpoint: s?.endpoint.map { HostPort(host: $0.address.description, port: $0.port) },
                 lastHandshakeSec: sec, lastHandshakeNsec: nsec, txBytes: s?.txBytes ?? 0, rxBytes: s?.rxBytes ?? 0,
                 persistentKeepaliveInterval: s?.persistentKeepaliveSeconds ?? p.persistentKeepalive,
                 allowedIPs: p.allowedIPs)
@@ -148,7 +149,7 @@ extension GatewayEngine {
                 continue
             }
             if existing == nil && update.updateOnly { continue }
-            let endpoint = update.endpoint.flatMap { e in e.address.map { WireGuard.Endpoint(address: $0, port: e.port) } }
+            let endpoint = update.endpoint.flatMap { e in e.address.map { Endpoint(address: $0, port: e.port) } }
             if update.endpoint != nil && endpoint == nil {
                 return .invalid("endpoint must be an address, not a host name")
             }

@@ -1,4 +1,5 @@
 // The three loops of the data path; see the narrative at the top of GatewayEngine.swift.
+import Core
 import Glibc
 import LiveFeed
 import Packet
@@ -135,7 +136,9 @@ extension GatewayEngine {
                         toTun.offsets[t] = 0
                         toTun.lengths[t] = packet.count
                         toTun.count = t + 1
-                    case .block:
+                    case .block, .pending:
+                        // `decide` answers only rule actions: a flow is never held (pending)
+                        // until host rules run on the data path; were one, it waits dropped.
                         counters.drop(.policyBlock)
                     case .reject:
                         counters.drop(.policyReject)
@@ -248,7 +251,9 @@ extension GatewayEngine {
                     {
                     case .allow:
                         sendPeer[i] = UInt32(peer)
-                    case .block:
+                    case .block, .pending:
+                        // `decide` answers only rule actions: a flow is never held (pending)
+                        // until host rules run on the data path; were one, it waits dropped.
                         counters.drop(.policyBlock)
                     case .reject:
                         counters.drop(.policyReject)
@@ -357,7 +362,7 @@ extension GatewayEngine {
     /// flow's verdict, so return traffic of an allowed flow passes even under `default in block`.
     @inline(__always)
     func decide(_ table: FlowTable, _ p: ParsedPacket, _ packet: UnsafeRawBufferPointer, peer: UInt32, fromPeer: Bool,
-                policy: ActivePolicy, minute: Int, nowMs: Int64) -> PolicyAction
+                policy: ActivePolicy, minute: Int, nowMs: Int64) -> Verdict
     {
         if p.isICMPError, p.payloadOffset < packet.count,
             let quoted = try? PacketParser.parseQuoted(UnsafeRawBufferPointer(rebasing: packet[p.payloadOffset...]))
@@ -368,7 +373,7 @@ extension GatewayEngine {
                 observer?.flowEnded(ended, peer: peer)
             }
             if let handle, table[handle].verdictGeneration == policy.generation,
-                let cached = PolicyAction(rawValue: table[handle].verdictAction)
+                let cached = Verdict(rawValue: table[handle].verdictAction)
             {
                 return cached
             }
@@ -377,7 +382,7 @@ extension GatewayEngine {
         let t = table.track(key, reversed: reversed, length: packet.count, tcpFlags: p.tcpFlags, now: nowMs)
         if let ended = t.ended { observer?.flowEnded(ended, peer: ended.entry.key == key ? peer : LiveRecord.noPeer) }
         let entry = table[t.handle]
-        if entry.verdictGeneration == policy.generation, let cached = PolicyAction(rawValue: entry.verdictAction) {
+        if entry.verdictGeneration == policy.generation, let cached = Verdict(rawValue: entry.verdictAction) {
             observer?.packet(ObservedBytes(packet), p, handle: t.handle, entry: entry, opened: t.opened,
                              action: cached, peer: peer, fromPeer: fromPeer)
             return cached

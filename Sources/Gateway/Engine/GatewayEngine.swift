@@ -20,6 +20,7 @@
 // The flow table and policy verdicts are shared by the first two threads behind one mutex taken
 // once per batch. The policy in force and the AllowedIPs trie are immutable snapshots swapped
 // under their own mutexes and read once per batch.
+import Core
 import Control
 import Packet
 import Policy
@@ -115,7 +116,7 @@ public final class GatewayEngine: @unchecked Sendable {
     /// Adds (or updates) a peer: WireGuard identity, AllowedIPs routes and its tier for policy.
     @discardableResult
     public func addPeer(name: String, publicKey: WireGuard.PublicKey, presharedKey: [UInt8]?, allowedIPs: [IPPrefix],
-                        endpoint: WireGuard.Endpoint?, persistentKeepalive: UInt16, tier: PeerTier) -> PeerHandle
+                        endpoint: Endpoint?, persistentKeepalive: UInt16, tier: PeerTier) -> PeerHandle
     {
         let handle = device.addPeer(PeerConfiguration(
             publicKey: publicKey, presharedKey: presharedKey, persistentKeepaliveSeconds: persistentKeepalive,
@@ -193,9 +194,9 @@ public final class GatewayEngine: @unchecked Sendable {
         }
     }
 
-    private func policyPeers() -> [(handle: UInt32, name: String, tier: PolicyTier)] {
+    private func policyPeers() -> [(handle: UInt32, name: String, tier: PeerTier)] {
         peerTable.withLock { table in
-            table.values.map { ($0.handle.rawValue, $0.name, $0.tier == .premium ? PolicyTier.premium : .free) }
+            table.values.map { ($0.handle.rawValue, $0.name, $0.tier == .premium ? PeerTier.premium : .free) }
         }
     }
 

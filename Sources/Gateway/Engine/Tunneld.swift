@@ -1,5 +1,6 @@
 // `tunneld`: the program around the engine — arguments, config, interface bring-up, servers,
 // signals, tear-down. tunneld/main.swift only calls `Tunneld.main`.
+import Core
 import Control
 import Foundation
 import Glibc
@@ -128,7 +129,7 @@ public enum Tunneld {
         // END session/history
         for p in config.peers {
             guard let pub = WireGuard.PublicKey(p.publicKey.bytes) else { continue }
-            let endpoint = p.endpoint.flatMap { e in e.address.map { WireGuard.Endpoint(address: $0, port: e.port) } }
+            let endpoint = p.endpoint.flatMap { e in e.address.map { Endpoint(address: $0, port: e.port) } }
             engine.addPeer(name: p.name, publicKey: pub, presharedKey: p.presharedKey?.bytes, allowedIPs: p.allowedIPs,
                            endpoint: endpoint, persistentKeepalive: p.persistentKeepalive ?? 0, tier: p.tier)
         }
@@ -139,9 +140,7 @@ public enum Tunneld {
         sessions.history.captureLocation.withLock { lookup in
             let observer = observe.observer
             lookup = { id in
-                observer.firstCaptureLocation(flowID: id).map {
-                    CaptureLocation(fileSequence: Int64($0.fileSequence), offset: Int64($0.offset))
-                }
+                observer.firstCaptureLocation(flowID: id)
             }
         }
         // ---- end live ring and capture ----
@@ -154,7 +153,7 @@ public enum Tunneld {
         let wallMs: @Sendable () -> Int64 = { SystemClock().wallMilliseconds() }
         var history: (DaemonMarkers, PruneSchedule)?
         do {
-            if let store = try? Store(path: iface.storePath) { _ = PruneSchedule.loadSettings(store, log: log) }
+            if let store = try? StateStore(path: iface.storePath) { _ = PruneSchedule.loadSettings(store, log: log) }
             history = (try DaemonMarkers(storePath: iface.storePath, log: log, now: wallMs,
                                          droppedCount: { sessions.history.droppedRecords }),
                        try PruneSchedule(storePath: iface.storePath, captureDirectory: iface.stateDirectory + "/capture",

@@ -1,3 +1,4 @@
+import Core
 import Foundation
 import Policy
 import Store
@@ -66,7 +67,7 @@ public final class DaemonMarkers: @unchecked Sendable {
 
         private func marker(start: Int64, end: Int64, lost: UInt64, total: UInt64) -> MarkerInput {
             MarkerInput(at: start, label: "store queue full: records dropped", kind: .automatic,
-                        detail: "dropped=\(lost) within=\(ValueFormat.formatDuration(max(1, end - start))) total=\(total)")
+                        detail: "dropped=\(lost) within=\(DurationFormat.format(ms: max(1, end - start))) total=\(total)")
         }
 
         public static func == (a: DropWindow, b: DropWindow) -> Bool {
@@ -74,7 +75,7 @@ public final class DaemonMarkers: @unchecked Sendable {
         }
     }
 
-    private let store: Store
+    private let store: StateStore
     private let log: Logger
     private let now: @Sendable () -> Int64
     private let droppedCount: (@Sendable () -> UInt64)?
@@ -95,7 +96,7 @@ public final class DaemonMarkers: @unchecked Sendable {
     /// `StoreWriter`'s queue-full counter (nil: no drop markers).
     public init(storePath: String, log: Logger, now: @escaping @Sendable () -> Int64,
                 droppedCount: (@Sendable () -> UInt64)? = nil, dropCheckIntervalMs: Int = 5000, dropWindowMs: Int64 = 60_000) throws {
-        store = try Store(path: storePath, busyTimeoutMs: 10_000)
+        store = try StateStore(path: storePath, busyTimeoutMs: 10_000)
         self.log = log
         self.now = now
         self.droppedCount = droppedCount

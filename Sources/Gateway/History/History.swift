@@ -1,3 +1,4 @@
+import Core
 import Control
 import Glibc
 import Packet
@@ -47,7 +48,7 @@ public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
             reasons = p.compiled.rules.map { r in r.reason ?? r.name ?? r.text }
         }
         func rule(_ index: Int32) -> String? { index >= 0 && Int(index) < where_.count ? where_[Int(index)] : nil }
-        func reason(_ index: Int32, action: PolicyAction) -> String {
+        func reason(_ index: Int32, action: Verdict) -> String {
             index >= 0 && Int(index) < reasons.count ? reasons[Int(index)] : "default \(action)"
         }
     }
@@ -138,7 +139,7 @@ public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
         submit(.flowOpened(FlowOpen(
             id: idBase &+ Int64(entry.id), proto: entry.key.proto.rawValue, src: entry.originator,
             srcPort: entry.originatorPort, dst: dst, dstPort: entry.responderPort, peer: name, at: at,
-            verdict: FlowVerdict(verdict.action), rule: t.rule(verdict.ruleIndex),
+            verdict: verdict.action, rule: t.rule(verdict.ruleIndex),
             capture: captureLocation.withLock { $0 }?(entry.id))))
         if verdict.action != .allow {
             submit(.refusal(.flow(peer: name, rule: t.rule(verdict.ruleIndex) ?? "default",
@@ -169,10 +170,10 @@ public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
         let t = rules.withLock { $0 }
         flows.forEach { _, e in
             guard e.lastSeen > since else { return }
-            let action = PolicyAction(rawValue: e.verdictAction) ?? .allow
+            let action = Verdict(rawValue: e.verdictAction) ?? .allow
             submit(.flowUpdated(FlowUpdate(
                 id: idBase &+ Int64(e.id), lastSeen: wall(e.lastSeen), counters: History.counters(e),
-                verdict: FlowVerdict(action), rule: t?.rule(e.verdictRuleIndex))))
+                verdict: action, rule: t?.rule(e.verdictRuleIndex))))
         }
     }
 
@@ -190,17 +191,8 @@ public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
     }
 }
 
-extension StoreAddress {
+extension IPAddress {
     /// The store's form of a packet address (same 128-bit layout).
     init(_ a: IPAddress) { self.init(high: a.high, low: a.low, isIPv6: a.isIPv6) }
 }
 
-extension FlowVerdict {
-    init(_ a: PolicyAction) {
-        switch a {
-        case .allow: self = .allow
-        case .block: self = .block
-        case .reject: self = .reject
-        }
-    }
-}

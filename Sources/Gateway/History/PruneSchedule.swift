@@ -1,3 +1,4 @@
+import Core
 import Foundation
 import Store
 
@@ -15,7 +16,7 @@ public final class PruneSchedule: @unchecked Sendable {
     // Safe: `stopping`, `runs` and `lastReport` are guarded by `condition`; `store` is used
     // only by the schedule's thread (or by `runOnce` when the thread is not started).
 
-    private let store: Store
+    private let store: StateStore
     private let captureDirectory: String
     private let log: Logger
     private let now: @Sendable () -> Int64
@@ -30,7 +31,7 @@ public final class PruneSchedule: @unchecked Sendable {
     /// A schedule on the store at `storePath`, pruning `captureDirectory`'s pcap files too.
     public init(storePath: String, captureDirectory: String, log: Logger, now: @escaping @Sendable () -> Int64,
                 intervalMs: Int = 3_600_000, options: Pruner.Options = Pruner.Options()) throws {
-        store = try Store(path: storePath, busyTimeoutMs: 10_000)
+        store = try StateStore(path: storePath, busyTimeoutMs: 10_000)
         self.captureDirectory = captureDirectory
         self.log = log
         self.now = now
@@ -40,7 +41,7 @@ public final class PruneSchedule: @unchecked Sendable {
 
     /// The settings the daemon runs with: the row, decoded tolerantly; factory values (logged)
     /// when it is not JSON or cannot be read. Defaulted fields are logged at info.
-    public static func loadSettings(_ store: Store, log: Logger) -> Settings {
+    public static func loadSettings(_ store: StateStore, log: Logger) -> Settings {
         do {
             let d = try store.settings()
             if !d.wasEmpty {

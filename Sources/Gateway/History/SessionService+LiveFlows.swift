@@ -1,3 +1,4 @@
+import Core
 import Control
 import Packet
 import Policy
@@ -15,7 +16,7 @@ extension SessionService {
                 let h = trie.lookupRaw(e.originator)
                 let name = names[h > 0 ? h : trie.lookupRaw(e.responder)]
                 if let peer, name != peer { return }
-                let verdict = e.verdictGeneration == 0 ? "pending" : (PolicyAction(rawValue: e.verdictAction)?.description ?? "pending")
+                let verdict = e.verdictGeneration == 0 ? "pending" : (Verdict(rawValue: e.verdictAction)?.description ?? "pending")
                 out.append(LiveFlow(
                     id: history.idBase &+ Int64(e.id), peer: name, proto: e.key.proto.rawValue,
                     src: e.originator.description, srcPort: e.originatorPort, dst: e.responder.description,

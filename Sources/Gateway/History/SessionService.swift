@@ -1,3 +1,4 @@
+import Core
 import Control
 import Glibc
 import Store
@@ -18,8 +19,8 @@ public final class SessionService: @unchecked Sendable {
     let log: Logger
     let storePath: String
     private var ticker: WatchdogTicker?
-    private var tierStore: Store?
-    private var appliedOverrides: [String: Control.PeerTier]
+    private var tierStore: StateStore?
+    private var appliedOverrides: [String: PeerTier]
 
     /// Opens the store at `config.storePath`, closes the sessions a crash left open (at the last
     /// time the store proves the daemon ran), and hooks history and the watchdog into `engine`.
@@ -31,11 +32,11 @@ public final class SessionService: @unchecked Sendable {
         storePath = interface.storePath
         let now = engine.clock.wallMilliseconds()
         var windows: [String: WindowDates] = [:]
-        var overrides: [String: Control.PeerTier] = [:]
+        var overrides: [String: PeerTier] = [:]
         var idBase: Int64 = 0
         var writer: StoreWriter? = nil
         do {
-            let store = try Store(path: storePath)
+            let store = try StateStore(path: storePath)
             let proven = try store.lastProvenAlive()
             let closed = try store.closeAllOpenSessionsAsCrash(at: proven ?? now)
             if closed > 0 {
@@ -43,7 +44,7 @@ public final class SessionService: @unchecked Sendable {
             }
             try store.daemonStarted(pid: Int64(getpid()), at: now)
             for w in try store.windows() { windows[w.peer] = WindowDates(allowedUntil: w.allowedUntil, reconnectAt: w.reconnectAt) }
-            for o in try store.tierOverrides() { overrides[o.peer] = Control.PeerTier(rawValue: o.tier.rawValue) }
+            for o in try store.tierOverrides() { overrides[o.peer] = o.tier }
             idBase = try store.maxFlowId()
             engine.seedFlowIDs(after: UInt64(max(0, idBase)))
             tierStore = store
@@ -110,8 +111,8 @@ public final class SessionService: @unchecked Sendable {
     private func pollOverrides() {
         guard let store = tierStore else { return }
         do {
-            var next: [String: Control.PeerTier] = [:]
-            for o in try store.tierOverrides() { next[o.peer] = Control.PeerTier(rawValue: o.tier.rawValue) }
+            var next: [String: PeerTier] = [:]
+            for o in try store.tierOverrides() { next[o.peer] = o.tier }
             if next != appliedOverrides {
                 appliedOverrides = next
                 applyOverrides(next, log: true)
@@ -121,7 +122,7 @@ public final class SessionService: @unchecked Sendable {
         }
     }
 
-    private func applyOverrides(_ overrides: [String: Control.PeerTier], log logChanges: Bool) {
+    private func applyOverrides(_ overrides: [String: PeerTier], log logChanges: Bool) {
         for p in engine.peers { engine.setTier(p.handle, overrides[p.name] ?? configTier(p.name) ?? p.tier) }
         let changed = watchdog.setOverrides(overrides, now: engine.clock.wallMilliseconds())
         if logChanges {
@@ -132,7 +133,7 @@ public final class SessionService: @unchecked Sendable {
         }
     }
 
-    private func configTier(_ name: String) -> Control.PeerTier? {
+    private func configTier(_ name: String) -> PeerTier? {
         watchdog.state.withLock { s in s.peers.values.first { $0.name == name }?.configTier }
     }
 }

@@ -1,5 +1,6 @@
 // Applies the store's capture settings to a running daemon without a restart, and keeps the
 // capture directory under the retention limits. Runs on its own thread, never the data path.
+import Core
 import Capture
 import Glibc
 import Store
@@ -45,12 +46,12 @@ public final class CaptureSettingsPoller: @unchecked Sendable {
         while running.load(ordering: .relaxed) {
             var retention: RetentionSettings? = nil
             do {
-                let store = try Store(path: storePath, mode: .readOnly, busyTimeoutMs: 200)
+                let store = try StateStore(path: storePath, mode: .readOnly, busyTimeoutMs: 200)
                 let decoded = try store.settings()
                 let s = decoded.settings
                 retention = s.retention
                 let change = CaptureSettingsChange(
-                    enabled: s.capture.enabled, detail: s.capture.detail == .full ? .full : .metadata)
+                    enabled: s.capture.enabled, detail: s.capture.detail)
                 if change != applied {
                     observer.requestCapture(change)
                     if applied != nil || change.enabled {

@@ -1,4 +1,5 @@
 // The daemon's live-ring and capture set-up (called from Tunneld.run in one block).
+import Core
 import Capture
 import Control
 import Foundation
@@ -31,11 +32,11 @@ public struct Observe: Sendable {
         }
         let storePath = iface.storePath
         var settings = Settings.factory
-        if let store = try? Store(path: storePath, mode: .readOnly, busyTimeoutMs: 1000),
+        if let store = try? StateStore(path: storePath, mode: .readOnly, busyTimeoutMs: 1000),
            let decoded = try? store.settings() {
             settings = decoded.settings
         }
-        let detail: Capture.CaptureDetail = settings.capture.detail == .full ? .full : .metadata
+        let detail: CaptureDetail = settings.capture.detail == .full ? .full : .metadata
         let fileBytes = ProcessInfo.processInfo.environment[fileBytesVariable].flatMap(Int.init) ?? 64 << 20
         var capture: CaptureSpooler? = nil
         let directory = iface.stateDirectory + "/capture"

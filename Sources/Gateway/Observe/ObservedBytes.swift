@@ -3,6 +3,7 @@
 /// `@unchecked Sendable`: the pointer is read only during the call that receives it, on the
 /// calling thread, and never stored. (The wrapper exists so passing the batch's memory next to
 /// the flow table — a `sending` value inside its mutex — does not merge their isolation regions.)
+import Core
 public struct ObservedBytes: @unchecked Sendable {
     /// The IP packet.
     public let bytes: UnsafeRawBufferPointer

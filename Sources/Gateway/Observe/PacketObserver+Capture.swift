@@ -1,4 +1,5 @@
 // Capture settings, flushing and pruning: the observer's work off the per-packet path.
+import Core
 import Capture
 import LiveFeed
 import Store
@@ -59,15 +60,15 @@ extension PacketObserver {
 
     /// Deletes capture files (and their flow indexes) beyond the retention limits, never the
     /// file being written. Any thread. `request` is the store pruner's (cut-off in epoch ms).
-    public func pruneCaptures(_ request: StoreCapturePruneRequest, nowMs: Int64) throws -> StoreCapturePruneResult {
+    public func pruneCaptures(_ request: Store.CapturePruneRequest, nowMs: Int64) throws -> Store.CapturePruneResult {
         try pruneCaptures(olderThanMs: request.olderThan, maxTotalBytes: request.maxTotalBytes, dryRun: request.dryRun,
                           nowMs: nowMs)
     }
 
     /// Same as `pruneCaptures(_:nowMs:)` with the request's fields.
     public func pruneCaptures(olderThanMs: Int64?, maxTotalBytes: Int64?, dryRun: Bool = false,
-                              nowMs: Int64) throws -> StoreCapturePruneResult {
-        guard let directory = capture?.directory else { return StoreCapturePruneResult(files: 0, bytes: 0) }
+                              nowMs: Int64) throws -> Store.CapturePruneResult {
+        guard let directory = capture?.directory else { return Store.CapturePruneResult(files: 0, bytes: 0) }
         let maxAge = olderThanMs.map { UInt64(max(0, nowMs - $0)) * 1_000_000 }
         let maxBytes = maxTotalBytes.map { Int(clamping: $0) }
         if dryRun {
@@ -85,12 +86,12 @@ extension PacketObserver {
                 count += 1
                 bytes += Int64(f.size)
             }
-            return StoreCapturePruneResult(files: count, bytes: bytes)
+            return Store.CapturePruneResult(files: count, bytes: bytes)
         }
         let result = try CaptureFiles.prune(
             directory: directory, maxTotalBytes: maxBytes, maxAgeNanoseconds: maxAge,
             nowNanoseconds: UInt64(max(0, nowMs)) * 1_000_000, keeping: captureSequenceInUse)
         CaptureFlowIndex.removeOrphans(directory: directory)
-        return StoreCapturePruneResult(files: result.files, bytes: Int64(result.bytes))
+        return Store.CapturePruneResult(files: result.files, bytes: Int64(result.bytes))
     }
 }

@@ -1,5 +1,6 @@
 // Building ring records and capture entries (the observer's slow path: someone watches or
 // capture is on). Every function here runs with the engine's flow lock held.
+import Core
 import Capture
 import LiveFeed
 import Packet
@@ -8,7 +9,7 @@ import Policy
 extension PacketObserver {
     @usableFromInline
     func observe(_ packet: ObservedBytes, _ p: ParsedPacket, handle: FlowHandle, entry: FlowEntry,
-                 opened: Bool, action: PolicyAction, peer: UInt32, fromPeer: Bool)
+                 opened: Bool, action: Verdict, peer: UInt32, fromPeer: Bool)
     {
         let slot = Int(handle.index)
         guard slot < noteCount else { return }
@@ -34,7 +35,7 @@ extension PacketObserver {
         var r = LiveRecord()
         r.timeNanoseconds = wallNanoseconds
         r.flowID = entry.id
-        r.direction = fromPeer ? .fromPeer : .toPeer
+        r.direction = fromPeer ? .out : .in
         r.ipProtocol = p.proto.rawValue
         r.ipVersion = p.source.isIPv6 ? 6 : 4
         r.sourceHigh = p.source.high
@@ -44,7 +45,7 @@ extension PacketObserver {
         r.sourcePort = p.sourcePort
         r.destinationPort = p.destinationPort
         r.length = UInt32(truncatingIfNeeded: packet.count)
-        r.verdict = PacketObserver.verdict(action)
+        r.verdict = action
         r.ruleIndex = entry.verdictRuleIndex < 0 ? LiveRecord.noRule : UInt32(entry.verdictRuleIndex)
         r.peerIndex = peer
         r.peerName = peerNames[peer] ?? .none
@@ -90,7 +91,7 @@ extension PacketObserver {
         r.destinationLow = b.low
         r.sourcePort = e.originatorPort
         r.destinationPort = e.responderPort
-        r.verdict = PacketObserver.verdict(PolicyAction(rawValue: e.verdictAction) ?? .allow)
+        r.verdict = Verdict(rawValue: e.verdictAction) ?? .allow
         r.ruleIndex = e.verdictRuleIndex < 0 ? LiveRecord.noRule : UInt32(e.verdictRuleIndex)
         r.peerIndex = peer
         r.peerName = peerNames[peer] ?? .none
@@ -99,13 +100,6 @@ extension PacketObserver {
         ring.publish(r)
     }
 
-    static func verdict(_ action: PolicyAction) -> LiveVerdict {
-        switch action {
-        case .allow: .allow
-        case .block: .block
-        case .reject: .reject
-        }
-    }
 
     // MARK: queued events
 

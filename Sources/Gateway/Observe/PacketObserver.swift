@@ -17,6 +17,7 @@
 //
 // Refusals and handshakes are seen outside the flow lock (WireGuard receive); they are queued
 // under a small mutex of their own and published at the next batch or tick.
+import Core
 import Capture
 import Glibc
 import LiveFeed
@@ -107,7 +108,7 @@ public final class PacketObserver: @unchecked Sendable {
     /// tracking; `opened` whether this packet opened the flow.
     @inlinable
     public func packet(_ packet: ObservedBytes, _ parsed: ParsedPacket, handle: FlowHandle, entry: FlowEntry,
-                       opened: Bool, action: PolicyAction, peer: UInt32, fromPeer: Bool)
+                       opened: Bool, action: Verdict, peer: UInt32, fromPeer: Bool)
     {
         guard watching || capturing else { return }
         observe(packet, parsed, handle: handle, entry: entry, opened: opened, action: action, peer: peer,
@@ -168,9 +169,9 @@ public struct CaptureSettingsChange: Sendable, Equatable {
     /// Capture on or off.
     public var enabled: Bool
     /// Snapshot length class.
-    public var detail: Capture.CaptureDetail
+    public var detail: CaptureDetail
     /// Public initializer.
-    public init(enabled: Bool, detail: Capture.CaptureDetail) {
+    public init(enabled: Bool, detail: CaptureDetail) {
         self.enabled = enabled
         self.detail = detail
     }

@@ -1,3 +1,4 @@
+import Core
 import Control
 import WireGuard
 
@@ -14,7 +15,7 @@ extension GatewayEngine: WatchdogDevice {
     }
 
     /// Changes a peer's tier for policy (`tier free|premium` rules) without a restart.
-    public func setTier(_ peer: PeerHandle, _ tier: Control.PeerTier) {
+    public func setTier(_ peer: PeerHandle, _ tier: PeerTier) {
         let changed = peerTable.withLock { table -> Bool in
             guard table[peer.rawValue] != nil, table[peer.rawValue]!.tier != tier else { return false }
             table[peer.rawValue]!.tier = tier

@@ -1,3 +1,4 @@
+import Core
 import Store
 
 /// What a watchdog tick wants for one peer: whether the device refuses it, whether its live

@@ -1,3 +1,4 @@
+import Core
 import Control
 import Store
 import Synchronization
@@ -18,9 +19,9 @@ public final class Watchdog: Sendable {
         /// The configured name (the store's key).
         public var name: String
         /// Tier from the configuration (a store override wins).
-        public var configTier: Control.PeerTier
+        public var configTier: PeerTier
         /// A peer from its parts.
-        public init(handle: PeerHandle, name: String, configTier: Control.PeerTier) {
+        public init(handle: PeerHandle, name: String, configTier: PeerTier) {
             self.handle = handle
             self.name = name
             self.configTier = configTier
@@ -40,7 +41,7 @@ public final class Watchdog: Sendable {
     /// What `tunnelctl peers` / `session` need from the daemon about one peer.
     public struct PeerView: Sendable, Hashable {
         /// Tier in force (override or configuration).
-        public var tier: Control.PeerTier
+        public var tier: PeerTier
         /// The stored window, if any.
         public var window: WindowDates?
         /// The live session, if connected.
@@ -51,7 +52,7 @@ public final class Watchdog: Sendable {
 
     struct State {
         var peers: [UInt32: Peer] = [:]
-        var overrides: [String: Control.PeerTier] = [:]
+        var overrides: [String: PeerTier] = [:]
         var windows: [String: WindowDates] = [:]
         var sessions: [String: LiveSession] = [:]
         var refused: Set<String> = []
@@ -65,7 +66,7 @@ public final class Watchdog: Sendable {
 
     /// A watchdog with the windows stored before (restart safety, §6.6).
     public init(config: WatchdogConfig, device: any WatchdogDevice, sink: any WatchdogSink, windows: [String: WindowDates] = [:],
-                overrides: [String: Control.PeerTier] = [:])
+                overrides: [String: PeerTier] = [:])
     {
         self.config = config
         self.device = device
@@ -76,7 +77,7 @@ public final class Watchdog: Sendable {
         state = Mutex(s)
     }
 
-    private static func tier(_ s: State, _ p: Peer) -> Control.PeerTier { s.overrides[p.name] ?? p.configTier }
+    private static func tier(_ s: State, _ p: Peer) -> PeerTier { s.overrides[p.name] ?? p.configTier }
 
     /// Replaces the set of peers. A peer that disappears with a live session ends it `removed`.
     public func setPeers(_ peers: [Peer], now: Int64) {
@@ -154,9 +155,9 @@ public final class Watchdog: Sendable {
     /// a paused peer in at once; moving to free takes effect at the next connect (or now, for a
     /// connected peer: see `WatchdogRules.onTick`). Returns the peers whose tier changed.
     @discardableResult
-    public func setOverrides(_ overrides: [String: Control.PeerTier], now: Int64) -> [(Peer, Control.PeerTier)] {
-        let changed = state.withLock { s -> [(Peer, Control.PeerTier)] in
-            var changed: [(Peer, Control.PeerTier)] = []
+    public func setOverrides(_ overrides: [String: PeerTier], now: Int64) -> [(Peer, PeerTier)] {
+        let changed = state.withLock { s -> [(Peer, PeerTier)] in
+            var changed: [(Peer, PeerTier)] = []
             for p in s.peers.values {
                 let before = Watchdog.tier(s, p)
                 let after = overrides[p.name] ?? p.configTier
@@ -211,7 +212,7 @@ public final class Watchdog: Sendable {
     }
 
     /// The tier in force for `name` (override or configuration).
-    public func tier(of name: String) -> Control.PeerTier? { view(name)?.tier }
+    public func tier(of name: String) -> PeerTier? { view(name)?.tier }
 
     // MARK: - under the lock
 

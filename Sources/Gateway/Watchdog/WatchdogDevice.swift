@@ -1,3 +1,4 @@
+import Core
 import WireGuard
 
 /// What the watchdog does to peers: implemented by the gateway engine (`GatewayEngine+Watchdog`)

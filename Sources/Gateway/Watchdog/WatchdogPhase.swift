@@ -1,4 +1,5 @@
 /// Where a peer stands at a given wall-clock time (DESIGN.md §6).
+import Core
 public enum WatchdogPhase: Sendable, Hashable {
     /// Premium: never limited.
     case unlimited

@@ -1,3 +1,4 @@
+import Core
 import Store
 
 /// A record the watchdog hands to its sink (the daemon turns them into `StoreRecord`s).

@@ -1,3 +1,4 @@
+import Core
 import Control
 import Store
 
@@ -16,7 +17,7 @@ import Store
 /// date and never a fresh window.
 public enum WatchdogRules {
     /// The peer's phase at `now`.
-    public static func phase(now: Int64, tier: Control.PeerTier, window: WindowDates?) -> WatchdogPhase {
+    public static func phase(now: Int64, tier: PeerTier, window: WindowDates?) -> WatchdogPhase {
         guard tier == .free else { return .unlimited }
         guard let w = window else { return .noWindow }
         if now < w.allowedUntil { return .inWindow(w) }
@@ -25,7 +26,7 @@ public enum WatchdogRules {
     }
 
     /// §6.1–2: a peer with no live session completed a handshake at `now`.
-    public static func onConnect(now: Int64, tier: Control.PeerTier, window: WindowDates?, config: WatchdogConfig) -> ConnectDecision {
+    public static func onConnect(now: Int64, tier: PeerTier, window: WindowDates?, config: WatchdogConfig) -> ConnectDecision {
         switch phase(now: now, tier: tier, window: window) {
         case .unlimited: return .admitUnlimited
         case .noWindow, .pauseOver: return .openWindow(newWindow(now: now, config: config))
@@ -42,7 +43,7 @@ public enum WatchdogRules {
 
     /// §6.3–4, §6.7: the tick at `now`. `session` is the live session's last handshake time, nil
     /// when the peer has no live session.
-    public static func onTick(now: Int64, tier: Control.PeerTier, window: WindowDates?, sessionLastHandshake: Int64?,
+    public static func onTick(now: Int64, tier: PeerTier, window: WindowDates?, sessionLastHandshake: Int64?,
                               config: WatchdogConfig) -> TickDecision
     {
         let p = phase(now: now, tier: tier, window: window)

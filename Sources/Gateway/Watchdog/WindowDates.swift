@@ -1,4 +1,5 @@
 /// A free peer's two stored dates (DESIGN.md §6), Unix epoch milliseconds (wall clock).
+import Core
 public struct WindowDates: Sendable, Hashable {
     /// End of the connected window.
     public var allowedUntil: Int64

@@ -1,5 +1,6 @@
 // Interop check against a real wireguard-go in a network namespace (run.sh builds and runs it as root).
 // Plays one WireGuard peer over a UDP socket on 127.0.0.1:51821 with WireGuardDevice; pings through the tunnel.
+import Core
 import Glibc
 import Packet
 import WireGuard

@@ -142,7 +142,8 @@ public struct IPAddress: Hashable, Sendable, Comparable, CustomStringConvertible
         return (h, l)
     }
 
-    static func hexValue(_ c: UInt8) -> UInt8? {
+    /// The value of one hex digit (either case), or nil.
+    public static func hexValue(_ c: UInt8) -> UInt8? {
         switch c {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
         case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
@@ -151,11 +152,15 @@ public struct IPAddress: Hashable, Sendable, Comparable, CustomStringConvertible
         }
     }
 
-    /// Dotted quad for IPv4; RFC 5952 canonical text for IPv6 (lower case, longest zero run as `::`).
+    /// Dotted quad for IPv4; RFC 5952 canonical text for IPv6 (lower case, longest zero run as `::`,
+    /// IPv4-mapped addresses as `::ffff:192.0.2.1` per §5, as `inet_ntop` writes them).
     public var description: String {
         if !isIPv6 {
             let v = v4
             return "\(v >> 24).\(v >> 16 & 0xFF).\(v >> 8 & 0xFF).\(v & 0xFF)"
+        }
+        if high == 0, low >> 32 == 0xFFFF {
+            return "::ffff:" + IPAddress(v4: UInt32(truncatingIfNeeded: low)).description
         }
         var groups = [UInt16](repeating: 0, count: 8)
         for k in 0..<4 {
@@ -232,40 +237,3 @@ public struct IPPrefix: Hashable, Sendable, CustomStringConvertible {
     public var description: String { "\(address)/\(length)" }
 }
 
-/// An IP protocol number (IANA "Assigned Internet Protocol Numbers").
-public struct IPProtocol: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    public var rawValue: UInt8
-    @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
-
-    public static let icmp = IPProtocol(rawValue: 1)
-    public static let tcp = IPProtocol(rawValue: 6)
-    public static let udp = IPProtocol(rawValue: 17)
-    public static let icmpv6 = IPProtocol(rawValue: 58)
-
-    /// True for protocols whose headers carry ports (TCP, UDP).
-    @inlinable public var hasPorts: Bool { self == .tcp || self == .udp }
-
-    /// `tcp`, `udp`, `icmp`, `icmpv6`, or the number.
-    public var description: String {
-        switch self {
-        case .tcp: return "tcp"
-        case .udp: return "udp"
-        case .icmp: return "icmp"
-        case .icmpv6: return "icmpv6"
-        default: return String(rawValue)
-        }
-    }
-
-    /// Parses a protocol name (`tcp`, `udp`, `icmp`, `icmpv6`) or a number 0...255.
-    public init?<S: StringProtocol>(name: S) {
-        switch name.lowercased() {
-        case "tcp": self = .tcp
-        case "udp": self = .udp
-        case "icmp": self = .icmp
-        case "icmpv6", "ipv6-icmp": self = .icmpv6
-        default:
-            guard let n = UInt8(name) else { return nil }
-            self.init(rawValue: n)
-        }
-    }
-}

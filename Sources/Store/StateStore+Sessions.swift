@@ -1,5 +1,6 @@
 /// Sessions and free-tier windows (DESIGN.md §6).
-extension Store {
+import Core
+extension StateStore {
     static let sessionColumns = "id, peer, started_at, ended_at, end_reason, rx_bytes, tx_bytes"
 
     /// Opens a session for `peer` at `at`; returns its id.
@@ -30,13 +31,13 @@ extension Store {
 
     /// Sessions still open (no end), oldest first.
     public func openSessions() throws -> [Session] {
-        try sessionRows("SELECT \(Store.sessionColumns) FROM sessions WHERE ended_at IS NULL ORDER BY started_at, id", [])
+        try sessionRows("SELECT \(StateStore.sessionColumns) FROM sessions WHERE ended_at IS NULL ORDER BY started_at, id", [])
     }
 
     /// Sessions that were open at or after `since` (started or ended then, or still open),
     /// newest first, optionally one peer's.
     public func sessions(since: Int64 = .min, peer: String? = nil, limit: Int = 10_000) throws -> [Session] {
-        var sql = "SELECT \(Store.sessionColumns) FROM sessions WHERE (ended_at IS NULL OR ended_at >= ?1)"
+        var sql = "SELECT \(StateStore.sessionColumns) FROM sessions WHERE (ended_at IS NULL OR ended_at >= ?1)"
         if peer != nil { sql += " AND peer = ?2" }
         sql += " ORDER BY started_at DESC, id DESC LIMIT ?3"
         let s = try connection.prepared(sql)
@@ -45,7 +46,7 @@ extension Store {
         if let peer { s.bind(2, peer) }
         s.bind(3, Int64(limit))
         var out: [Session] = []
-        while try s.step() { out.append(Store.session(from: s)) }
+        while try s.step() { out.append(StateStore.session(from: s)) }
         return out
     }
 
@@ -67,7 +68,7 @@ extension Store {
         defer { s.reset() }
         for (i, v) in binds.enumerated() { s.bind(Int32(i + 1), v) }
         var out: [Session] = []
-        while try s.step() { out.append(Store.session(from: s)) }
+        while try s.step() { out.append(StateStore.session(from: s)) }
         return out
     }
 

@@ -1,5 +1,6 @@
 /// Audit sessions and markers (issue 6): written by tunnelctl directly and by the daemon.
-extension Store {
+import Core
+extension StateStore {
     /// Adds a marker, attached to the audit session open at that moment (if any); returns it.
     @discardableResult
     public func addMarker(_ m: MarkerInput) throws -> Marker {

@@ -1,9 +1,10 @@
 import Foundation
 
 /// A 32-byte WireGuard key: a Curve25519 private or public key, or a preshared key
-/// (WireGuard whitepaper §5.4). Config files carry it as base64 (44 characters, as `wg genkey`
-/// prints it); the cross-platform UAPI carries it as 64 lower-case hex digits.
-public struct WireGuardKey: Hashable, Sendable {
+/// (WireGuard whitepaper §5.4). Config files and `wg` carry it as base64 (44 characters, as
+/// `wg genkey` prints it; Foundation's codec); the cross-platform UAPI carries it as 64 lower-case
+/// hex digits. The one key text codec of the project.
+public struct WireGuardKey: Hashable, Sendable, CustomStringConvertible {
     /// The 32 key bytes.
     public let bytes: [UInt8]
 
@@ -16,10 +17,8 @@ public struct WireGuardKey: Hashable, Sendable {
     /// Parses standard base64 of 32 bytes (`wg genkey` / `wg pubkey` output). Nil when the text is
     /// not base64 or does not decode to exactly 32 bytes.
     public init?(base64 text: some StringProtocol) {
-        let trimmed = String(text)
-        guard trimmed.utf8.count == 44, let data = Data(base64Encoded: trimmed), data.count == 32 else {
-            return nil
-        }
+        let s = String(text)
+        guard s.utf8.count == 44, let data = Data(base64Encoded: s), data.count == 32 else { return nil }
         self.bytes = [UInt8](data)
     }
 
@@ -55,6 +54,9 @@ public struct WireGuardKey: Hashable, Sendable {
     /// True when every byte is zero (the UAPI's "no key").
     public var isZero: Bool { bytes.allSatisfy { $0 == 0 } }
 
+    /// The base64 form (safe to print for public keys only; never log private or preshared keys).
+    public var description: String { base64 }
+
     static func nibble(_ c: UInt8) -> UInt8? {
         switch c {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
@@ -63,9 +65,4 @@ public struct WireGuardKey: Hashable, Sendable {
         default: return nil
         }
     }
-}
-
-extension WireGuardKey: CustomStringConvertible {
-    /// The base64 form (safe to print for public keys only; never log private or preshared keys).
-    public var description: String { base64 }
 }

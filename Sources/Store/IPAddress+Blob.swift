@@ -1,10 +1,9 @@
-import Packet
+import Core
 
-/// An IPv4 or IPv6 address as the store keeps it: the same 128-bit layout as `Packet.IPAddress`
-/// (IPv4 in the low 32 bits of `low`), stored as a 4- or 16-byte big-endian BLOB.
-public typealias StoreAddress = IPAddress
+/// An address as the store keeps it: the 128-bit layout of `IPAddress` (IPv4 in the low 32
+/// bits of `low`) as a 4- or 16-byte big-endian BLOB.
 
-extension StoreAddress {
+extension IPAddress {
     /// An address from its fields (IPv4 in the low 32 bits of `low`).
     public init(high: UInt64, low: UInt64, isIPv6: Bool) {
         if isIPv6 { self.init(v6High: high, low: low) } else { self.init(v4: UInt32(truncatingIfNeeded: low)) }

@@ -1,5 +1,6 @@
 /// Refusals: coalesced upserts (DESIGN.md §6.3) and the CLI's listing.
-extension Store {
+import Core
+extension StateStore {
     static let upsertRefusalSQL = """
         INSERT INTO refusals (kind, peer, rule, flow_key, reason, window, count, first_at, last_at)
         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)
@@ -12,7 +13,7 @@ extension Store {
 
     /// Adds `event` to its coalesced row (creating it on the first attempt).
     public func recordRefusal(_ e: RefusalEvent) throws {
-        let s = try hot(.upsertRefusal, Store.upsertRefusalSQL)
+        let s = try hot(.upsertRefusal, StateStore.upsertRefusalSQL)
         s.bind(1, e.kind.rawValue)
         s.bind(2, e.peer)
         s.bind(3, e.rule)
@@ -21,8 +22,8 @@ extension Store {
             s.bind(4, "")
             s.bind(6, e.windowEnd)
         case .flow:
-            s.bind(4, Store.flowKey(proto: e.proto, dst: e.dst, dstPort: e.dstPort))
-            s.bind(6, Store.flowRefusalBucket(e.at))
+            s.bind(4, StateStore.flowKey(proto: e.proto, dst: e.dst, dstPort: e.dstPort))
+            s.bind(6, StateStore.flowRefusalBucket(e.at))
         }
         s.bind(5, e.reason)
         s.bind(7, max(1, e.count))

@@ -1,5 +1,6 @@
 /// Flows: written by the daemon (through `StoreWriter`), read by `tunnelctl flows` / `explain`.
-extension Store {
+import Core
+extension StateStore {
     static let flowColumns = """
         id, proto, src_addr, src_port, dst_addr, dst_port, peer, host, first_seen, last_seen, bytes_out, bytes_in, \
         packets_out, packets_in, verdict, rule, capture_file, capture_offset, closed_at, close_reason
@@ -25,7 +26,7 @@ extension Store {
 
     /// Inserts a flow (a reused id replaces the old row).
     public func insertFlow(_ f: FlowOpen) throws {
-        let s = try hot(.insertFlow, Store.insertFlowSQL)
+        let s = try hot(.insertFlow, StateStore.insertFlowSQL)
         s.bind(1, f.id)
         s.bind(2, Int64(f.proto))
         f.src.withBlob { s.bind(3, bytes: $0) }
@@ -36,20 +37,20 @@ extension Store {
         s.bind(8, f.host)
         s.bind(9, f.at)
         s.bind(10, f.at)
-        s.bind(11, f.verdict.rawValue)
+        s.bind(11, f.verdict.name)
         s.bind(12, f.rule)
-        s.bind(13, f.capture?.fileSequence)
-        s.bind(14, f.capture?.offset)
+        s.bind(13, f.capture.map { Int64($0.fileSequence) })
+        s.bind(14, f.capture.map { Int64(truncatingIfNeeded: $0.offset) })
         try s.run()
     }
 
     /// Applies a flow update (no-op when the flow row is gone, e.g. pruned).
     public func updateFlow(_ u: FlowUpdate) throws {
-        let s = try hot(.updateFlow, Store.updateFlowSQL)
+        let s = try hot(.updateFlow, StateStore.updateFlowSQL)
         s.bind(1, u.id)
         s.bind(2, u.lastSeen)
         bindCounters(s, 3, u.counters)
-        s.bind(7, u.verdict.rawValue)
+        s.bind(7, u.verdict.name)
         s.bind(8, u.rule)
         s.bind(9, u.host)
         try s.run()
@@ -57,7 +58,7 @@ extension Store {
 
     /// Marks a flow closed with its final counters.
     public func closeFlow(_ c: FlowClose) throws {
-        let s = try hot(.closeFlow, Store.closeFlowSQL)
+        let s = try hot(.closeFlow, StateStore.closeFlowSQL)
         s.bind(1, c.id)
         s.bind(2, c.at)
         bindCounters(s, 3, c.counters)
@@ -75,7 +76,7 @@ extension Store {
     /// Flows active at or after `since` (by last_seen), newest first, optionally one peer's,
     /// optionally only blocked/rejected ones; at most `limit` rows.
     public func flows(since: Int64 = .min, peer: String? = nil, blockedOnly: Bool = false, limit: Int = 10_000) throws -> [Flow] {
-        var sql = "SELECT \(Store.flowColumns) FROM flows WHERE last_seen >= ?1"
+        var sql = "SELECT \(StateStore.flowColumns) FROM flows WHERE last_seen >= ?1"
         if peer != nil { sql += " AND peer = ?2" }
         if blockedOnly { sql += " AND verdict IN ('block', 'reject')" }
         sql += " ORDER BY last_seen DESC, id DESC LIMIT ?3"
@@ -85,16 +86,16 @@ extension Store {
         if let peer { s.bind(2, peer) }
         s.bind(3, Int64(limit))
         var out: [Flow] = []
-        while try s.step() { out.append(Store.flow(from: s)) }
+        while try s.step() { out.append(StateStore.flow(from: s)) }
         return out
     }
 
     /// The flow with the daemon's id `id`, or nil.
     public func flow(id: Int64) throws -> Flow? {
-        let s = try connection.prepared("SELECT \(Store.flowColumns) FROM flows WHERE id = ?")
+        let s = try connection.prepared("SELECT \(StateStore.flowColumns) FROM flows WHERE id = ?")
         defer { s.reset() }
         s.bind(1, id)
-        return try s.step() ? Store.flow(from: s) : nil
+        return try s.step() ? StateStore.flow(from: s) : nil
     }
 
     /// The largest flow id stored (0 when none): the daemon starts its flow ids above it.
@@ -106,13 +107,13 @@ extension Store {
         let file = s.optionalInt64(16), offset = s.optionalInt64(17)
         return Flow(
             id: s.int64(0), proto: UInt8(truncatingIfNeeded: s.int64(1)),
-            src: StoreAddress(blob: s.blob(2)) ?? StoreAddress(v4: 0), srcPort: UInt16(truncatingIfNeeded: s.int64(3)),
-            dst: StoreAddress(blob: s.blob(4)) ?? StoreAddress(v4: 0), dstPort: UInt16(truncatingIfNeeded: s.int64(5)),
+            src: IPAddress(blob: s.blob(2)) ?? IPAddress(v4: 0), srcPort: UInt16(truncatingIfNeeded: s.int64(3)),
+            dst: IPAddress(blob: s.blob(4)) ?? IPAddress(v4: 0), dstPort: UInt16(truncatingIfNeeded: s.int64(5)),
             peer: s.text(6), host: s.optionalText(7), firstSeen: s.int64(8), lastSeen: s.int64(9),
             counters: FlowCounters(bytesOut: UInt64(truncatingIfNeeded: s.int64(10)), bytesIn: UInt64(truncatingIfNeeded: s.int64(11)),
                                    packetsOut: UInt64(truncatingIfNeeded: s.int64(12)), packetsIn: UInt64(truncatingIfNeeded: s.int64(13))),
-            verdict: FlowVerdict(rawValue: s.text(14)) ?? .pending, rule: s.optionalText(15),
-            capture: file.flatMap { f in offset.map { CaptureLocation(fileSequence: f, offset: $0) } },
+            verdict: Verdict(name: s.text(14)) ?? .pending, rule: s.optionalText(15),
+            capture: file.flatMap { f in offset.map { CaptureLocation(fileSequence: UInt32(truncatingIfNeeded: f), offset: UInt64(truncatingIfNeeded: $0)) } },
             closedAt: s.optionalInt64(18), closeReason: s.optionalText(19))
     }
 }

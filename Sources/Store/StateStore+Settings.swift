@@ -1,5 +1,6 @@
 /// The settings row.
-extension Store {
+import Core
+extension StateStore {
     /// The raw JSON text of the settings row, nil when there is none.
     public func settingsText() throws -> String? {
         try connection.scalarText("SELECT json FROM settings WHERE id = 1")

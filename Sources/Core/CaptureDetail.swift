@@ -1,8 +1,8 @@
-/// How much of each packet is captured (the settings row's `capture_detail`, DESIGN.md §8).
+/// How much of each packet capture keeps (the settings row's `capture_detail`, DESIGN.md §8).
 ///
 /// The snapshot length lives in the pcap file's global header, so it belongs to the file: a
 /// change of detail is applied by rotating to a new file.
-public enum CaptureDetail: String, Sendable, CaseIterable, Codable {
+public enum CaptureDetail: String, Sendable, Hashable, CaseIterable, Codable, CustomStringConvertible {
     /// Headers only: the first 128 bytes of each packet.
     case metadata
     /// Whole packets (up to 262,144 bytes, libpcap's maximum snapshot length).
@@ -15,4 +15,7 @@ public enum CaptureDetail: String, Sendable, CaseIterable, Codable {
         case .full: 262_144
         }
     }
+
+    /// `metadata` or `full`.
+    public var description: String { rawValue }
 }

@@ -1,5 +1,6 @@
 /// Runtime tier overrides (`tunnelctl peer tier NAME free|premium`, DESIGN.md §6.5).
-extension Store {
+import Core
+extension StateStore {
     /// `peer`'s override, or nil when the config file's tier applies.
     public func tierOverride(peer: String) throws -> TierOverride? {
         let s = try connection.prepared("SELECT peer, tier, changed_at FROM peer_tiers WHERE peer = ?")

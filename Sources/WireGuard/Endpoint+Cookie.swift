@@ -1,19 +1,6 @@
-// A UDP endpoint (address and port) of a peer.
-import Packet
+import Core
 
-/// Where a datagram came from or should go: an IP address and a UDP port.
-public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
-    /// The IPv4 or IPv6 address.
-    public var address: IPAddress
-    /// The UDP port.
-    public var port: UInt16
-
-    /// An endpoint from an address and a UDP port.
-    public init(address: IPAddress, port: UInt16) {
-        self.address = address
-        self.port = port
-    }
-
+extension Endpoint {
     /// The bytes the cookie MAC covers (whitepaper §5.4.7 "source IP address and UDP port"):
     /// 4 or 16 address bytes followed by the port, big-endian, replacing the contents of `out`.
     /// (Only we read these bytes, so the layout need not match other implementations.)
@@ -28,10 +15,5 @@ public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
         }
         out.append(UInt8(port >> 8))
         out.append(UInt8(port & 0xff))
-    }
-
-    /// `192.0.2.1:51820` or `[2001:db8::1]:51820`.
-    public var description: String {
-        address.isIPv6 ? "[\(address)]:\(port)" : "\(address):\(port)"
     }
 }

@@ -4,7 +4,8 @@
 /// `StoreWriter` thread has its own, each tunnelctl command opens one. Opening read-write
 /// applies missing migrations; opening read-only (tunnelctl's read commands) never writes and
 /// refuses a store whose schema is not the current one.
-public final class Store {
+import Core
+public final class StateStore {
     /// The connection (for advanced queries and tests).
     public let connection: Connection
 
@@ -50,7 +51,7 @@ public final class Store {
 
     /// The text key of a refused flow's destination: `tcp 192.168.1.5:22`, `udp [fd00::1]:53`,
     /// `icmp 10.0.0.1`. Both the writer and `tunnelctl explain` build keys with this.
-    public static func flowKey(proto: UInt8, dst: StoreAddress, dstPort: UInt16) -> String {
+    public static func flowKey(proto: UInt8, dst: IPAddress, dstPort: UInt16) -> String {
         let name: String
         switch proto {
         case 1: name = "icmp"

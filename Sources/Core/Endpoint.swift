@@ -1,9 +1,7 @@
-import Packet
-
-/// A peer's UDP endpoint: a host (an IP address or, in config files only, a DNS name) and a port.
-/// Text forms are `host:port`, `1.2.3.4:51820` and `[fd00::1]:51820` (brackets for IPv6, as
-/// wg-quick and the UAPI write them).
-public struct Endpoint: Hashable, Sendable, Codable, CustomStringConvertible {
+/// A UDP endpoint as text names it: a host (an IP address or, in config files only, a DNS name)
+/// and a port. Text forms are `host:port`, `1.2.3.4:51820` and `[fd00::1]:51820` (brackets for
+/// IPv6, as wg-quick and the UAPI write them). The one endpoint parser; `Endpoint` builds on it.
+public struct HostPort: Hashable, Sendable, Codable, CustomStringConvertible {
     /// The host: an address literal or a DNS name (resolved by the daemon at start).
     public var host: String
     /// The UDP port (1...65535).
@@ -38,7 +36,7 @@ public struct Endpoint: Hashable, Sendable, Codable, CustomStringConvertible {
             guard !host.contains(":") else { return nil }  // unbracketed IPv6
         }
         guard !host.isEmpty, host.allSatisfy({ $0.isASCII && !$0.isWhitespace }) else { return nil }
-        guard let port = Endpoint.parsePort(portText), port != 0 else { return nil }
+        guard let port = HostPort.parsePort(portText), port != 0 else { return nil }
         self.host = String(host)
         self.port = port
     }
@@ -49,8 +47,34 @@ public struct Endpoint: Hashable, Sendable, Codable, CustomStringConvertible {
     }
 
     /// Decimal digits only, 0...65535.
-    static func parsePort(_ text: some StringProtocol) -> UInt16? {
+    public static func parsePort(_ text: some StringProtocol) -> UInt16? {
         guard !text.isEmpty, text.count <= 5, text.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
         return UInt16(text)
+    }
+}
+
+/// Where a datagram came from or should go: an IP address and a UDP port (a resolved endpoint;
+/// the WireGuard core, the UDP socket, the UAPI and the control replies use this one type).
+public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
+    /// The IPv4 or IPv6 address.
+    public var address: IPAddress
+    /// The UDP port.
+    public var port: UInt16
+
+    /// An endpoint from an address and a UDP port.
+    public init(address: IPAddress, port: UInt16) {
+        self.address = address
+        self.port = port
+    }
+
+    /// Parses `1.2.3.4:51820` or `[fd00::1]:51820` (an address literal, no DNS names).
+    public init?(_ text: some StringProtocol) {
+        guard let hp = HostPort(text), let a = hp.address else { return nil }
+        self.init(address: a, port: hp.port)
+    }
+
+    /// `192.0.2.1:51820` or `[2001:db8::1]:51820`.
+    public var description: String {
+        address.isIPv6 ? "[\(address)]:\(port)" : "\(address):\(port)"
     }
 }

@@ -1,4 +1,0 @@
-/// A peer's tier (DESIGN.md §6.5).
-public enum PeerTier: String, Sendable, CaseIterable {
-    case free, premium
-}
