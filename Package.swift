@@ -33,6 +33,9 @@ let package = Package(
         .target(name: "Packet", dependencies: ["Core"], swiftSettings: strict),
         .target(name: "Policy", dependencies: ["Core", "Packet"], swiftSettings: strict),
         .target(name: "WireGuard", dependencies: ["Core", "Packet", "CSodium", "CBlake2"], swiftSettings: strict),
+        // The free-session rules (DESIGN.md §6): a peer's phase at a time, connect and tick
+        // decisions. Both binaries call them; neither re-derives them.
+        .target(name: "Sessions", dependencies: ["Core"], swiftSettings: strict),
 
         // Shared state and I/O shells.
         .target(name: "Store", dependencies: ["Core", "CSQLite", "Packet"], swiftSettings: strict),
@@ -41,7 +44,7 @@ let package = Package(
         .target(name: "Control", dependencies: ["Core", "Packet"], swiftSettings: strict),
         .target(
             name: "Gateway",
-            dependencies: ["Core", "Packet", "Policy", "WireGuard", "Store", "LiveFeed", "Capture", "Control", "CShims", "CMNL"],
+            dependencies: ["Core", "Sessions", "Packet", "Policy", "WireGuard", "Store", "LiveFeed", "Capture", "Control", "CShims", "CMNL"],
             swiftSettings: strict),
         .target(name: "TestSupport", dependencies: ["Core", "Gateway", "Packet"], swiftSettings: strict),
 
@@ -49,7 +52,7 @@ let package = Package(
         .executableTarget(name: "tunneld", dependencies: ["Gateway"], swiftSettings: strict),
         .executableTarget(
             name: "tunnelctl",
-            dependencies: ["Core", "Packet", "Policy", "Store", "LiveFeed", "Capture", "Control"],
+            dependencies: ["Core", "Sessions", "Packet", "Policy", "Store", "LiveFeed", "Capture", "Control"],
             swiftSettings: strict),
         .executableTarget(
             name: "tunnelbench",
@@ -58,6 +61,7 @@ let package = Package(
 
         // Tests: one target per module.
         .testTarget(name: "CoreTests", dependencies: ["Core"], swiftSettings: strict),
+        .testTarget(name: "SessionsTests", dependencies: ["Core", "Sessions"], swiftSettings: strict),
         .testTarget(name: "PacketTests", dependencies: ["Core", "Packet"], swiftSettings: strict),
         .testTarget(name: "PolicyTests", dependencies: ["Core", "Policy", "Packet"], swiftSettings: strict),
         .testTarget(
@@ -68,10 +72,10 @@ let package = Package(
         .testTarget(name: "CaptureTests", dependencies: ["Core", "Capture", "CPcap"], swiftSettings: strict),
         .testTarget(name: "ControlTests", dependencies: ["Core", "Control", "Packet"], swiftSettings: strict),
         .testTarget(
-            name: "GatewayTests", dependencies: ["Core", "Gateway", "TestSupport", "CMNL", "Control", "Packet", "Policy", "WireGuard", "LiveFeed", "Capture"],
+            name: "GatewayTests", dependencies: ["Core", "Sessions", "Gateway", "TestSupport", "CMNL", "Control", "Packet", "Policy", "WireGuard", "LiveFeed", "Capture"],
             swiftSettings: strict),
         .testTarget(
-            name: "TunnelctlTests", dependencies: ["Core", "tunnelctl", "Packet", "Policy", "Store", "LiveFeed", "Capture"],
+            name: "TunnelctlTests", dependencies: ["Core", "Sessions", "tunnelctl", "Packet", "Policy", "Store", "LiveFeed", "Capture"],
             resources: [.copy("Golden")], swiftSettings: strict),
     ]
 )

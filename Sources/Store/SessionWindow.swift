@@ -15,3 +15,13 @@ public struct SessionWindow: Hashable, Sendable {
         self.reconnectAt = reconnectAt
     }
 }
+
+extension SessionWindow {
+    /// The window for `peer` with `dates`.
+    public init(peer: String, dates: WindowDates) {
+        self.init(peer: peer, allowedUntil: dates.allowedUntil, reconnectAt: dates.reconnectAt)
+    }
+
+    /// The two dates, as the session rules take them.
+    public var dates: WindowDates { WindowDates(allowedUntil: allowedUntil, reconnectAt: reconnectAt) }
+}

@@ -2,6 +2,7 @@ import Core
 import Control
 import Foundation
 import Policy
+import Sessions
 import Store
 
 /// `tunnelctl session [NAME]` and `tunnelctl explain PEER` (DESIGN.md §6, §9): a free peer's
@@ -43,24 +44,24 @@ extension Tunnelctl {
         var r = SessionReport(peer: peer.name, tier: tier.rawValue, state: connected ? "connected" : "disconnected",
                               limited: tier == .free, daemonRunning: live != nil,
                               windowSeconds: Int64(config.interface.freeSession.components.seconds))
-        guard tier == .free else {
-            r.line = "\(peer.name) (premium): \(r.state), unlimited"
-            return r
-        }
         let session = remainingText(r.windowSeconds)
-        guard let w = window, now < w.reconnectAt else {
+        // The phase comes from the rules tunneld applies (Sessions.WatchdogRules), never re-derived here.
+        switch WatchdogRules.phase(now: now, tier: tier, window: window?.dates) {
+        case .unlimited:
+            r.line = "\(peer.name) (premium): \(r.state), unlimited"
+        case .noWindow, .pauseOver:
             r.line = "\(peer.name) (free): \(r.state), " + (connected ? "window not yet recorded" : "the next connection opens a \(session) window")
-            return r
-        }
-        r.allowedUntil = isoText(w.allowedUntil)
-        r.reconnectAt = isoText(w.reconnectAt)
-        if now < w.allowedUntil {
-            let left = (w.allowedUntil - now + 999) / 1000
+        case .inWindow(let w):
+            r.allowedUntil = isoText(w.allowedUntil)
+            r.reconnectAt = isoText(w.reconnectAt)
+            let left = WatchdogRules.secondsLeft(now: now, until: w.allowedUntil)
             r.secondsLeft = left
             r.line = "\(peer.name) (free): \(r.state), \(remainingText(left)) left\(connected ? "" : " in its window") "
                 + "(until \(clockText(w.allowedUntil))), then paused until \(clockText(w.reconnectAt))"
-        } else {
-            let wait = (w.reconnectAt - now + 999) / 1000
+        case .paused(let w):
+            r.allowedUntil = isoText(w.allowedUntil)
+            r.reconnectAt = isoText(w.reconnectAt)
+            let wait = WatchdogRules.secondsLeft(now: now, until: w.reconnectAt)
             r.state = "paused"
             r.secondsToReconnect = wait
             r.line = "\(peer.name) (free): paused, can reconnect in \(remainingText(wait)) (at \(clockText(w.reconnectAt)))"
@@ -225,7 +226,7 @@ extension Tunnelctl {
                                rxBytes: UInt64(max(0, last?.rxBytes ?? 0)), txBytes: UInt64(max(0, last?.txBytes ?? 0)),
                                session: .disconnected, allowedUntilMs: w?.allowedUntil, reconnectAtMs: w?.reconnectAt,
                                allowedIPs: p.allowedIPs.map(\.description))
-            if let w, w.allowedUntil <= now && now < w.reconnectAt { s.session = .paused }
+            if case .paused = WatchdogRules.phase(now: now, tier: tier, window: w?.dates) { s.session = .paused }
             out.append(s)
         }
         if json {

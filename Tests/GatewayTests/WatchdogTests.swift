@@ -1,4 +1,5 @@
 import Core
+import Sessions
 import Control
 import Gateway
 import Store

@@ -1,7 +1,7 @@
 import Core
-import Control
-import Gateway
-import Store
+import Sessions
+
+
 import Testing
 
 /// DESIGN.md §6, rule by rule, on the pure core with injected times (ms).

@@ -1,5 +1,5 @@
 import Core
-import Store
+
 
 /// What a watchdog tick wants for one peer: whether the device refuses it, whether its live
 /// session ends now (and why), and a window to open now (a connected peer moved to free).
