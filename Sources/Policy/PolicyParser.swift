@@ -139,10 +139,13 @@ public enum PolicyParser {
             case "in": rule.direction = .in
             case "out": rule.direction = .out
             case "peer":
+                var columns: [Int] = []
                 rule.peers = try c.list("peer names") { tok in
                     guard isName(tok.text) else { throw Failure(column: tok.column, message: "'\(tok.text)' is not a peer name (letters, digits, '-', '_', '.')") }
+                    columns.append(tok.column)
                     return tok.text
                 }
+                rule.peerColumns = columns
             case "tier":
                 let w = try c.word("'free' or 'premium' after 'tier'")
                 guard let tier = PeerTier(keyword: w.text) else {

@@ -10,6 +10,8 @@ public struct PolicyRule: Sendable, Hashable {
     public var direction: Direction = .out
     /// `peer NAME[,…]`; empty = any peer.
     public var peers: [String] = []
+    /// The column of each name in `peers` (for diagnostics that point at one name).
+    public var peerColumns: [Int] = []
     /// `tier free|premium`; nil = any tier.
     public var tier: PeerTier? = nil
     /// `proto …`; empty = any protocol.

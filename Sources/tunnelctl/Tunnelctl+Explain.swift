@@ -11,31 +11,10 @@ import Store
 /// first). Exit 0 when the flow is allowed, 1 when blocked or rejected.
 extension Tunnelctl {
     static func explainFlow(_ text: String, config: TunnelConfig, policies: String?, json: Bool, _ console: Console) throws -> ExitCode {
-        var flow: PolicyFlow
-        do {
-            flow = try PolicyFlow(parsing: text)
-        } catch {
-            throw CLIError.usage("bad FLOW '\(text)': \(error.message)\n  FLOW: \(PolicyFlow.syntax)")
-        }
-        let store = try readStore(config)
-        let peerSide = flow.direction == .out ? flow.source : flow.destination
-        if flow.peer == nil {
-            flow.peer = config.peers.first { p in p.allowedIPs.contains { $0.contains(peerSide) } }?.name
-        }
-        if flow.tier == nil, let name = flow.peer, let p = config.peer(named: name) {
-            flow.tier = try tier(of: p, store) == .premium ? .premium : .free
-        }
         let directory = policies ?? config.interface.policyDirectory
-        let set = try loadPolicy(directory)
-        if set.hasErrors {
-            for e in set.errors { console.error(e.description) }
-            throw CLIError.failure("\(directory) has errors; fix them (tunnelctl policy check \(directory)) and try again")
-        }
-        let policy = CompiledPolicy(set)
-        let now = cliNow()
-        let minute = PolicyClock.minuteOfWeek(epochSeconds: now / 1000, utcOffsetSeconds: cliTimeZone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(now) / 1000)))
-        let verdict = policy.evaluate(flow.query(for: policy, minuteOfWeek: minute))
-        let why = policy.explain(verdict)
+        let d = try decideFlow(text, config: config, directory: directory, console)
+        let flow = d.flow, verdict = d.verdict, why = d.why
+        let store = try readStore(config)
 
         // The store's view: refusals of this destination, and matching flows.
         let (dst, dstPort) = flow.direction == .out ? (flow.destination, flow.destinationPort) : (flow.source, flow.sourcePort)
@@ -73,6 +52,8 @@ extension Tunnelctl {
         console.print("verdict  \(verdict.action)")
         console.print("rule     " + why.summary)
         if let r = why.reason { console.print("reason   " + r) }
+        console.print("peer     " + d.peerText)
+        console.print("tier     " + d.tierText)
         if let first = refusals.map(\.firstAt).min(), let last = refusals.map(\.lastAt).max() {
             console.print("refused  \(refusedCount) time\(refusedCount == 1 ? "" : "s") (\(key)\(flow.peer.map { ", peer \($0)" } ?? "")), first \(dateTimeText(first)), last \(dateTimeText(last))")
             for r in refusals.prefix(3) { console.print("         \(r.count)× by \(r.rule) (\(r.reason)) in the hour from \(dateTimeText(r.window))") }

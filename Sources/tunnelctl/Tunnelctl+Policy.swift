@@ -1,3 +1,4 @@
+import Control
 import Core
 import Foundation
 import Packet
@@ -30,8 +31,9 @@ extension Tunnelctl {
             let configPath = try args.option("--config")
             let positional = args.next()
             try args.finish()
-            let directory = try positional ?? dirOption ?? configPath.map { try cliConfig(path: $0).interface.policyDirectory }
-            return try policyCheck(directory: directory ?? defaultPolicyDirectory(), json: json, console)
+            let config = try configPath.map { try cliConfig(path: $0) }
+            let directory = positional ?? dirOption ?? config?.interface.policyDirectory
+            return try policyCheck(directory: directory ?? defaultPolicyDirectory(), config: config, json: json, console)
         case "test":
             let configPath = try args.option("--config")
             var words: [String] = []
@@ -40,7 +42,9 @@ extension Tunnelctl {
                 words.append(w)
             }
             guard !words.isEmpty else { throw CLIError.usage("missing FLOW: \(PolicyFlow.syntax)") }
-            return try policyTest(flowText: words.joined(separator: " "), directory: try dirOption ?? configPath.map { try cliConfig(path: $0).interface.policyDirectory } ?? defaultPolicyDirectory(), json: json, console)
+            let config = try configPath.map { try cliConfig(path: $0) }
+            return try policyTest(flowText: words.joined(separator: " "), directory: dirOption ?? config?.interface.policyDirectory ?? defaultPolicyDirectory(),
+                                  config: config, json: json, console)
         case "--help", "-h", "help":
             console.print(policyUsage)
             return .ok
@@ -69,10 +73,12 @@ extension Tunnelctl {
         }
     }
 
-    static func policyCheck(directory: String, json: Bool, _ console: Console) throws -> ExitCode {
+    static func policyCheck(directory: String, config: TunnelConfig?, json: Bool, _ console: Console) throws -> ExitCode {
         var set = try loadPolicy(directory)
+        // With a configuration: a rule naming a peer it does not configure never matches that name.
+        if let config { set.diagnostics += set.unknownPeerReferences(configured: config.peers.map(\.name), severity: .warning) }
         if set.files.isEmpty {
-            set.diagnostics.append(PolicyDiagnostic(.warning, SourceLocation(file: directory, line: 0, column: 0),
+            set.diagnostics.append(Policy.PolicyDiagnostic(.warning, SourceLocation(file: directory, line: 0, column: 0),
                 "no *.rules files; every flow gets the built-in default (allow outbound, block inbound)"))
         }
         let hostRules = set.rules.filter { !$0.hosts.isEmpty }
@@ -104,33 +110,15 @@ extension Tunnelctl {
         return set.hasErrors ? .failure : .ok
     }
 
-    static func policyTest(flowText: String, directory: String, json: Bool, _ console: Console) throws -> ExitCode {
-        let flow: PolicyFlow
-        do {
-            flow = try PolicyFlow(parsing: flowText)
-        } catch {
-            throw CLIError.usage("bad FLOW '\(flowText)': \(error.message)\n  FLOW: \(PolicyFlow.syntax)")
-        }
-        let set = try loadPolicy(directory)
-        if set.hasErrors {
-            for e in set.errors { console.error(e.description) }
-            throw CLIError.failure("\(directory) has errors; fix them (tunnelctl policy check \(directory)) and test again")
-        }
-        let policy = CompiledPolicy(set)
-        let now = Date().timeIntervalSince1970
-        let nowMinute = PolicyClock.minuteOfWeek(
-            epochSeconds: Int64(now), utcOffsetSeconds: TimeZone.current.secondsFromGMT())
-        let query = flow.query(for: policy, minuteOfWeek: nowMinute)
-        let verdict = policy.evaluate(query)
-        let why = policy.explain(verdict)
-        let hasWindows = set.rules.contains { $0.window != nil }
-        let m = query.minuteOfWeek
-        let clock = "\(TimeWindow.dayNames[m / 1440]) " + String(format: "%02d:%02d", m % 1440 / 60, m % 60)
+    static func policyTest(flowText: String, directory: String, config: TunnelConfig?, json: Bool, _ console: Console) throws -> ExitCode {
+        let d = try decideFlow(flowText, config: config, directory: directory, console)
+        let verdict = d.verdict, why = d.why, flow = d.flow
         if json {
             let report = PolicyTestReport(
                 flow: flow.description, directory: directory, action: verdict.action.description, allowed: verdict.action == .allow,
                 isDefault: why.isDefault, file: why.location?.file, line: why.location?.line, text: why.text, name: why.name,
-                reason: why.reason, at: flow.at, localTime: clock)
+                reason: why.reason, at: flow.at, localTime: d.localTime, peer: flow.peer, peerSource: d.peerSource,
+                tier: flow.tier?.name, tierSource: d.tierSource)
             console.print(try encodeJSON(report))
         } else {
             console.print("flow    \(flow.description)")
@@ -138,7 +126,9 @@ extension Tunnelctl {
             console.print("rule    " + why.summary)
             if let n = why.name { console.print("name    " + n) }
             if let r = why.reason { console.print("reason  " + r) }
-            if hasWindows || flow.at != nil { console.print("time    \(clock)\(flow.at == nil ? " (now, local)" : "")") }
+            console.print("peer    " + d.peerText)
+            console.print("tier    " + d.tierText)
+            if d.timeMatters || d.atGiven { console.print("time    \(d.localTime)\(d.atGiven ? "" : " (now, local)")") }
         }
         return verdict.action == .allow ? .ok : .failure
     }
@@ -161,7 +151,7 @@ struct PolicyCheckReport: Encodable {
         var line: Int
         var column: Int
         var message: String
-        init(_ d: PolicyDiagnostic) {
+        init(_ d: Policy.PolicyDiagnostic) {
             file = d.location.file
             line = d.location.line
             column = d.location.column
@@ -193,9 +183,13 @@ struct PolicyTestReport: Encodable {
     var reason: String?
     var at: String?
     var localTime: String
+    var peer: String?
+    var peerSource: String
+    var tier: String?
+    var tierSource: String
 
     enum CodingKeys: String, CodingKey {
-        case flow, directory, action, allowed, isDefault = "default", file, line, text, name, reason, at, localTime
+        case flow, directory, action, allowed, isDefault = "default", file, line, text, name, reason, at, localTime, peer, peerSource, tier, tierSource
     }
     func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
@@ -211,5 +205,9 @@ struct PolicyTestReport: Encodable {
         try c.encode(reason, forKey: .reason)
         try c.encode(at, forKey: .at)
         try c.encode(localTime, forKey: .localTime)
+        try c.encode(peer, forKey: .peer)
+        try c.encode(peerSource, forKey: .peerSource)
+        try c.encode(tier, forKey: .tier)
+        try c.encode(tierSource, forKey: .tierSource)
     }
 }

@@ -107,7 +107,7 @@ import Testing
         let broken = run(["policy", "test", "--policies", Self.broken, "tcp 10.0.0.1:1 -> 10.0.0.2:2"])
         #expect(broken.code == .failure)
         #expect(broken.err.hasPrefix("BROKEN/10-broken.rules:2:7: error: unknown keyword 'prot', did you mean 'proto'?\n"))
-        #expect(broken.err.hasSuffix("tunnelctl policy: BROKEN has errors; fix them (tunnelctl policy check BROKEN) and test again\n"))
+        #expect(broken.err.hasSuffix("tunnelctl policy: BROKEN has errors; fix them (tunnelctl policy check BROKEN) and try again\n"))
     }
 
     @Test func emptyDirectoryWarns() throws {

@@ -38,10 +38,10 @@ public enum Tunneld {
             case "--foreground": break
             case "--check-config": checkOnly = true
             case "--verbose": verbose = true
-            case "--version":
+            case "--version", "-V", "version":
                 print("tunneld \(version)")
                 return 0
-            case "--help", "-h":
+            case "--help", "-h", "help":
                 print(usage)
                 return 0
             default:
@@ -55,16 +55,24 @@ public enum Tunneld {
         do {
             config = try TunnelConfig.load(path: configPath)
         } catch {
-            return fail("\(error)\n(tunneld --check-config --config \(configPath) shows every problem)", 1)
+            return fail(checkOnly ? "\(error)" : "\(error)\n(tunneld --check-config --config \(configPath) shows every problem)", 1)
         }
         for w in config.warnings { log.warning("\(w)") }
         let loaded: (PolicySet, CompiledPolicy)
         switch ActivePolicy.load(directory: config.interface.policyDirectory) {
         case .success(let p): loaded = p
         case .failure(let f):
-            return fail("policy \(config.interface.policyDirectory) has errors; refusing to start:\n\(f)", 1)
+            return fail("policy \(config.interface.policyDirectory) has errors\(checkOnly ? "" : "; refusing to start"):\n\(f)", 1)
         }
         for w in loaded.0.warnings { log.warning("policy: \(w)") }
+        // A rule naming a peer no [Peer] section has never matches it: an error to --check-config,
+        // a warning at start (a peer of that name may still be added at runtime).
+        let unknownPeers = loaded.0.unknownPeerReferences(configured: config.peers.map(\.name), severity: checkOnly ? .error : .warning)
+        if checkOnly && !unknownPeers.isEmpty {
+            return fail("policy \(config.interface.policyDirectory) names peers that \(configPath) does not configure:\n"
+                + unknownPeers.map(\.description).joined(separator: "\n"), 1)
+        }
+        for w in unknownPeers { log.warning("policy: \(w)") }
         if checkOnly {
             print("\(configPath): OK — interface \(config.interface.name), \(config.peers.count) peer(s), "
                 + "policy \(config.interface.policyDirectory): \(loaded.1.rules.count) rule(s) in \(loaded.0.files.count) file(s)")

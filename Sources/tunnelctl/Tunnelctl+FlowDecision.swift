@@ -1,0 +1,90 @@
+import Control
+import Core
+import Foundation
+import Policy
+import Store
+
+/// Which rule decides a FLOW: the one evaluation behind `policy test` and `explain 'FLOW'`, so
+/// the two can never disagree. The peer and its tier come from the FLOW when it names them, else
+/// from the configuration (the peer whose AllowedIPs hold the flow's peer-side address; its tier,
+/// with the store's override) when there is one; what stays unknown is said as such.
+struct FlowDecision {
+    /// The FLOW with the peer and tier filled in where they could be.
+    var flow: PolicyFlow
+    /// Where the peer came from: `flow`, `config` (AllowedIPs) or `not given`.
+    var peerSource: String
+    /// Where the tier came from: `flow`, `config`, `store` (a `peer tier` override) or `not given`.
+    var tierSource: String
+    var verdict: PolicyVerdict
+    var why: PolicyExplanation
+    /// The local day and time the `during` windows were evaluated at (`mon 10:40`).
+    var localTime: String
+    /// True when the FLOW gave `at` (else: now).
+    var atGiven: Bool
+    /// True when any rule has a `during` window (the time then matters).
+    var timeMatters: Bool
+    /// True when a configuration was there to look the peer and tier up in.
+    var configGiven: Bool
+
+    /// The peer line of text output: `alice (from the configuration)`, `not given`.
+    var peerText: String {
+        guard let p = flow.peer else {
+            return configGiven ? "not given (no configured peer's AllowedIPs hold the address)" : "not given (--config PATH looks it up)"
+        }
+        return peerSource == "flow" ? p : "\(p) (from the configuration: AllowedIPs)"
+    }
+
+    /// The tier line of text output.
+    var tierText: String {
+        guard let t = flow.tier else { return "not given" + (flow.peer == nil ? "" : " (peer not configured)") }
+        switch tierSource {
+        case "store": return "\(t) (tunnelctl peer tier override)"
+        case "config": return "\(t) (from the configuration)"
+        default: return t.name
+        }
+    }
+}
+
+extension Tunnelctl {
+    /// Parses `text` and decides it against the rule files in `directory` at "now" (`cliNow()`,
+    /// in `cliTimeZone`) or the FLOW's `at`. `config` (and its store) fill in the peer and tier.
+    static func decideFlow(_ text: String, config: TunnelConfig?, directory: String, _ console: Console) throws -> FlowDecision {
+        var flow: PolicyFlow
+        do {
+            flow = try PolicyFlow(parsing: text)
+        } catch {
+            let hint = text.hasSuffix("-") ? " (quote the FLOW: the shell took '>' as a redirection)" : ""
+            throw CLIError.usage("bad FLOW '\(text)': \(error.message)\(hint)\n  FLOW: \(PolicyFlow.syntax)")
+        }
+        var peerSource = flow.peer == nil ? "not given" : "flow"
+        var tierSource = flow.tier == nil ? "not given" : "flow"
+        if let config {
+            let peerSide = flow.direction == .out ? flow.source : flow.destination
+            if flow.peer == nil, let p = config.peers.first(where: { p in p.allowedIPs.contains { $0.contains(peerSide) } }) {
+                flow.peer = p.name
+                peerSource = "config"
+            }
+            if flow.tier == nil, let name = flow.peer, let p = config.peer(named: name) {
+                let store = try readStore(config)
+                let override = try store?.tierOverride(peer: name)
+                flow.tier = override?.tier ?? p.tier
+                tierSource = override == nil ? "config" : "store"
+            }
+        }
+        let set = try loadPolicy(directory)
+        if set.hasErrors {
+            for e in set.errors { console.error(e.description) }
+            throw CLIError.failure("\(directory) has errors; fix them (tunnelctl policy check \(directory)) and try again")
+        }
+        let policy = CompiledPolicy(set)
+        let now = cliNow()
+        let offset = cliTimeZone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(now) / 1000))
+        let query = flow.query(for: policy, minuteOfWeek: PolicyClock.minuteOfWeek(epochSeconds: now / 1000, utcOffsetSeconds: offset))
+        let verdict = policy.evaluate(query)
+        let m = query.minuteOfWeek
+        let clock = "\(TimeWindow.dayNames[m / 1440]) " + String(format: "%02d:%02d", m % 1440 / 60, m % 60)
+        return FlowDecision(flow: flow, peerSource: peerSource, tierSource: tierSource, verdict: verdict, why: policy.explain(verdict),
+                            localTime: clock, atGiven: flow.at != nil, timeMatters: set.rules.contains { $0.window != nil },
+                            configGiven: config != nil)
+    }
+}
