@@ -62,25 +62,44 @@ public enum CaptureFiles {
         (try list(directory: directory).last?.sequence).map { $0 &+ 1 } ?? 1
     }
 
-    /// Deletes capture files, oldest first, until they total at most `maxTotalBytes` and none was
-    /// last modified more than `maxAgeNanoseconds` before `nowNanoseconds` (nil: no such limit).
-    /// The file with sequence `keeping` (the one being written) is never deleted.
-    public static func prune(directory: String, maxTotalBytes: Int?, maxAgeNanoseconds: UInt64?,
-                             nowNanoseconds: UInt64, keeping: UInt32? = nil) throws(CaptureError) -> CapturePruneResult {
-        let files = try list(directory: directory)
-        var total = files.reduce(0) { $0 + $1.size }
-        var removed: [CaptureFileInfo] = []
-        for file in files where file.sequence != keeping {
-            let tooOld = maxAgeNanoseconds.map { nowNanoseconds > file.modifiedNanoseconds && nowNanoseconds - file.modifiedNanoseconds > $0 } ?? false
-            let overBudget = maxTotalBytes.map { total > $0 } ?? false
+    /// The files `request` says are due, oldest first (pure): last modified before
+    /// `request.olderThan`, then the oldest until the rest fit `request.maxTotalBytes`. The file
+    /// `keeping` (the one being written) is never due; with `keepNewest` neither is the newest
+    /// (a caller that cannot know which file tunneld writes, e.g. `tunnelctl prune`).
+    public static func due(_ files: [CaptureFileInfo], _ request: CapturePruneRequest, keeping: UInt32?, keepNewest: Bool) -> [CaptureFileInfo] {
+        let sorted = files.sorted { $0.sequence < $1.sequence }
+        let newest = keepNewest ? sorted.last?.sequence : nil
+        var total = sorted.reduce(Int64(0)) { $0 + Int64($1.size) }
+        var out: [CaptureFileInfo] = []
+        for file in sorted where file.sequence != keeping && file.sequence != newest {
+            let modifiedMs = Int64(file.modifiedNanoseconds / 1_000_000)
+            let tooOld = request.olderThan.map { modifiedMs < $0 } ?? false
+            let overBudget = request.maxTotalBytes.map { total > $0 } ?? false
             guard tooOld || overBudget else { continue }
-            if unlink(file.path) != 0 {
-                let e = errno
-                if e != ENOENT { throw .system(call: "unlink", errno: e, path: file.path) }
-            }
-            total -= file.size
-            removed.append(file)
+            total -= Int64(file.size)
+            out.append(file)
         }
-        return CapturePruneResult(removed: removed)
+        return out
+    }
+
+    /// The one capture-file pruner (tunneld's schedule, the capture poller and `tunnelctl prune`
+    /// all call it): deletes — or with `request.dryRun` only counts — the files `due` names, then
+    /// the `.flows` indexes whose pcap file is gone.
+    public static func prune(directory: String, _ request: CapturePruneRequest, keeping: UInt32? = nil,
+                             keepNewest: Bool = false) throws(CaptureError) -> CapturePruneResult {
+        let victims = due(try list(directory: directory), request, keeping: keeping, keepNewest: keepNewest)
+        var result = CapturePruneResult.none
+        for file in victims {
+            if !request.dryRun && unlink(file.path) != 0 {
+                let e = errno
+                if e == ENOENT { continue }
+                throw .system(call: "unlink", errno: e, path: file.path)
+            }
+            result.files += 1
+            result.bytes += Int64(file.size)
+            result.removedSequences.append(file.sequence)
+        }
+        if !request.dryRun && result.files > 0 { CaptureFlowIndex.removeOrphans(directory: directory) }
+        return result
     }
 }

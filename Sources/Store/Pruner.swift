@@ -68,15 +68,6 @@ public final class Pruner {
         }
     }
 
-    static func maxAge(_ f: PruneFamily, _ r: RetentionSettings) -> Int64? {
-        switch f {
-        case .flows: return r.flowsMaxAgeMs
-        case .refusals: return r.refusalsMaxAgeMs
-        case .sessions: return r.sessionsMaxAgeMs
-        case .markers, .auditSessions: return r.markersMaxAgeMs
-        }
-    }
-
     /// Prunes (or with `dryRun` counts) everything `retention` says is due at `now`.
     /// `progress` is called after each batch; `capture` is asked to prune pcap files.
     public func run(retention: RetentionSettings, now: Int64, dryRun: Bool = false,
@@ -87,7 +78,7 @@ public final class Pruner {
         let pagesBefore = try c.scalarInt("PRAGMA page_count") ?? 0
         for family in PruneFamily.allCases {
             report.rows[family] = 0
-            guard let age = Pruner.maxAge(family, retention) else { continue }
+            guard let age = retention.maxAge(for: family) else { continue }
             let (cutoff, overflow) = now.subtractingReportingOverflow(age)
             if overflow { continue }
             report.cutoffs[family] = cutoff

@@ -1,3 +1,4 @@
+import Capture
 import Core
 import Control
 import Foundation
@@ -5,7 +6,7 @@ import Store
 
 /// `tunnelctl prune [--dry-run]` (DESIGN.md §7, issue 6 Deliver 4): removes what the retention
 /// settings say, family by family, in short batches (`Pruner`), deletes pcap files beyond the
-/// capture limits (`CaptureFilePruner` on `StateDirectory/capture`), gives the freed pages back
+/// capture limits (`CaptureFiles.prune` on `StateDirectory/capture`), gives the freed pages back
 /// to the file system (incremental vacuum) and reports rows and bytes per family. On a terminal,
 /// a run longer than a second shows its progress on stderr.
 extension Tunnelctl {
@@ -56,7 +57,7 @@ extension Tunnelctl {
         let report = try writing {
             try Pruner(store: store).run(
                 retention: retention, now: now, dryRun: dryRun,
-                capture: { try CaptureFilePruner.prune(directory: config.interface.stateDirectory + "/capture", $0) },
+                capture: { try CaptureFiles.prune(directory: config.interface.stateDirectory + "/capture", $0, keepNewest: true) },
                 progress: { p in
                     if !dryRun, let free = try? c.scalarInt("PRAGMA freelist_count") {
                         freed[p.family, default: 0] += max(0, free - lastFree) * pageSize
@@ -73,7 +74,7 @@ extension Tunnelctl {
             if dryRun {
                 bytes = estimates[f].map { $0.rows > 0 ? $0.bytes * Int64(rows) / $0.rows : 0 }
             }
-            let age = maxAge(f, retention)
+            let age = retention.maxAge(for: f)
             families.append(PruneJSON.Family(
                 family: f.rawValue, rows: rows, bytes: bytes, maxAge: DurationFormat.format(ms: age),
                 cutoff: report.cutoffs[f].map(isoText), cutoffMs: report.cutoffs[f]))
@@ -82,15 +83,6 @@ extension Tunnelctl {
             dryRun: dryRun, now: isoText(now), families: families, rows: report.totalRows,
             bytesReclaimed: report.bytesReclaimed,
             pcap: report.capture.map { PruneJSON.Pcap(files: $0.files, bytes: $0.bytes, maxBytes: SizeFormat.format(bytes: retention.pcapMaxBytes), maxAge: DurationFormat.format(ms: retention.pcapMaxAgeMs)) })
-    }
-
-    static func maxAge(_ f: PruneFamily, _ r: RetentionSettings) -> Int64? {
-        switch f {
-        case .flows: return r.flowsMaxAgeMs
-        case .refusals: return r.refusalsMaxAgeMs
-        case .sessions: return r.sessionsMaxAgeMs
-        case .markers, .auditSessions: return r.markersMaxAgeMs
-        }
     }
 
     static func renderPrune(_ r: PruneJSON, retention: RetentionSettings) -> String {

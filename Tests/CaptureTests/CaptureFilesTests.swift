@@ -34,13 +34,14 @@ import Testing
         let dir = TemporaryDirectory()
         try makeFiles(dir, count: 6, size: 1000, base: 1_000_000)
         let now: UInt64 = 1_000_100 * 1_000_000_000
-        let result = try CaptureFiles.prune(directory: dir.path, maxTotalBytes: 2500, maxAgeNanoseconds: nil, nowNanoseconds: now)
-        #expect(result.removed.map(\.sequence) == [1, 2, 3, 4])
+        _ = now
+        let result = try CaptureFiles.prune(directory: dir.path, CapturePruneRequest(olderThan: nil, maxTotalBytes: 2500, dryRun: false))
+        #expect(result.removedSequences == [1, 2, 3, 4])
         #expect(result.bytes == 4000 && result.files == 4)
         #expect(try CaptureFiles.list(directory: dir.path).map(\.sequence) == [5, 6])
         // The active file is kept even when it alone is over budget.
-        let again = try CaptureFiles.prune(directory: dir.path, maxTotalBytes: 0, maxAgeNanoseconds: nil, nowNanoseconds: now, keeping: 6)
-        #expect(again.removed.map(\.sequence) == [5])
+        let again = try CaptureFiles.prune(directory: dir.path, CapturePruneRequest(olderThan: nil, maxTotalBytes: 0, dryRun: false), keeping: 6)
+        #expect(again.removedSequences == [5])
         #expect(try CaptureFiles.list(directory: dir.path).map(\.sequence) == [6])
         #expect(FileManager.default.fileExists(atPath: dir.file("notes.txt")))
     }
@@ -49,12 +50,25 @@ import Testing
         let dir = TemporaryDirectory()
         try makeFiles(dir, count: 5, size: 10, base: 1_000_000)
         // Files are modified at 1_000_001 … 1_000_005; now is 1_000_010; max age 6 s keeps 4 and 5.
-        let result = try CaptureFiles.prune(directory: dir.path, maxTotalBytes: nil, maxAgeNanoseconds: 6_000_000_000,
-                                            nowNanoseconds: 1_000_010 * 1_000_000_000, keeping: 1)
-        #expect(result.removed.map(\.sequence) == [2, 3])
+        let result = try CaptureFiles.prune(directory: dir.path, CapturePruneRequest(olderThan: (1_000_010 - 6) * 1000, maxTotalBytes: nil, dryRun: false),
+                                            keeping: 1)
+        #expect(result.removedSequences == [2, 3])
         #expect(try CaptureFiles.list(directory: dir.path).map(\.sequence) == [1, 4, 5])
-        let none = try CaptureFiles.prune(directory: dir.path, maxTotalBytes: nil, maxAgeNanoseconds: nil, nowNanoseconds: 0)
-        #expect(none.removed.isEmpty)
+        let none = try CaptureFiles.prune(directory: dir.path, CapturePruneRequest(olderThan: nil, maxTotalBytes: nil, dryRun: false))
+        #expect(none.removedSequences.isEmpty)
+    }
+
+    @Test func dryRunCountsTheSameFilesAndDeletesNothing() throws {
+        let dir = TemporaryDirectory()
+        try makeFiles(dir, count: 6, size: 1000, base: 1_000_000)
+        let dry = try CaptureFiles.prune(directory: dir.path, CapturePruneRequest(olderThan: nil, maxTotalBytes: 2500, dryRun: true), keepNewest: true)
+        #expect(try CaptureFiles.list(directory: dir.path).count == 6)
+        let real = try CaptureFiles.prune(directory: dir.path, CapturePruneRequest(olderThan: nil, maxTotalBytes: 2500, dryRun: false), keepNewest: true)
+        #expect(dry == real && real.removedSequences == [1, 2, 3, 4])
+        // keepNewest: the newest file survives even a zero budget (tunnelctl cannot know which file tunneld writes).
+        let zero = try CaptureFiles.prune(directory: dir.path, CapturePruneRequest(olderThan: nil, maxTotalBytes: 0, dryRun: false), keepNewest: true)
+        #expect(zero.removedSequences == [5])
+        #expect(try CaptureFiles.list(directory: dir.path).map(\.sequence) == [6])
     }
 
     @Test func pruneNextToALiveWriter() throws {
@@ -62,9 +76,9 @@ import Testing
         let writer = try CaptureWriter(directory: dir.path, maxFileBytes: 4096)
         for (i, p) in trafficMix(count: 100).enumerated() { writer.write(packet: p, timestampNanoseconds: UInt64(i) * 1000) }
         let active = try #require(writer.currentSequence)
-        let result = try CaptureFiles.prune(directory: dir.path, maxTotalBytes: 1, maxAgeNanoseconds: nil,
-                                            nowNanoseconds: 0, keeping: writer.currentSequence)
-        #expect(!result.removed.isEmpty)
+        let result = try CaptureFiles.prune(directory: dir.path, CapturePruneRequest(olderThan: nil, maxTotalBytes: 1, dryRun: false),
+                                            keeping: writer.currentSequence)
+        #expect(!result.removedSequences.isEmpty)
         #expect(try CaptureFiles.list(directory: dir.path).map(\.sequence) == [active])
         // The writer keeps going, into the same file and then new ones.
         #expect(writer.write(packet: trafficMix(count: 1)[0], timestampNanoseconds: 1)?.fileSequence ?? 0 >= active)

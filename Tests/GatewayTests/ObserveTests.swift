@@ -206,7 +206,7 @@ import Testing
         capture.sync()
         let before = try CaptureFiles.list(directory: capture.directory)
         #expect(before.count >= 5)
-        let result = try o.pruneCaptures(olderThanMs: nil, maxTotalBytes: 1, nowMs: 0)
+        let result = try o.pruneCaptures(CapturePruneRequest(olderThan: nil, maxTotalBytes: 1, dryRun: false))
         let after = try CaptureFiles.list(directory: capture.directory)
         #expect(after.map(\.sequence) == [capture.currentSequence!])
         #expect(result.files == before.count - 1)

@@ -1,9 +1,10 @@
+import Capture
 import Core
 import Foundation
 import Store
 
 /// The daemon's scheduled prune (DESIGN.md §7, issue 6 Deliver 4): the same `Pruner` and
-/// `CaptureFilePruner` as `tunnelctl prune`, run once at start and then every `intervalMs`
+/// `CaptureFiles.prune` as `tunnelctl prune`, run once at start and then every `intervalMs`
 /// (hourly), on a thread of its own with its own `Store` connection. The pruner's batches are
 /// short transactions with pauses in between, so the `StoreWriter` keeps its lock waits
 /// short; nothing here touches the data path.
@@ -99,7 +100,7 @@ public final class PruneSchedule: @unchecked Sendable {
             let t0 = Date()
             let report = try Pruner(store: store, options: options).run(
                 retention: settings.retention, now: now(),
-                capture: { [captureDirectory] in try CaptureFilePruner.prune(directory: captureDirectory, $0) })
+                capture: { [captureDirectory] in try CaptureFiles.prune(directory: captureDirectory, $0, keepNewest: true) })
             let files = report.capture?.files ?? 0
             if report.totalRows > 0 || files > 0 {
                 let parts = PruneFamily.allCases.compactMap { f in (report.rows[f] ?? 0) > 0 ? "\(f.rawValue)=\(report.rows[f]!)" : nil }

@@ -70,8 +70,8 @@ public final class CaptureSettingsPoller: @unchecked Sendable {
                 let r = retention ?? .factory
                 let nowMs = Int64(PacketObserver.realtimeNanoseconds() / 1_000_000)
                 do {
-                    let result = try observer.pruneCaptures(
-                        olderThanMs: r.pcapMaxAgeMs.map { nowMs - $0 }, maxTotalBytes: r.pcapMaxBytes, nowMs: nowMs)
+                    let result = try observer.pruneCaptures(CapturePruneRequest(
+                        olderThan: r.pcapMaxAgeMs.map { nowMs - $0 }, maxTotalBytes: r.pcapMaxBytes, dryRun: false))
                     if result.files > 0 { log.info("capture: pruned \(result.files) file(s), \(result.bytes) bytes") }
                 } catch {
                     log.warning("capture prune: \(error)")

@@ -60,38 +60,9 @@ extension PacketObserver {
 
     /// Deletes capture files (and their flow indexes) beyond the retention limits, never the
     /// file being written. Any thread. `request` is the store pruner's (cut-off in epoch ms).
-    public func pruneCaptures(_ request: Store.CapturePruneRequest, nowMs: Int64) throws -> Store.CapturePruneResult {
-        try pruneCaptures(olderThanMs: request.olderThan, maxTotalBytes: request.maxTotalBytes, dryRun: request.dryRun,
-                          nowMs: nowMs)
+    public func pruneCaptures(_ request: CapturePruneRequest) throws -> CapturePruneResult {
+        guard let directory = capture?.directory else { return .none }
+        return try CaptureFiles.prune(directory: directory, request, keeping: captureSequenceInUse)
     }
 
-    /// Same as `pruneCaptures(_:nowMs:)` with the request's fields.
-    public func pruneCaptures(olderThanMs: Int64?, maxTotalBytes: Int64?, dryRun: Bool = false,
-                              nowMs: Int64) throws -> Store.CapturePruneResult {
-        guard let directory = capture?.directory else { return Store.CapturePruneResult(files: 0, bytes: 0) }
-        let maxAge = olderThanMs.map { UInt64(max(0, nowMs - $0)) * 1_000_000 }
-        let maxBytes = maxTotalBytes.map { Int(clamping: $0) }
-        if dryRun {
-            // Same selection as CaptureFiles.prune, without deleting.
-            let files = try CaptureFiles.list(directory: directory)
-            var total = files.reduce(0) { $0 + $1.size }
-            var count = 0
-            var bytes: Int64 = 0
-            let now = UInt64(max(0, nowMs)) * 1_000_000
-            for f in files where f.sequence != captureSequenceInUse {
-                let old = maxAge.map { now > f.modifiedNanoseconds && now - f.modifiedNanoseconds > $0 } ?? false
-                let over = maxBytes.map { total > $0 } ?? false
-                guard old || over else { continue }
-                total -= f.size
-                count += 1
-                bytes += Int64(f.size)
-            }
-            return Store.CapturePruneResult(files: count, bytes: bytes)
-        }
-        let result = try CaptureFiles.prune(
-            directory: directory, maxTotalBytes: maxBytes, maxAgeNanoseconds: maxAge,
-            nowNanoseconds: UInt64(max(0, nowMs)) * 1_000_000, keeping: captureSequenceInUse)
-        CaptureFlowIndex.removeOrphans(directory: directory)
-        return Store.CapturePruneResult(files: result.files, bytes: Int64(result.bytes))
-    }
 }
