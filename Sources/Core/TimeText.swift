@@ -5,6 +5,12 @@ import Foundation
 /// local time **with the zone** (`2026-11-29 11:15:00 CET`); `--since` and `at` take a duration
 /// back from now or a date.
 public enum TimeText {
+    /// The zone text output is written in: `TUNNELCTL_TZ` (a zone identifier; tests and "what
+    /// does alice see in her zone") when set and valid, else the process's (`TZ`, the system's).
+    public static var displayZone: TimeZone {
+        ProcessInfo.processInfo.environment["TUNNELCTL_TZ"].flatMap(TimeZone.init(identifier:)) ?? .current
+    }
+
     /// ISO 8601 UTC with milliseconds: `2026-11-29T10:15:00.000Z`. Computed without a formatter
     /// (proleptic Gregorian calendar, civil-from-days), so it is exact and allocation-light.
     public static func iso(_ ms: Int64) -> String {

@@ -44,7 +44,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .sqlite(path, operation, code, message):
             return "store \(path): \(operation) failed: \(message) (SQLite code \(code))"
         case let .auditAlreadyOpen(open):
-            return "audit session \(open.id) '\(open.label)' is already open (since \(EpochFormat.iso8601(open.startedAt))); stop it first with 'tunnelctl audit stop'"
+            return "audit session \(open.id) '\(open.label)' is already open (since \(TimeText.local(open.startedAt, zone: TimeText.displayZone))); stop it first with 'tunnelctl audit stop'"
         case .noOpenAudit:
             return "no audit session is open"
         case let .settingsNotJSON(raw, detail):

@@ -9,9 +9,7 @@ import Store
 /// "Now" is `cliNow()` (Tunnelctl+Audit.swift; tests fix it); `TUNNELCTL_TZ` (a time-zone
 /// identifier) overrides the local time zone (else `TZ` / the system's applies).
 extension Tunnelctl {
-    static var cliTimeZone: TimeZone {
-        ProcessInfo.processInfo.environment["TUNNELCTL_TZ"].flatMap(TimeZone.init(identifier:)) ?? .current
-    }
+    static var cliTimeZone: TimeZone { TimeText.displayZone }
 
     /// `10:15:00 CET` in the local zone.
     static func clockText(_ ms: Int64) -> String { TimeText.clock(ms, zone: cliTimeZone) }

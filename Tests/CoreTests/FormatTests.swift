@@ -101,6 +101,13 @@ import Testing
         }
     }
 
+    @Test func isoKnownAnswers() {
+        #expect(TimeText.iso(0) == "1970-01-01T00:00:00.000Z")
+        #expect(TimeText.iso(1_798_550_400_000) == "2026-12-29T13:20:00.000Z")  // checked with python3 datetime
+        #expect(TimeText.iso(951_782_400_999) == "2000-02-29T00:00:00.999Z")
+        #expect(TimeText.iso(-1) == "1969-12-31T23:59:59.999Z")
+    }
+
     @Test func localTextCarriesTheZone() {
         let ms: Int64 = 1_764_412_500_000  // 2025-11-29T10:35:00Z
         #expect(TimeText.local(ms, zone: utc) == "2025-11-29 10:35:00 UTC")

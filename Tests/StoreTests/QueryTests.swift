@@ -138,7 +138,7 @@ import Testing
             Issue.record("a second audit session opened")
         } catch let e as StoreError {
             #expect(e == .auditAlreadyOpen(a))
-            #expect(e.description.contains("'printer test' is already open (since 1970-01-01T00:00:00Z)"))
+            #expect(e.description.contains("'printer test' is already open (since \(TimeText.local(0, zone: TimeText.displayZone)))") && e.description.contains("stop it first"))
         }
         let m = try store.addMarker(MarkerInput(at: 200, label: "plugged in", kind: .manual, detail: "port 3"))
         try store.addMarker(MarkerInput(at: 210, label: "policy reload", kind: .automatic, detail: "generation=2"))
@@ -158,12 +158,6 @@ import Testing
         #expect(try store.openAudit() == b)
     }
 
-    @Test func epochTextIsUTC() {
-        #expect(EpochFormat.iso8601(0) == "1970-01-01T00:00:00Z")
-        #expect(EpochFormat.iso8601(1_798_550_400_000) == "2026-12-29T13:20:00Z")  // checked with python3 datetime
-        #expect(EpochFormat.iso8601(951_782_400_999) == "2000-02-29T00:00:00Z")
-        #expect(EpochFormat.iso8601(-1) == "1969-12-31T23:59:59Z")
-    }
 
     @Test func tierOverrides() throws {
         let dir = TempDir()
