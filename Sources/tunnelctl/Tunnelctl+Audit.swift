@@ -11,7 +11,7 @@ import Synchronization
 /// "database is locked" while the daemon writes. Also home of the store helpers the history
 /// commands share (`openStore`, `cliNow`, `formatTime`, `parseSince`).
 extension Tunnelctl {
-    static let auditCommand = Command(name: "audit", summary: "audit sessions and markers: start LABEL | stop | mark LABEL | list") { args, console in
+    static let runAudit: Command.Body = { args, console in
         let json = args.flag("--json")
         guard let sub = args.next() else { throw CLIError.usage(auditUsage) }
         switch sub {
@@ -61,7 +61,8 @@ extension Tunnelctl {
         }
     }
 
-    static let auditUsage = "usage: tunnelctl audit start LABEL | stop | mark LABEL [--detail TEXT] | list [--since 1h|DATE] [--json]"
+    /// From the command table.
+    static var auditUsage: String { usageText(["audit"]) }
 
     /// The remaining positional words as one label (`audit mark printer test` → "printer test").
     static func labelWords(_ args: inout Arguments, _ usage: String) throws -> String {

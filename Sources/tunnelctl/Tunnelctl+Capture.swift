@@ -5,7 +5,7 @@ import Foundation
 /// `tunnelctl capture on [--detail metadata|full] | off | list | extract --flow ID -o FILE [--filter BPF]`
 /// (DESIGN.md §8, docs/capture.md).
 extension Tunnelctl {
-    static let captureCommand = Command(name: "capture", summary: "packet capture: on [--detail metadata|full] | off | list | extract --flow ID -o FILE [--filter BPF]") { args, console in
+    static let runCapture: Command.Body = { args, console in
         guard let sub = args.next() else {
             throw CLIError.usage("capture needs a subcommand: on, off, list, extract")
         }

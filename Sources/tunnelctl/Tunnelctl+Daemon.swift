@@ -5,7 +5,7 @@ import Foundation
 /// `policy reload` / `policy show` subcommands. They exit 3 with a clear message when the daemon
 /// is not running (DESIGN.md §9).
 extension Tunnelctl {
-    static let statusCommand = Command(name: "status", summary: "daemon, interface, peers, flows, drops, policy generation") { args, console in
+    static let runStatus: Command.Body = { args, console in
         let json = args.flag("--json")
         let config = try cliConfig(&args)
         try args.finish()
@@ -19,7 +19,7 @@ extension Tunnelctl {
         return .ok
     }
 
-    static let peersCommand = Command(name: "peers", summary: "peers: tier, endpoint, last handshake, rx/tx, session state") { args, console in
+    static let runPeers: Command.Body = { args, console in
         let json = args.flag("--json")
         let config = try cliConfig(&args)
         try args.finish()
@@ -34,7 +34,7 @@ extension Tunnelctl {
         return .ok
     }
 
-    static let kickCommand = Command(name: "kick", summary: "end a peer's session now (it may reconnect unless refused)") { args, console in
+    static let runKick: Command.Body = { args, console in
         let json = args.flag("--json")
         let config = try cliConfig(&args)
         guard let name = args.next() else { throw CLIError.usage("usage: tunnelctl kick PEER") }

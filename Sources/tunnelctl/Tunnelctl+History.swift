@@ -6,7 +6,7 @@ import Store
 /// [--blocked]`: the store's coalesced refusals and flow rows, newest first. They never need the
 /// daemon.
 extension Tunnelctl {
-    static let refusalsCommand = Command(name: "refusals", summary: "refused sessions and flows (coalesced), newest first") { args, console in
+    static let runRefusals: Command.Body = { args, console in
         let json = args.flag("--json")
         let config = try cliConfig(&args)
         let now = cliNow()
@@ -33,7 +33,7 @@ extension Tunnelctl {
         return .ok
     }
 
-    static let flowsCommand = Command(name: "flows", summary: "recorded flows, newest first (--blocked: refused only)") { args, console in
+    static let runFlows: Command.Body = { args, console in
         let json = args.flag("--json")
         let blocked = args.flag("--blocked")
         let config = try cliConfig(&args)

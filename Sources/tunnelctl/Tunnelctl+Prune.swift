@@ -8,7 +8,7 @@ import Store
 /// to the file system (incremental vacuum) and reports rows and bytes per family. On a terminal,
 /// a run longer than a second shows its progress on stderr.
 extension Tunnelctl {
-    static let pruneCommand = Command(name: "prune", summary: "delete history and pcap files beyond retention [--dry-run]") { args, console in
+    static let runPrune: Command.Body = { args, console in
         let json = args.flag("--json")
         let dryRun = args.flag("--dry-run") || args.flag("-n")
         let (store, config) = try openStore(&args, write: !dryRun)

@@ -9,7 +9,7 @@ import Store
 /// is not JSON is an error showing the raw text (exit 1). `set` validates every pair before
 /// writing any, and writes the whole row in one transaction.
 extension Tunnelctl {
-    static let retentionCommand = Command(name: "retention", summary: "history retention: show | set KEY=VALUE…") { args, console in
+    static let runRetention: Command.Body = { args, console in
         let json = args.flag("--json")
         guard let sub = args.next() else { throw CLIError.usage(retentionUsage) }
         switch sub {
@@ -77,11 +77,12 @@ extension Tunnelctl {
         }
     }
 
-    static let retentionUsage = """
-        usage: tunnelctl retention show [--json]
-               tunnelctl retention set KEY=VALUE…   keys: \(Settings.keys.map(\.key).joined(separator: " "))
-               durations: 12h 7d 2w 1h30m forever; sizes: 500MB 2GiB unlimited; capture: on|off; capture-detail: metadata|full
-        """
+    /// From the command table.
+    static var retentionUsage: String {
+        usageText(["retention"]) + "\n       keys: \(Settings.keys.map(\.key).joined(separator: " "))\n       " + retentionValueFormats
+    }
+
+    static let retentionValueFormats = "durations: 12h 7d 2w 1h30m forever; sizes: 500MB 2GiB unlimited; capture: on|off; capture-detail: metadata|full"
 
     /// Applies one pair, turning a bad key or value into a usage error a person can act on.
     static func validate(_ s: inout Settings, _ key: String, _ value: String) throws {

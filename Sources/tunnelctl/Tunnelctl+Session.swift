@@ -7,7 +7,7 @@ import Store
 /// window and pause, read from the store (the daemon, when it runs, only adds whether the peer
 /// is connected right now).
 extension Tunnelctl {
-    static let sessionCommand = Command(name: "session", summary: "remaining session time / pause left (all peers without NAME)") { args, console in
+    static let runSession: Command.Body = { args, console in
         let json = args.flag("--json")
         let config = try cliConfig(&args)
         let name = args.next()
@@ -67,7 +67,7 @@ extension Tunnelctl {
         return r
     }
 
-    static let explainCommand = Command(name: "explain", summary: "why a peer is refused now, or which rule decides a flow") { args, console in
+    static let runExplain: Command.Body = { args, console in
         let json = args.flag("--json")
         let config = try cliConfig(&args)
         let policies = try args.option("--policies")

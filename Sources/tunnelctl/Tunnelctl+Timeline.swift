@@ -8,7 +8,7 @@ import Store
 /// flows, refusals and sessions are that peer's; markers and audit sessions are kept, since
 /// they annotate the gateway as a whole.
 extension Tunnelctl {
-    static let timelineCommand = Command(name: "timeline", summary: "flows, refusals, sessions and markers interleaved [--since 1h] [--peer NAME]") { args, console in
+    static let runTimeline: Command.Body = { args, console in
         let json = args.flag("--json")
         let sinceText = try args.option("--since") ?? "1h"
         let peer = try args.option("--peer")
