@@ -50,6 +50,8 @@ extension Tunnelctl {
         } catch {
             if case .system(_, let e, _) = error, e == ENOENT {
                 files = []
+            } else if case .system(_, let e, _) = error {
+                throw CLIError.failure("\(error)\(accessHint(e, directory))")
             } else {
                 throw CLIError.failure("\(error)")
             }
@@ -86,7 +88,7 @@ extension Tunnelctl {
         var key: CaptureFlowKey? = nil
         var from: CaptureLocation? = nil
         var until: UInt64? = nil
-        if let row = storedFlow(storePath: storePath, id: Int64(bitPattern: id)), let cap = row.capture {
+        if let row = try storedFlow(storePath: storePath, id: Int64(bitPattern: id)), let cap = row.capture {
             key = CaptureFlowKey(ipVersion: row.isIPv6 ? 6 : 4, ipProtocol: row.proto, aHigh: row.src.0, aLow: row.src.1,
                                  aPort: row.srcPort, bHigh: row.dst.0, bLow: row.dst.1, bPort: row.dstPort)
             from = CaptureLocation(fileSequence: UInt32(truncatingIfNeeded: cap.file), offset: UInt64(cap.offset))
@@ -98,6 +100,7 @@ extension Tunnelctl {
                     from = e.location
                 }
             } catch {
+                if case .system(_, let e, _) = error { throw CLIError.failure("\(error)\(accessHint(e, directory))") }
                 throw CLIError.failure("\(error)")
             }
         }

@@ -14,9 +14,15 @@ extension Tunnelctl {
         let peer = try args.option("--peer")
         try args.finish()
         if let peer { _ = try configuredPeer(peer, config) }
-        let rows = try readStore(config)?.refusals(since: since, peer: peer) ?? []
+        let store = try readStore(config)
+        let rows = try store?.refusals(since: since, peer: peer) ?? []
         if json {
+            if store == nil { console.error("note: \(noHistoryYet(config))") }
             console.print(try encodeJSON(rows.map(RefusalRow.init)))
+            return .ok
+        }
+        if store == nil {
+            console.print(noHistoryYet(config))
             return .ok
         }
         if rows.isEmpty {
@@ -42,9 +48,15 @@ extension Tunnelctl {
         let peer = try args.option("--peer")
         try args.finish()
         if let peer { _ = try configuredPeer(peer, config) }
-        let rows = try readStore(config)?.flows(since: since, peer: peer, blockedOnly: blocked) ?? []
+        let store = try readStore(config)
+        let rows = try store?.flows(since: since, peer: peer, blockedOnly: blocked) ?? []
         if json {
+            if store == nil { console.error("note: \(noHistoryYet(config))") }
             console.print(try encodeJSON(rows.map(FlowRow.init)))
+            return .ok
+        }
+        if store == nil {
+            console.print(noHistoryYet(config))
             return .ok
         }
         if rows.isEmpty {

@@ -11,8 +11,24 @@ extension Tunnelctl {
     static let runPrune: Command.Body = { args, console in
         let json = args.flag("--json")
         let dryRun = args.flag("--dry-run") || args.flag("-n")
-        let (store, config) = try openStore(&args, write: !dryRun)
+        let history: Store?
+        let config: TunnelConfig
+        if dryRun {
+            (history, config) = try openHistory(&args)
+        } else {
+            (history, config) = try openStore(&args, write: true)
+        }
         try args.finish()
+        guard let store = history else {
+            let now = cliNow()
+            if json {
+                console.error("note: \(noHistoryYet(config))")
+                console.print(try encodeJSON(PruneJSON(dryRun: true, now: isoTime(now), families: [], rows: 0, bytesReclaimed: 0, pcap: nil)))
+            } else {
+                console.print("dry run: nothing to prune: \(noHistoryYet(config))")
+            }
+            return .ok
+        }
         let decoded: SettingsDecoding
         do {
             decoded = try storeCall { try store.settings() }

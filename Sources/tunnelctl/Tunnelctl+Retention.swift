@@ -14,9 +14,11 @@ extension Tunnelctl {
         guard let sub = args.next() else { throw CLIError.usage(retentionUsage) }
         switch sub {
         case "show":
-            let (store, _) = try openStore(&args, write: false)
+            let (store, config) = try openHistory(&args)
             try args.finish()
-            let text = try storeCall { try store.settingsText() }
+            // No store yet: tunneld would start with the factory values; show them and say why.
+            if store == nil { console.error("note: \(noHistoryYet(config)); these are the factory values") }
+            let text = try storeCall { try store?.settingsText() }
             let decoded: SettingsDecoding
             do {
                 decoded = try Settings.decode(text)

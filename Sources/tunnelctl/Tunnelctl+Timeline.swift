@@ -13,8 +13,17 @@ extension Tunnelctl {
         let sinceText = try args.option("--since") ?? "1h"
         let peer = try args.option("--peer")
         let since = try parseSince(sinceText, now: cliNow())
-        let (store, _) = try openStore(&args, write: false)
+        let (history, config) = try openHistory(&args)
         try args.finish()
+        guard let store = history else {
+            if json {
+                console.error("note: \(noHistoryYet(config))")
+                console.print(try encodeJSON(TimelineJSON(since: since == .min ? nil : isoTime(since), truncated: false, events: [])))
+            } else {
+                console.print(noHistoryYet(config))
+            }
+            return .ok
+        }
         let (events, truncated) = try storeCall { try store.connection.read { try timelineEvents(store, since: since, peer: peer) } }
         if json {
             console.print(try encodeJSON(TimelineJSON(since: since == .min ? nil : isoTime(since), truncated: truncated, events: events)))
