@@ -43,7 +43,9 @@ extension Tunnelctl {
             while let w = args.words.first, !isOption(w) {
                 _ = args.next()
                 guard let eq = w.firstIndex(of: "="), eq != w.startIndex else {
-                    throw CLIError.usage("'\(w)' is not KEY=VALUE\(keyHint(w))\n\(retentionUsage)")
+                    // A bare key (`retention set flows`) needs a value, not a did-you-mean of itself.
+                    let bare = Settings.keys.contains { $0.key == w.lowercased() } ? ": give it a value, e.g. \(w.lowercased())=VALUE" : keyHint(w)
+                    throw CLIError.usage("'\(w)' is not KEY=VALUE\(bare)\n\(retentionUsage)")
                 }
                 pairs.append((String(w[..<eq]).lowercased(), String(w[w.index(after: eq)...])))
             }

@@ -161,6 +161,9 @@ import Testing
         #expect(recent.out.split(separator: "\n").count == 2)  // header + the session row (last attempt 30 s ago)
         #expect(f.run(["refusals", "--peer", "bob"]).out == "no refusals of bob\n")
         #expect(f.run(["refusals", "--since", "1x"]).code == .usage)
+        // --since takes dates as in audit list and timeline (PAPERCUTS): 11:30 UTC keeps alice's last attempt only.
+        #expect(f.run(["refusals", "--since", "2026-03-01T11:30Z", "--peer", "alice"]).out.split(separator: "\n").count == 2)
+        #expect(f.run(["flows", "--since", "2026-03-02"]).out == "no flows since 2026-03-02 00:00:00\n")
         try expectGolden(f.run(["flows"]).out, "flows-all.txt")
         try expectGolden(f.run(["flows", "--blocked", "--json"]).out, "flows-blocked.json")
         #expect(f.run(["flows", "--peer", "carol", "--blocked"]).out == "no blocked flows of carol\n")
