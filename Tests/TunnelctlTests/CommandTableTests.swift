@@ -10,7 +10,8 @@ import Testing
 /// The help goldens are `Golden/help-<command>[-<subcommand>].txt` (`help-tunnelctl.txt` for the
 /// top-level usage). After changing the table, regenerate them with
 ///     TUNNELCTL_UPDATE_GOLDEN=1 swift test --skip-build --filter CommandTableTests
-/// (TUNNELVISION_UPDATE_GOLDEN=1 works too, and rewrites every golden file) and review the diff.
+/// (TUNNELVISION_UPDATE_GOLDEN=1 works too, and rewrites every golden file), review the diff,
+/// then `swift build --build-tests` again: the tests read the copy in the test bundle.
 @Suite struct CommandTableTests {
     static let goldenSource = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Golden")
     static let golden = Bundle.module.url(forResource: "Golden", withExtension: nil)!
