@@ -34,20 +34,30 @@ public final class Connection {
     private var inTransaction = false
 
     /// Opens (and in `.readWrite` mode creates) the database file at `path`. The directory
-    /// must exist. Throws `.missing`, `.cannotOpen`, `.notADatabase` or `.corrupt` with the path.
+    /// must exist. Throws `.missing`, `.permissionDenied`, `.cannotOpen`, `.notADatabase` or `.corrupt` with the path.
     public init(path: String, mode: Mode = .readWrite, busyTimeoutMs: Int = 5000) throws {
         self.path = path
         self.mode = mode
         self.busyTimeoutMs = max(0, busyTimeoutMs)
-        if mode == .readOnly && access(path, F_OK) != 0 { throw StoreError.missing(path: path) }
+        // Only "no such file" means "no store yet"; a directory this user may not search is
+        // EACCES, which must not read as an empty history.
+        if mode == .readOnly && access(path, F_OK) != 0 {
+            let e = errno
+            if e == EACCES || e == EPERM { throw StoreError.permissionDenied(path: path, errno: e) }
+            throw StoreError.missing(path: path)
+        }
         var handle: OpaquePointer?
         let flags = (mode == .readWrite ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY)
             | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &handle, flags, nil)
         guard rc == SQLITE_OK, let handle else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            let systemErrno = handle.map { sqlite3_system_errno($0) } ?? errno
             sqlite3_close_v2(handle)
-            let reason = errno != 0 ? "\(message) (\(String(cString: strerror(errno))))" : message
+            if systemErrno == EACCES || systemErrno == EPERM {
+                throw StoreError.permissionDenied(path: path, errno: systemErrno)
+            }
+            let reason = systemErrno != 0 ? "\(message) (\(String(cString: strerror(systemErrno))))" : message
             throw StoreError.cannotOpen(path: path, reason: reason)
         }
         db = handle
@@ -97,6 +107,11 @@ public final class Connection {
     /// The typed error for result code `rc` of `operation`.
     func error(_ operation: String, _ rc: Int32) -> StoreError {
         let message = String(cString: sqlite3_errmsg(db))
+        // SQLite opens the -wal/-shm files lazily: a permission problem can surface on the first query.
+        let systemErrno = sqlite3_system_errno(db)
+        if rc & 0xff == SQLITE_CANTOPEN, systemErrno == EACCES || systemErrno == EPERM {
+            return .permissionDenied(path: path, errno: systemErrno)
+        }
         switch rc & 0xff {
         case SQLITE_NOTADB: return .notADatabase(path: path)
         case SQLITE_CORRUPT: return .corrupt(path: path, operation: operation, message: message)

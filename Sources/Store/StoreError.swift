@@ -1,11 +1,17 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Everything the store can fail with. Each case names the store's path and says what to do;
 /// `description` is the sentence a person reads (tunnelctl prints it, tunneld logs it).
 import Core
 public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The file could not be opened or created (missing directory, permissions, …).
     case cannotOpen(path: String, reason: String)
-    /// A read-only open found no file: nothing has created the store yet.
+    /// A read-only open found no file: nothing has created the store yet (`ENOENT`, `ENOTDIR`).
     case missing(path: String)
+    /// This user may not open the file or search its directory (`EACCES`, `EPERM`); never `.missing`.
+    case permissionDenied(path: String, errno: Int32)
     /// The file exists but is not a SQLite database (SQLITE_NOTADB).
     case notADatabase(path: String)
     /// The database is damaged (SQLITE_CORRUPT) while running `operation`.
@@ -31,6 +37,9 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
             return "cannot open the store at \(path): \(reason); check that the directory exists and this user may write to it"
         case let .missing(path):
             return "no store at \(path); tunneld creates it on its first start (or check StateDirectory in the config)"
+        case let .permissionDenied(path, e):
+            let dir = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+            return "cannot open \(path): \(String(cString: strerror(e))) (errno \(e)); run as root or with sudo, or as a user allowed to read \(dir.isEmpty ? "its directory" : dir)"
         case let .notADatabase(path):
             return "\(path) is not a TunnelVision store (not a SQLite database); move it aside and tunneld will create a fresh one, or restore a backup"
         case let .corrupt(path, operation, message):

@@ -12,7 +12,7 @@ import Synchronization
 /// "database is locked" while the daemon writes. Also home of the store helpers the history
 /// commands share (`openStore`, `cliNow`, `dateTimeText`, `parseSince`).
 extension Tunnelctl {
-    static let auditCommand = Command(name: "audit", summary: "audit sessions and markers: start LABEL | stop | mark LABEL | list") { args, console in
+    static let runAudit: Command.Body = { args, console in
         let json = args.flag("--json")
         guard let sub = args.next() else { throw CLIError.usage(auditUsage) }
         switch sub {
@@ -48,8 +48,17 @@ extension Tunnelctl {
             return .ok
         case "list":
             let from = try args.option("--since").map { try parseSince($0, now: cliNow()) } ?? .min
-            let (store, _) = try openStore(&args, write: false)
+            let (history, config) = try openHistory(&args)
             try args.finish()
+            guard let store = history else {
+                if json {
+                    console.error("note: \(noHistoryYet(config))")
+                    console.print(try encodeJSON(AuditListJSON(auditSessions: [], markers: [])))
+                } else {
+                    console.print(noHistoryYet(config))
+                }
+                return .ok
+            }
             let (audits, markers) = try storeCall { try store.connection.read { (try store.audits(since: from), try store.markers(since: from)) } }
             if json {
                 console.print(try encodeJSON(AuditListJSON(auditSessions: audits.map(AuditSessionJSON.init), markers: markers.map(MarkerJSON.init))))
@@ -62,7 +71,8 @@ extension Tunnelctl {
         }
     }
 
-    static let auditUsage = "usage: tunnelctl audit start LABEL | stop | mark LABEL [--detail TEXT] | list [--since 1h|DATE] [--json]"
+    /// From the command table.
+    static var auditUsage: String { usageText(["audit"]) }
 
     /// The remaining positional words as one label (`audit mark printer test` → "printer test").
     static func labelWords(_ args: inout Arguments, _ usage: String) throws -> String {
@@ -150,9 +160,11 @@ extension Tunnelctl {
     /// Fixed "now" (Unix epoch ms) for golden tests; nil = the system clock.
     static let clockOverride = Mutex<Int64?>(nil)
 
-    /// Now, Unix epoch milliseconds.
+    /// Now, Unix epoch milliseconds: the test override, else `TUNNELCTL_NOW` (epoch ms, as
+    /// docs/session.md documents), else the system clock.
     static func cliNow() -> Int64 {
         if let t = clockOverride.withLock({ $0 }) { return t }
+        if let text = ProcessInfo.processInfo.environment["TUNNELCTL_NOW"], let t = Int64(text) { return t }
         return Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
     }
 
@@ -176,6 +188,21 @@ extension Tunnelctl {
             try retryingBusy { try StateStore(path: path, mode: write ? .readWrite : .readOnly, busyTimeoutMs: 10_000) }
         }
         return (store, config)
+    }
+
+    /// For read commands: the store named by `--config`, or nil when it does not exist yet
+    /// (callers say `noHistoryYet`). Every other failure — permission denied included — is an
+    /// exit-1 error with its sentence.
+    static func openHistory(_ args: inout Arguments) throws -> (StateStore?, TunnelConfig) {
+        let config = try cliConfig(&args)
+        do {
+            let store = try retryingBusy { try StateStore(path: config.interface.storePath, mode: .readOnly, busyTimeoutMs: 10_000) }
+            return (store, config)
+        } catch StoreError.missing {
+            return (nil, config)
+        } catch let e as StoreError {
+            throw CLIError.failure(e.description)
+        }
     }
 
     /// Runs a store call; a `StoreError` becomes an exit-1 error with its sentence.

@@ -6,7 +6,7 @@ import Foundation
 /// `tunnelctl capture on [--detail metadata|full] | off | list | extract --flow ID -o FILE [--filter BPF]`
 /// (DESIGN.md §8, docs/capture.md).
 extension Tunnelctl {
-    static let captureCommand = Command(name: "capture", summary: "packet capture: on [--detail metadata|full] | off | list | extract --flow ID -o FILE [--filter BPF]") { args, console in
+    static let runCapture: Command.Body = { args, console in
         guard let sub = args.next() else {
             throw CLIError.usage("capture needs a subcommand: on, off, list, extract")
         }
@@ -51,6 +51,8 @@ extension Tunnelctl {
         } catch {
             if case .system(_, let e, _) = error, e == ENOENT {
                 files = []
+            } else if case .system(_, let e, _) = error {
+                throw CLIError.failure("\(error)\(accessHint(e, directory))")
             } else {
                 throw CLIError.failure("\(error)")
             }
@@ -87,7 +89,7 @@ extension Tunnelctl {
         var key: CaptureFlowKey? = nil
         var from: CaptureLocation? = nil
         var until: UInt64? = nil
-        if let row = storedFlow(storePath: storePath, id: Int64(bitPattern: id)), let cap = row.capture {
+        if let row = try storedFlow(storePath: storePath, id: Int64(bitPattern: id)), let cap = row.capture {
             key = CaptureFlowKey(ipVersion: row.isIPv6 ? 6 : 4, ipProtocol: row.proto, aHigh: row.src.0, aLow: row.src.1,
                                  aPort: row.srcPort, bHigh: row.dst.0, bLow: row.dst.1, bPort: row.dstPort)
             from = CaptureLocation(fileSequence: UInt32(truncatingIfNeeded: cap.file), offset: UInt64(cap.offset))
@@ -99,6 +101,7 @@ extension Tunnelctl {
                     from = e.location
                 }
             } catch {
+                if case .system(_, let e, _) = error { throw CLIError.failure("\(error)\(accessHint(e, directory))") }
                 throw CLIError.failure("\(error)")
             }
         }

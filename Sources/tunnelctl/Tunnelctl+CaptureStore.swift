@@ -38,11 +38,18 @@ extension Tunnelctl {
         return (settings.capture.enabled, settings.capture.detail.rawValue)
     }
 
-    /// The flow row `id`, nil when the store or the row does not exist.
-    static func storedFlow(storePath: String, id: Int64) -> StoredFlow? {
-        guard FileManager.default.fileExists(atPath: storePath),
-              let store = try? StateStore(path: storePath, mode: .readOnly),
-              let f = try? store.flow(id: id) else { return nil }
+    /// The flow row `id`, nil when the store or the row does not exist. A store that cannot be
+    /// read (permission denied, damaged, …) is an error, not "no such flow".
+    static func storedFlow(storePath: String, id: Int64) throws -> StoredFlow? {
+        let store: StateStore
+        do {
+            store = try StateStore(path: storePath, mode: .readOnly)
+        } catch StoreError.missing {
+            return nil
+        } catch let e as StoreError {
+            throw CLIError.failure(e.description)
+        }
+        guard let f = try storeCall({ try store.flow(id: id) }) else { return nil }
         return StoredFlow(
             proto: f.proto, isIPv6: f.src.isIPv6, src: (f.src.high, f.src.low), srcPort: f.srcPort,
             dst: (f.dst.high, f.dst.low), dstPort: f.dstPort,

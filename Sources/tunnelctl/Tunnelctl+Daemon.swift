@@ -6,7 +6,7 @@ import Foundation
 /// `policy reload` / `policy show` subcommands. They exit 3 with a clear message when the daemon
 /// is not running (DESIGN.md §9).
 extension Tunnelctl {
-    static let statusCommand = Command(name: "status", summary: "daemon, interface, peers, flows, drops, policy generation") { args, console in
+    static let runStatus: Command.Body = { args, console in
         let json = args.flag("--json")
         let config = try cliConfig(&args)
         try args.finish()
@@ -20,12 +20,12 @@ extension Tunnelctl {
         return .ok
     }
 
-    static let peersCommand = Command(name: "peers", summary: "peers: tier, endpoint, last handshake, rx/tx, session state") { args, console in
+    static let runPeers: Command.Body = { args, console in
         let json = args.flag("--json")
         let config = try cliConfig(&args)
         try args.finish()
         // Without the daemon: the configured peers with the store's tiers and windows (exit 0).
-        guard let reply = askIfRunning(config, .peers) else { return try peersFromStore(config, json: json, console) }
+        guard let reply = try askIfRunning(config, .peers) else { return try peersFromStore(config, json: json, console) }
         guard case .peers(let peers) = reply else { throw unexpected(reply) }
         if json {
             console.print(try encodeJSON(peers))
@@ -35,7 +35,7 @@ extension Tunnelctl {
         return .ok
     }
 
-    static let kickCommand = Command(name: "kick", summary: "end a peer's session now (it may reconnect unless refused)") { args, console in
+    static let runKick: Command.Body = { args, console in
         let json = args.flag("--json")
         let config = try cliConfig(&args)
         guard let name = args.next() else { throw CLIError.usage("usage: tunnelctl kick PEER") }
@@ -100,15 +100,40 @@ extension Tunnelctl {
 
     /// The configuration at `path`, parsed without reading the private key.
     static func cliConfig(path: String) throws -> TunnelConfig {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw CLIError.failure("cannot read the configuration \(path) (use --config PATH)")
-        }
+        let data = try readConfigFile(path)
         do {
             let dir = (path as NSString).deletingLastPathComponent
             return try TunnelConfig.parse(String(decoding: data, as: UTF8.self), file: path, baseDirectory: dir)
         } catch {
             throw CLIError.failure("\(error)")
         }
+    }
+
+    /// The bytes of the configuration file. Missing: "cannot read … (use --config PATH)"; any other
+    /// failure (permission denied, a directory, …) names the errno and what to do.
+    static func readConfigFile(_ path: String) throws -> Data {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            let e = errno
+            if e == ENOENT || e == ENOTDIR { throw CLIError.failure("cannot read the configuration \(path) (use --config PATH)") }
+            throw CLIError.failure("cannot read the configuration \(path): \(errnoText(e))\(accessHint(e, path))")
+        }
+        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        do {
+            return try handle.readToEnd() ?? Data()
+        } catch {
+            let e = ((error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError)?.code ?? Int(EIO)
+            throw CLIError.failure("cannot read the configuration \(path): \(errnoText(Int32(e)))")
+        }
+    }
+
+    /// `Permission denied (errno 13)`.
+    static func errnoText(_ e: Int32) -> String { "\(String(cString: strerror(e))) (errno \(e))" }
+
+    /// What to do about `e` on `path`: for EACCES/EPERM, "; run as root or with sudo, …".
+    static func accessHint(_ e: Int32, _ path: String) -> String {
+        guard e == EACCES || e == EPERM else { return "" }
+        return "; run as root or with sudo, or as a user allowed to read \(path)"
     }
 
     /// Sends one request to the daemon; a daemon that is not running is exit status 3.

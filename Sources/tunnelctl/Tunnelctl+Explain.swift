@@ -29,7 +29,7 @@ extension Tunnelctl {
         let live = matching.filter { $0.closedAt == nil }
         // The daemon's table now (nil when tunneld is not running).
         var liveNow: [LiveFlow]? = nil
-        if case .liveFlows(let all)? = askIfRunning(config, .liveFlows(peer: flow.peer)) {
+        if case .liveFlows(let all)? = try askIfRunning(config, .liveFlows(peer: flow.peer)) {
             liveNow = all.filter { f in
                 f.proto == flow.proto.rawValue && f.dst == flow.destination.description && f.src == flow.source.description
                     && (!hasPorts || (f.dstPort == flow.destinationPort && (flow.sourcePort == 0 || f.srcPort == flow.sourcePort)))
@@ -39,6 +39,7 @@ extension Tunnelctl {
         let refusedCount = refusals.reduce(0) { $0 + $1.count }
 
         if json {
+            if store == nil { console.error("note: \(noHistoryYet(config))") }
             let report = FlowExplanation(
                 flow: flow.description, action: verdict.action.description, allowed: verdict.action == .allow,
                 isDefault: why.isDefault, file: why.location?.file, line: why.location?.line, text: why.text,
@@ -57,6 +58,8 @@ extension Tunnelctl {
         if let first = refusals.map(\.firstAt).min(), let last = refusals.map(\.lastAt).max() {
             console.print("refused  \(refusedCount) time\(refusedCount == 1 ? "" : "s") (\(key)\(flow.peer.map { ", peer \($0)" } ?? "")), first \(dateTimeText(first)), last \(dateTimeText(last))")
             for r in refusals.prefix(3) { console.print("         \(r.count)× by \(r.rule) (\(r.reason)) in the hour from \(dateTimeText(r.window))") }
+        } else if store == nil {
+            console.print("refused  unknown: \(noHistoryYet(config))")
         } else {
             console.print("refused  never (no refusal of \(key) in the store)")
         }
@@ -70,7 +73,9 @@ extension Tunnelctl {
                 }
             }
         }
-        if matching.isEmpty {
+        if store == nil {
+            // said on the "refused" line
+        } else if matching.isEmpty {
             console.print("seen     no such flow in the store")
         } else {
             console.print("seen     \(matching.count) matching flow\(matching.count == 1 ? "" : "s") in the store, \(live.count) live\(daemonRunning ? "" : " (tunneld is not running: as last recorded)")")

@@ -7,7 +7,7 @@ import Store
 /// [--blocked]`: the store's coalesced refusals and flow rows, newest first. They never need the
 /// daemon.
 extension Tunnelctl {
-    static let refusalsCommand = Command(name: "refusals", summary: "refused sessions and flows (coalesced), newest first") { args, console in
+    static let runRefusals: Command.Body = { args, console in
         let json = args.flag("--json")
         let config = try cliConfig(&args)
         let now = cliNow()
@@ -15,9 +15,15 @@ extension Tunnelctl {
         let peer = try args.option("--peer")
         try args.finish()
         if let peer { _ = try configuredPeer(peer, config) }
-        let rows = try readStore(config)?.refusals(since: since, peer: peer) ?? []
+        let store = try readStore(config)
+        let rows = try store?.refusals(since: since, peer: peer) ?? []
         if json {
+            if store == nil { console.error("note: \(noHistoryYet(config))") }
             console.print(try encodeJSON(rows.map(RefusalRow.init)))
+            return .ok
+        }
+        if store == nil {
+            console.print(noHistoryYet(config))
             return .ok
         }
         if rows.isEmpty {
@@ -34,7 +40,7 @@ extension Tunnelctl {
         return .ok
     }
 
-    static let flowsCommand = Command(name: "flows", summary: "recorded flows, newest first (--blocked: refused only)") { args, console in
+    static let runFlows: Command.Body = { args, console in
         let json = args.flag("--json")
         let blocked = args.flag("--blocked")
         let config = try cliConfig(&args)
@@ -43,9 +49,15 @@ extension Tunnelctl {
         let peer = try args.option("--peer")
         try args.finish()
         if let peer { _ = try configuredPeer(peer, config) }
-        let rows = try readStore(config)?.flows(since: since, peer: peer, blockedOnly: blocked) ?? []
+        let store = try readStore(config)
+        let rows = try store?.flows(since: since, peer: peer, blockedOnly: blocked) ?? []
         if json {
+            if store == nil { console.error("note: \(noHistoryYet(config))") }
             console.print(try encodeJSON(rows.map(FlowRow.init)))
+            return .ok
+        }
+        if store == nil {
+            console.print(noHistoryYet(config))
             return .ok
         }
         if rows.isEmpty {

@@ -7,8 +7,8 @@ import Store
 /// the daemon picks it up on its next watchdog tick (no restart). Moving to premium deletes the
 /// window in the same transaction, so a paused peer gets in at once.
 extension Tunnelctl {
-    static let peerCommand = Command(name: "peer", summary: "peer tier NAME free|premium: change a peer's tier at runtime") { args, console in
-        let usage = "usage: tunnelctl peer tier NAME free|premium [--config PATH]"
+    static let runPeer: Command.Body = { args, console in
+        let usage = usageText(["peer", "tier"])
         let json = args.flag("--json")
         let config = try cliConfig(&args)
         guard let sub = args.next() else { throw CLIError.usage(usage) }

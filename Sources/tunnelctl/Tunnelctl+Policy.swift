@@ -7,20 +7,12 @@ import Policy
 /// `tunnelctl policy check [DIR]` and `tunnelctl policy test 'FLOW'` (DESIGN.md §5, §9): offline,
 /// they read rule files and need no daemon. `policy reload` and `policy show` come with the daemon.
 extension Tunnelctl {
-    static let policyCommand = Command(name: "policy", summary: "check rule files, test a flow against them") { args, console in
+    static let runPolicy: Command.Body = { args, console in
         try policy(&args, console)
     }
 
-    static let policyUsage = """
-        usage: tunnelctl policy check [DIR] [--json] [--policies DIR] [--config PATH]
-               tunnelctl policy test 'FLOW' [--json] [--policies DIR] [--config PATH]
-               tunnelctl policy reload [--json] [--config PATH]     (asks the running daemon)
-               tunnelctl policy show [--json] [--config PATH]       (rules in force with hit counters)
-
-        FLOW: \(PolicyFlow.syntax)
-        The policy directory is DIR or --policies DIR, else ./policies if it exists, else /etc/tunnelvision/policies.
-        --config PATH takes PolicyDirectory from that tunneld configuration. test exits 0 when the flow is allowed, 1 when blocked or rejected.
-        """
+    /// From the command table.
+    static var policyUsage: String { helpText(["policy"]) }
 
     static func policy(_ args: inout Arguments, _ console: Console) throws -> ExitCode {
         guard let sub = args.next() else { throw CLIError.usage("missing subcommand\n\n" + policyUsage) }

@@ -10,11 +10,27 @@ import Store
 /// to the file system (incremental vacuum) and reports rows and bytes per family. On a terminal,
 /// a run longer than a second shows its progress on stderr.
 extension Tunnelctl {
-    static let pruneCommand = Command(name: "prune", summary: "delete history and pcap files beyond retention [--dry-run]") { args, console in
+    static let runPrune: Command.Body = { args, console in
         let json = args.flag("--json")
         let dryRun = args.flag("--dry-run") || args.flag("-n")
-        let (store, config) = try openStore(&args, write: !dryRun)
+        let history: StateStore?
+        let config: TunnelConfig
+        if dryRun {
+            (history, config) = try openHistory(&args)
+        } else {
+            (history, config) = try openStore(&args, write: true)
+        }
         try args.finish()
+        guard let store = history else {
+            let now = cliNow()
+            if json {
+                console.error("note: \(noHistoryYet(config))")
+                console.print(try encodeJSON(PruneJSON(dryRun: true, now: isoText(now), families: [], rows: 0, bytesReclaimed: 0, pcap: nil)))
+            } else {
+                console.print("dry run: nothing to prune: \(noHistoryYet(config))")
+            }
+            return .ok
+        }
         let decoded: SettingsDecoding
         do {
             decoded = try storeCall { try store.settings() }

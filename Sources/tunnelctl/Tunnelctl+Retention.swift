@@ -10,14 +10,16 @@ import Store
 /// is not JSON is an error showing the raw text (exit 1). `set` validates every pair before
 /// writing any, and writes the whole row in one transaction.
 extension Tunnelctl {
-    static let retentionCommand = Command(name: "retention", summary: "history retention: show | set KEY=VALUE…") { args, console in
+    static let runRetention: Command.Body = { args, console in
         let json = args.flag("--json")
         guard let sub = args.next() else { throw CLIError.usage(retentionUsage) }
         switch sub {
         case "show":
-            let (store, _) = try openStore(&args, write: false)
+            let (store, config) = try openHistory(&args)
             try args.finish()
-            let text = try storeCall { try store.settingsText() }
+            // No store yet: tunneld would start with the factory values; show them and say why.
+            if store == nil { console.error("note: \(noHistoryYet(config)); these are the factory values") }
+            let text = try storeCall { try store?.settingsText() }
             let decoded: SettingsDecoding
             do {
                 decoded = try Settings.decode(text)
@@ -42,7 +44,9 @@ extension Tunnelctl {
             while let w = args.words.first, !isOption(w) {
                 _ = args.next()
                 guard let eq = w.firstIndex(of: "="), eq != w.startIndex else {
-                    throw CLIError.usage("'\(w)' is not KEY=VALUE\(keyHint(w))\n\(retentionUsage)")
+                    // A bare key (`retention set flows`) needs a value, not a did-you-mean of itself.
+                    let bare = Settings.keys.contains { $0.key == w.lowercased() } ? ": give it a value, e.g. \(w.lowercased())=VALUE" : keyHint(w)
+                    throw CLIError.usage("'\(w)' is not KEY=VALUE\(bare)\n\(retentionUsage)")
                 }
                 pairs.append((String(w[..<eq]).lowercased(), String(w[w.index(after: eq)...])))
             }
@@ -78,11 +82,12 @@ extension Tunnelctl {
         }
     }
 
-    static let retentionUsage = """
-        usage: tunnelctl retention show [--json]
-               tunnelctl retention set KEY=VALUE…   keys: \(Settings.keys.map(\.key).joined(separator: " "))
-               durations: 12h 7d 2w 1h30m forever; sizes: 500MB 2GiB unlimited; capture: on|off; capture-detail: metadata|full
-        """
+    /// From the command table.
+    static var retentionUsage: String {
+        usageText(["retention"]) + "\n       keys: \(Settings.keys.map(\.key).joined(separator: " "))\n       " + retentionValueFormats
+    }
+
+    static let retentionValueFormats = "durations: 12h 7d 2w 1h30m forever; sizes: 500MB 2GiB unlimited; capture: on|off; capture-detail: metadata|full"
 
     /// Applies one pair, turning a bad key or value into a usage error a person can act on.
     static func validate(_ s: inout Settings, _ key: String, _ value: String) throws {

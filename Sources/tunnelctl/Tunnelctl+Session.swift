@@ -9,7 +9,7 @@ import Store
 /// window and pause, read from the store (the daemon, when it runs, only adds whether the peer
 /// is connected right now).
 extension Tunnelctl {
-    static let sessionCommand = Command(name: "session", summary: "remaining session time / pause left (all peers without NAME)") { args, console in
+    static let runSession: Command.Body = { args, console in
         let json = args.flag("--json")
         let config = try cliConfig(&args)
         let name = args.next()
@@ -17,7 +17,8 @@ extension Tunnelctl {
         let peers = try name.map { [try configuredPeer($0, config)] } ?? config.peers
         let now = cliNow()
         let store = try readStore(config)
-        let live = liveSessions(config)
+        if store == nil { console.error("note: \(noHistoryYet(config))") }
+        let live = try liveSessions(config)
         if live == nil && !json { console.error("note: tunneld is not running; connection state from the store") }
         let reports = try peers.map { try sessionReport($0, config: config, store: store, live: live, now: now) }
         if json {
@@ -29,8 +30,8 @@ extension Tunnelctl {
     }
 
     /// Who the daemon says is connected (nil when it is not running).
-    static func liveSessions(_ config: TunnelConfig) -> [String: PeerSessionState]? {
-        guard case .peers(let peers)? = askIfRunning(config, .peers) else { return nil }
+    static func liveSessions(_ config: TunnelConfig) throws -> [String: PeerSessionState]? {
+        guard case .peers(let peers)? = try askIfRunning(config, .peers) else { return nil }
         return Dictionary(peers.map { ($0.name, $0.session) }, uniquingKeysWith: { a, _ in a })
     }
 
@@ -69,7 +70,7 @@ extension Tunnelctl {
         return r
     }
 
-    static let explainCommand = Command(name: "explain", summary: "why a peer is refused now, or which rule decides a flow") { args, console in
+    static let runExplain: Command.Body = { args, console in
         let json = args.flag("--json")
         let config = try cliConfig(&args)
         let policies = try args.option("--policies")
@@ -96,7 +97,7 @@ extension Tunnelctl {
         let peer = try configuredPeer(name, config)
         let now = cliNow()
         let store = try readStore(config)
-        let live = liveSessions(config)
+        let live = try liveSessions(config)
         let session = try sessionReport(peer, config: config, store: store, live: live, now: now)
         var e = PeerExplanation(peer: name, refused: false, session: session)
         if session.state == "paused", let w = try store?.window(peer: name) {
@@ -123,9 +124,11 @@ extension Tunnelctl {
             return .ok
         }
         if json {
+            if store == nil { console.error("note: \(noHistoryYet(config))") }
             console.print(try encodeJSON(e))
         } else {
-            console.print("\(name): not refused")
+            // Without a store nothing can have refused the peer, but say why rather than "not refused".
+            console.print(store == nil ? "\(name): \(noHistoryYet(config))" : "\(name): not refused")
             console.print(session.line)
         }
         return .failure
@@ -213,8 +216,9 @@ extension Tunnelctl {
     /// `tunnelctl peers` while tunneld is not running: configured peers, tiers (with the store's
     /// overrides), windows and the last session from the store. Says so on stderr; exit 0.
     static func peersFromStore(_ config: TunnelConfig, json: Bool, _ console: Console) throws -> ExitCode {
-        console.error("note: tunneld is not running; showing the configuration and the store (no live handshakes or counters)")
         let store = try readStore(config)
+        console.error("note: tunneld is not running; showing the configuration and the store (no live handshakes or counters)")
+        if store == nil { console.error("note: \(noHistoryYet(config))") }
         let now = cliNow()
         var out: [PeerStatus] = []
         for p in config.peers {

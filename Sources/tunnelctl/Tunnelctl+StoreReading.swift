@@ -21,7 +21,8 @@ extension Tunnelctl {
     static func isoText(_ ms: Int64) -> String { TimeText.iso(ms) }
 
     /// The store read-only, or nil when none exists yet (the daemon never ran). Any other problem
-    /// (corrupt, not a store, wrong schema) is an error that says what to do.
+    /// (permission denied, corrupt, not a store, wrong schema) is an error that says what to do:
+    /// an unreadable store never reads as an empty one. Callers say `noHistoryYet` for nil.
     static func readStore(_ config: TunnelConfig) throws -> StateStore? {
         do {
             return try StateStore(path: config.interface.storePath, mode: .readOnly)
@@ -32,16 +33,29 @@ extension Tunnelctl {
         }
     }
 
-    /// The daemon's answer, or nil when it is not running (history commands then use the store).
-    static func askIfRunning(_ config: TunnelConfig, _ request: ControlRequest) -> ControlResponse? {
-        do {
-            return try ask(config, request)
-        } catch {
-            return nil
-        }
+    /// What a read command says instead of an empty answer when the store does not exist.
+    static func noHistoryYet(_ config: TunnelConfig) -> String {
+        "no history yet: the store \(config.interface.storePath) does not exist (tunneld has not run; or StateDirectory points elsewhere)"
     }
 
-    /// `--since 10m` as a cut-off (epoch ms), `.min` without the option.
+    /// The daemon's answer, or nil when it is not running, or when it answered this request with
+    /// an error (an older daemon): history commands then use the store. Anything else — this user
+    /// may not use control.sock, no answer in time, a garbled reply — is an error, never "tunneld
+    /// is not running".
+    static func askIfRunning(_ config: TunnelConfig, _ request: ControlRequest) throws -> ControlResponse? {
+        let client = ControlClient(socketPath: config.interface.controlSocketPath)
+        let reply: ControlResponse
+        do {
+            reply = try client.send(request)
+        } catch {
+            if case .daemonNotRunning = error { return nil }
+            throw CLIError.failure("\(error)")
+        }
+        if case .error = reply { return nil }
+        return reply
+    }
+
+    /// `--since 10m` (or a date, as `audit list` takes) as a cut-off (epoch ms), `.min` without the option.
     static func sinceOption(_ args: inout Arguments, now: Int64) throws -> Int64 {
         guard let text = try args.option("--since") else { return .min }
         return try parseSince(text, now: now)

@@ -9,13 +9,22 @@ import Store
 /// flows, refusals and sessions are that peer's; markers and audit sessions are kept, since
 /// they annotate the gateway as a whole.
 extension Tunnelctl {
-    static let timelineCommand = Command(name: "timeline", summary: "flows, refusals, sessions and markers interleaved [--since 1h] [--peer NAME]") { args, console in
+    static let runTimeline: Command.Body = { args, console in
         let json = args.flag("--json")
         let sinceText = try args.option("--since") ?? "1h"
         let peer = try args.option("--peer")
         let since = try parseSince(sinceText, now: cliNow())
-        let (store, _) = try openStore(&args, write: false)
+        let (history, config) = try openHistory(&args)
         try args.finish()
+        guard let store = history else {
+            if json {
+                console.error("note: \(noHistoryYet(config))")
+                console.print(try encodeJSON(TimelineJSON(since: since == .min ? nil : isoText(since), truncated: false, events: [])))
+            } else {
+                console.print(noHistoryYet(config))
+            }
+            return .ok
+        }
         let (events, truncated) = try storeCall { try store.connection.read { try timelineEvents(store, since: since, peer: peer) } }
         if json {
             console.print(try encodeJSON(TimelineJSON(since: since == .min ? nil : isoText(since), truncated: truncated, events: events)))

@@ -7,7 +7,7 @@ import Synchronization
 
 /// `tunnelctl watch`: the live feed of `RuntimeDirectory/live.ring` (DESIGN.md §8, docs/ring.md).
 extension Tunnelctl {
-    static let watchCommand = Command(name: "watch", summary: "live view of packets, flows, blocks and refusals (piped: one line per record)") { args, console in
+    static let runWatch: Command.Body = { args, console in
         let options = try WatchOptions.parse(&args)
         return try watch(options, console: console)
     }

@@ -1,40 +1,14 @@
 import Core
 import Foundation
 
-/// `tunnelctl`: the admin CLI. Each command group lives in its own file
-/// (`Tunnelctl+Policy.swift`, …) as a `static func` registered in `commands` below.
+/// `tunnelctl`: the admin CLI. The command table (`CommandTable.swift`) declares every command
+/// and subcommand — usage, arguments, options, help — and names its body (`runStatus`, …), which
+/// lives in its own file (`Tunnelctl+Policy.swift`, …).
 ///
 /// Exit codes (DESIGN.md §9): 0 ok, 1 the answer is "no"/"not found", 2 usage error,
 /// 3 daemon not running when needed.
 @main
 enum Tunnelctl {
-    /// A command group: its name, a one-line summary for `--help`, and its handler.
-    struct Command: Sendable {
-        let name: String
-        let summary: String
-        let run: @Sendable (inout Arguments, Console) throws -> ExitCode
-    }
-
-    /// Every command group, in the order `tunnelctl --help` lists them.
-    static let commands: [Command] = [
-        // Command groups register here, one line each.
-        statusCommand,
-        peersCommand,
-        policyCommand,
-        kickCommand,
-        sessionCommand,
-        explainCommand,
-        refusalsCommand,
-        flowsCommand,
-        peerCommand,
-        timelineCommand,
-        auditCommand,
-        retentionCommand,
-        pruneCommand,
-        watchCommand,
-        captureCommand,
-    ]
-
     static func main() {
         let console = Console.standard()
         let code = run(Array(CommandLine.arguments.dropFirst()), console: console)
@@ -43,34 +17,69 @@ enum Tunnelctl {
     }
 
     /// Runs one invocation; tests call this with a capturing `Console`.
+    ///
+    /// Order: find the command word; answer `help`, `--help`, `-h` and `--version` from the table
+    /// alone (no configuration, store or daemon); find the subcommand; check the options against
+    /// what that (sub)command declares; then run its body with the positionals first.
     static func run(_ argv: [String], console: Console) -> ExitCode {
         // Options may come before the command (`tunnelctl --config PATH status`): the command is
         // the first word that is neither an option nor the value of one.
         var rest = argv
-        var commandIndex: Int? = nil
-        var i = 0
-        while i < rest.count {
-            if rest[i] == "--config" { i += 2; continue }
-            if isOption(rest[i]) && rest[i] != "-h" && rest[i] != "--help" { i += 1; continue }
-            commandIndex = i
-            break
-        }
-        let first = commandIndex.map { rest.remove(at: $0) }
-        var args = Arguments(optionsLast(rest))
-        guard let name = first else {
+        let valueWords = commands.reduce(into: Set<String>()) { $0.formUnion($1.valueOptionWords) }
+        guard let found = firstPositional(rest, valueOptions: valueWords) else {
+            if rest.first(where: { $0 == "--version" || $0 == "-V" }) != nil {
+                console.print("tunnelctl \(version)")
+                return .ok
+            }
+            if asksForHelp(rest) {
+                console.print(usage)
+                return .ok
+            }
             console.error(usage)
             return .usage
         }
-        if name == "--help" || name == "-h" || name == "help" {
-            console.print(usage)
+        let name = found.word
+        rest.remove(at: found.index)
+        // `help` and `version` answer from the table alone, whatever options come with them
+        // (an alias `tunnelctl --config X` must not break them).
+        if name == "help" { return help(positionals(rest, valueOptions: valueWords), console) }
+        if name == "version" {
+            console.print(asksForHelp(rest) ? helpText([name]) : "tunnelctl \(version)")
             return .ok
         }
-        guard let command = commands.first(where: { $0.name == name }) else {
+        guard let command = commands.first(where: { $0.name == name }), let body = command.run else {
             console.error("tunnelctl: unknown command '\(name)'\(DidYouMean.suffix(name, commands.map(\.name)))\n\n\(usage)")
             return .usage
         }
         do {
-            return try command.run(&args, console)
+            var path = [name]
+            var spec = command
+            let sub = firstPositional(rest, valueOptions: command.valueOptionWords)
+            if !command.subcommands.isEmpty {
+                if let sub, sub.word == "help" {
+                    return help([name] + positionals(Array(rest[(sub.index + 1)...]), valueOptions: valueWords), console)
+                }
+                if let sub, let s = command.subcommand(sub.word) {
+                    path.append(s.name)
+                    spec = s
+                } else if asksForHelp(rest) {
+                    console.print(helpText(path))
+                    return .ok
+                } else {
+                    let names = command.subcommands.map(\.name)
+                    guard let sub else {
+                        throw CLIError.usage("missing subcommand (\(names.joined(separator: ", ")))\n\n\(usageText(path))")
+                    }
+                    throw CLIError.usage("unknown subcommand '\(sub.word)'\(DidYouMean.suffix(sub.word, names))\n\n\(usageText(path))")
+                }
+            }
+            if asksForHelp(rest) {
+                console.print(helpText(path))
+                return .ok
+            }
+            let checked = try checkOptions(rest, spec, path: path, siblings: command.subcommands.filter { $0.name != spec.name })
+            var args = Arguments(optionsLast(checked, valueOptions: spec.valueOptionWords), readable: command.readableOptions)
+            return try body(&args, console)
         } catch let error as CLIError {
             console.error("tunnelctl \(name): \(error.message)")
             return error.code
@@ -80,8 +89,28 @@ enum Tunnelctl {
         }
     }
 
-    /// Options that take a value (`--since 1h`); every other `-…` word is a flag.
-    static let valueOptions: Set<String> = ["--config", "--policies", "--since", "--peer", "--detail", "--flow", "--filter", "-o", "--count", "--ring"]
+    /// `tunnelctl help [COMMAND [SUBCOMMAND]]`: exit 0, or 2 for a name the table does not know.
+    static func help(_ words: [String], _ console: Console) -> ExitCode {
+        guard let first = words.first else {
+            console.print(usage)
+            return .ok
+        }
+        guard let c = commands.first(where: { $0.name == first }) else {
+            console.error("tunnelctl help: unknown command '\(first)'\(DidYouMean.suffix(first, commands.map(\.name)))\n\n\(usage)")
+            return .usage
+        }
+        guard words.count > 1, !c.subcommands.isEmpty else {
+            console.print(helpText([first]))
+            return .ok
+        }
+        guard c.subcommand(words[1]) != nil else {
+            let names = c.subcommands.map(\.name)
+            console.error("tunnelctl help: '\(first)' has no subcommand '\(words[1])'\(DidYouMean.suffix(words[1], names)) (it has: \(names.joined(separator: ", ")))")
+            return .usage
+        }
+        console.print(helpText([first, words[1]]))
+        return .ok
+    }
 
     /// `--name`, `--name=value` or `-x`; not `->` (FLOW syntax) nor `-5`.
     static func isOption(_ w: String) -> Bool {
@@ -93,7 +122,7 @@ enum Tunnelctl {
 
     /// The words with positionals first, in order, then the options (with their values), so that
     /// `tunnelctl --json policy --config X show` reads like `tunnelctl policy show --json --config X`.
-    static func optionsLast(_ words: [String]) -> [String] {
+    static func optionsLast(_ words: [String], valueOptions: Set<String>) -> [String] {
         var positionals: [String] = []
         var options: [String] = []
         var i = 0
@@ -115,12 +144,6 @@ enum Tunnelctl {
             i += 1
         }
         return positionals + options
-    }
-
-    static var usage: String {
-        var s = "usage: tunnelctl COMMAND [options]   (every read command takes --json and --config PATH)\n\ncommands:\n"
-        for c in commands { s += "  " + c.name.padding(toLength: 12, withPad: " ", startingAt: 0) + c.summary + "\n" }
-        return s
     }
 }
 
@@ -169,13 +192,25 @@ final class Console: @unchecked Sendable {
 /// The words after the command name, consumed as options and positionals.
 struct Arguments {
     private(set) var words: [String]
-    init(_ words: [String]) { self.words = words }
+    /// The options the command table declares for this command (nil: no check, for tests). A
+    /// body asking for another one is a table out of step with the code: it trips an assertion
+    /// in debug builds (the dispatcher would never have let such an option through).
+    let readable: Set<String>?
+    init(_ words: [String], readable: Set<String>? = nil) {
+        self.words = words
+        self.readable = readable
+    }
+
+    private func declared(_ name: String) {
+        assert(readable?.contains(name) ?? true, "option \(name) is read by the body but not declared in the command table")
+    }
 
     /// The next positional word, skipping nothing; nil when none are left.
     mutating func next() -> String? { words.isEmpty ? nil : words.removeFirst() }
 
     /// Removes `--name` if present and says whether it was.
     mutating func flag(_ name: String) -> Bool {
+        declared(name)
         guard let i = words.firstIndex(of: name) else { return false }
         words.remove(at: i)
         return true
@@ -183,6 +218,7 @@ struct Arguments {
 
     /// Removes `--name VALUE` or `--name=VALUE` and returns VALUE.
     mutating func option(_ name: String) throws -> String? {
+        declared(name)
         if let i = words.firstIndex(where: { $0.hasPrefix(name + "=") }) {
             let v = String(words[i].dropFirst(name.count + 1))
             words.remove(at: i)

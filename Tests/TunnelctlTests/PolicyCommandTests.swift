@@ -92,7 +92,11 @@ import Testing
         let extra = run(["policy", "check", Self.fixture, "more"])
         #expect(extra.code == .usage && extra.err == "tunnelctl policy: unexpected argument 'more'\n")
         let opt = run(["policy", "test", "--policies", Self.fixture, "tcp 10.0.0.1:1 -> 10.0.0.2:2", "--verbose"])
-        #expect(opt.code == .usage && opt.err == "tunnelctl policy: unknown option '--verbose'\n")
+        #expect(opt.code == .usage && opt.err == """
+            tunnelctl policy: unknown option '--verbose' for 'policy test'
+            usage: tunnelctl policy test 'FLOW' [--policies DIR] [--json] [--config PATH]
+
+            """)
         let reload = run(["policy", "reload", "--config", "/nonexistent/tunneld.conf"])
         #expect(reload.code == .failure && reload.err == "tunnelctl policy: cannot read the configuration /nonexistent/tunneld.conf (use --config PATH)\n")
         let reloadDir = run(["policy", "reload", "--policies", Self.fixture])

@@ -1,0 +1,311 @@
+import Core
+import Control
+import Policy
+import Store
+
+/// The command table: every command and subcommand of `tunnelctl`, in the order the usage lists
+/// them, with what it takes and its help. The bodies (`runStatus`, …) live in the
+/// `Tunnelctl+….swift` files; nothing else registers commands. The top-level usage, `--help`,
+/// option checking and the README test (`CommandTableTests`) all read this table.
+extension Tunnelctl {
+    /// What `tunnelctl --version` prints after "tunnelctl " (`ProductVersion`, in the Control module
+    /// both binaries link).
+    static var version: String { ProductVersion.current }
+
+    static let commands: [Command] = [
+        Command(
+            "status", summary: "daemon, interface, peers, flows, drops, policy generation",
+            options: [.json("docs/control.md"), .config],
+            help: """
+                What the running tunneld reports: its version, pid and uptime, the interface and UDP port, \
+                connected and configured peers, active flows, the policy generation, offloads and drop counters.
+
+                Asks tunneld over its control socket: exit 3 when it is not running.
+                """,
+            run: runStatus),
+        Command(
+            "peers", summary: "peers: tier, endpoint, last handshake, rx/tx, session state",
+            options: [.json("docs/control.md"), .config],
+            help: """
+                Every configured peer with its tier, endpoint, last handshake, bytes received and sent, and \
+                session state (connected, disconnected, paused).
+
+                When tunneld is not running, the configuration and the store answer instead (tiers with their \
+                overrides, windows, the last session) and a note on stderr says so; there are then no live \
+                handshakes or counters. A store that cannot be read is an error (exit 1).
+                """,
+            run: runPeers),
+        Command(
+            "peer", summary: "change a peer's tier at runtime",
+            help: "Changes a peer's tier without a restart, through the store.",
+            subcommands: [
+                Command(
+                    "tier", "NAME free|premium", summary: "set a peer's tier (free or premium) at runtime",
+                    arguments: [ArgumentSpec("NAME", "a peer of the configuration"), ArgumentSpec("free|premium", "the new tier")],
+                    options: [.json("docs/session.md"), .config],
+                    help: """
+                        Writes a tier override for NAME into the store (created if missing); tunneld applies it on \
+                        its next watchdog tick (WatchdogInterval), no restart needed. Moving a peer to premium \
+                        removes its window in the same transaction, so a paused peer gets in at once.
+                        """),
+            ],
+            run: runPeer),
+        Command(
+            "kick", "PEER", summary: "end a peer's session now (it may reconnect unless refused)",
+            arguments: [ArgumentSpec("PEER", "a configured peer")],
+            options: [.json("docs/control.md"), .config],
+            help: """
+                Asks tunneld to end PEER's session now: its keys are dropped, so it must handshake again. A free \
+                peer inside its window may reconnect; one whose window ended is refused until its pause is over.
+
+                Exit 3 when tunneld is not running.
+                """,
+            run: runKick),
+        Command(
+            "session", "[NAME]", summary: "remaining session time / pause left (all peers without NAME)",
+            arguments: [ArgumentSpec("NAME", "a configured peer; without it, every peer")],
+            options: [.json("docs/session.md"), .config],
+            help: """
+                A free peer's window and pause from the store: time left in its window, or how long it stays \
+                paused; premium peers are unlimited. tunneld, when it runs, only adds whether the peer is \
+                connected right now.
+
+                Exit 1 when NAME is not a configured peer, or when the configuration or the store cannot be \
+                read (for example: permission denied). When the store does not exist yet (tunneld has not \
+                run), a note on stderr says so.
+                """,
+            run: runSession),
+        Command(
+            "explain", "PEER | 'FLOW'", summary: "why a peer is refused now, or which rule decides a flow",
+            arguments: [
+                ArgumentSpec("PEER", "a configured peer: is it refused now, why, and until when"),
+                ArgumentSpec("FLOW", "a flow, in quotes (syntax above)"),
+            ],
+            options: [OptionSpec("--policies", "DIR", help: "rule files to decide FLOW with (default: PolicyDirectory of the configuration)"),
+                      .json("docs/session.md"), .config],
+            help: """
+                explain PEER: whether PEER is refused now (a free-tier pause), since and until when, and how \
+                many of its handshakes were refused. Exit 0 when PEER is refused; exit 1 when it is NOT refused \
+                (the answer is "no"), with its session state.
+
+                explain 'FLOW': the rule that decides FLOW and why (the peer and its tier are filled in from \
+                the configuration and the store when FLOW does not name them), how often such a flow was refused, \
+                and matching flows in the store and in tunneld now. Exit 0 when the flow is allowed, 1 when it \
+                is blocked or rejected. FLOW:
+                  \(PolicyFlow.syntax)
+
+                A configuration or store that cannot be read is an error (exit 1), never a "not refused".
+                """,
+            run: runExplain),
+        Command(
+            "refusals", summary: "refused sessions and flows (coalesced), newest first",
+            options: [OptionSpec("--since", "DURATION|DATE", help: "only refusals seen since then: 10m, 1h, 7d, forever, or YYYY-MM-DD[THH:MM[:SS]][Z]"),
+                      OptionSpec("--peer", "NAME", help: "only this peer's refusals"),
+                      .json("docs/session.md"), .config],
+            help: """
+                The store's refusals, newest first: refused sessions (a free peer handshaking during its pause) \
+                and refused flows, coalesced to one row per peer, rule and destination per hour. Never needs \
+                the daemon.
+
+                Exit 1 when --peer names no configured peer, or when the configuration or the store cannot be \
+                read. When the store does not exist yet, that is what it says (tunneld has not run).
+                """,
+            run: runRefusals),
+        Command(
+            "flows", summary: "recorded flows, newest first (--blocked: refused only)",
+            options: [OptionSpec("--since", "DURATION|DATE", help: "only flows seen since then: 10m, 1h, 7d, forever, or YYYY-MM-DD[THH:MM[:SS]][Z]"),
+                      OptionSpec("--peer", "NAME", help: "only this peer's flows"),
+                      OptionSpec("--blocked", help: "only blocked and rejected flows"),
+                      .json("docs/session.md"), .config],
+            help: """
+                The store's flow rows, newest first: the 5-tuple, verdict and rule, packets and bytes each way, \
+                first and last seen, and whether the flow is still open. Never needs the daemon.
+
+                Exit 1 when --peer names no configured peer, or when the configuration or the store cannot be \
+                read. When the store does not exist yet, that is what it says (tunneld has not run).
+                """,
+            run: runFlows),
+        Command(
+            "timeline", summary: "flows, refusals, sessions and markers interleaved, in time order",
+            options: [OptionSpec("--since", "DURATION|DATE", help: "start there instead of 1h ago: 10m, 7d, forever, or YYYY-MM-DD[THH:MM[:SS]][Z]"),
+                      OptionSpec("--peer", "NAME", help: "only this peer's flows, refusals and sessions (markers and audit sessions stay)"),
+                      .json("docs/audit.md"), .config],
+            help: """
+                Flows (opened, closed, blocked), refusals, sessions, audit sessions and markers from the store, \
+                in time order, oldest first. At most 10,000 rows of each family are read; a note says when \
+                more were left out.
+
+                Exit 1 when the configuration or the store cannot be read. When the store does not exist yet, \
+                that is what it says (tunneld has not run).
+                """,
+            run: runTimeline),
+        Command(
+            "policy", summary: "check rule files, test a flow, reload, show the rules in force",
+            help: """
+                FLOW:
+                  \(PolicyFlow.syntax)
+
+                The policy directory is DIR or --policies DIR, else PolicyDirectory of the --config \
+                configuration when --config is given, else ./policies if it exists, else /etc/tunnelvision/policies.
+                """,
+            subcommands: [
+                Command(
+                    "check", "[DIR]", summary: "parse the rule files, report errors and warnings",
+                    arguments: [ArgumentSpec("DIR", "the policy directory (*.rules files)")],
+                    options: [OptionSpec("--policies", "DIR", help: "the policy directory (as DIR)"), .json("docs/policy.md"), .config],
+                    help: """
+                        Parses every *.rules file of the policy directory offline and reports errors and \
+                        warnings with file:line:column. Exit 0 when the policy would load, 1 when it has errors.
+                        """),
+                Command(
+                    "test", "'FLOW'", summary: "verdict and rule for a hypothetical flow, offline",
+                    arguments: [ArgumentSpec("FLOW", "a flow, in quotes (syntax above)")],
+                    options: [OptionSpec("--policies", "DIR", help: "the policy directory"), .json("docs/policy.md"), .config],
+                    help: """
+                        The verdict the rule files give FLOW and the rule that decides it, offline (no daemon). \
+                        'at' evaluates time windows at that local time instead of now; IPv6 addresses go in \
+                        brackets when a port follows ([fd99::2]:443). Exit 0 when the flow is allowed, 1 when it \
+                        is blocked or rejected. FLOW:
+                          \(PolicyFlow.syntax)
+                        """),
+                Command(
+                    "reload", summary: "ask tunneld to reload; prints the new generation or the errors",
+                    options: [.json("docs/control.md"), .config],
+                    help: """
+                        Asks the running tunneld to reload its PolicyDirectory. Exit 0 with the new generation; \
+                        exit 1 with the errors while the old policy keeps running; exit 3 when tunneld is not running.
+                        """),
+                Command(
+                    "show", summary: "rules in force with live hit counters",
+                    options: [.json("docs/control.md"), .config],
+                    help: "The rules tunneld is enforcing now, with their hit counters. Exit 3 when tunneld is not running."),
+            ],
+            run: runPolicy),
+        Command(
+            "audit", summary: "audit sessions and markers for the timeline",
+            help: """
+                Audit sessions (a labelled stretch of time) and markers (a labelled moment) in the store, for \
+                the timeline. tunnelctl writes them itself, tunneld running or not; the store is created when missing.
+                """,
+            subcommands: [
+                Command(
+                    "start", "LABEL", summary: "open an audit session called LABEL",
+                    arguments: [ArgumentSpec("LABEL", "the session's label (the remaining words, up to 1000 bytes)")],
+                    options: [.json("docs/audit.md"), .config],
+                    help: "Opens an audit session. Only one is open at a time: exit 1 while another is open."),
+                Command(
+                    "stop", summary: "close the open audit session",
+                    options: [.json("docs/audit.md"), .config],
+                    help: "Closes the open audit session. Exit 1 when none is open."),
+                Command(
+                    "mark", "LABEL", summary: "place a marker now (inside the open audit session, if any)",
+                    arguments: [ArgumentSpec("LABEL", "the marker's label (the remaining words, up to 1000 bytes)")],
+                    options: [OptionSpec("--detail", "TEXT", help: "a longer note kept with the marker"), .json("docs/audit.md"), .config],
+                    help: "Places a manual marker at the current time; it belongs to the open audit session, if any."),
+                Command(
+                    "list", summary: "audit sessions and markers",
+                    options: [OptionSpec("--since", "DURATION|DATE", help: "only those since then: 10m, 1h, 7d, forever, or YYYY-MM-DD[THH:MM[:SS]][Z]"),
+                              .json("docs/audit.md"), .config],
+                    help: """
+                        Audit sessions and markers from the store, oldest first. Exit 1 when the configuration or \
+                        the store cannot be read; when the store does not exist yet, that is what it says.
+                        """),
+            ],
+            run: runAudit),
+        Command(
+            "retention", summary: "how long history and captures are kept",
+            help: "How long the store keeps each family of history, and the capture limits (DESIGN.md §7).",
+            subcommands: [
+                Command(
+                    "show", summary: "the retention settings, marking values that are defaults",
+                    options: [.json("docs/audit.md"), .config],
+                    help: """
+                        The settings row of the store, decoded tolerantly: a value that did not come from the row \
+                        is marked (default: missing, wrong type …); unknown fields are listed. A row that is not \
+                        JSON is shown raw (exit 1). Exit 1 too when the configuration or the store cannot be \
+                        read; when the store does not exist yet, the factory values are shown and it says so.
+                        """),
+                Command(
+                    "set", "KEY=VALUE…", summary: "change retention settings (all pairs checked before any is written)",
+                    arguments: [ArgumentSpec("KEY=VALUE", "keys: " + Settings.keys.map(\.key).joined(separator: " "))],
+                    options: [.json("docs/audit.md"), .config],
+                    help: """
+                        Checks every pair, then writes the whole settings row in one transaction (a typo writes \
+                        nothing); the store is created when missing. Values:
+                          \(retentionValueFormats)
+                        """),
+            ],
+            run: runRetention),
+        Command(
+            "prune", summary: "delete history and pcap files beyond retention",
+            options: [OptionSpec("--dry-run", alias: "-n", help: "say what would be removed (with a size estimate); change nothing"),
+                      .json("docs/audit.md"), .config],
+            help: """
+                Removes what the retention settings say, family by family in short batches, deletes pcap files \
+                beyond the capture limits, gives the freed pages back to the file system and reports rows and \
+                bytes per family. On a terminal, a run longer than a second shows its progress on stderr.
+
+                --dry-run only reads: exit 1 when the configuration or the store cannot be read. A real run \
+                creates the store when missing.
+                """,
+            run: runPrune),
+        Command(
+            "watch", summary: "live packets, flows, blocks and refusals (piped: one line each)",
+            options: [OptionSpec("--peer", "NAME", help: "only this peer's records"),
+                      OptionSpec("--blocked", help: "only blocked and rejected packets and flows, and refusals"),
+                      OptionSpec("--count", "N", help: "stop after N printed records"),
+                      OptionSpec("--lines", help: "one line per record even on a terminal"),
+                      OptionSpec("--view", help: "the refreshing view even when piped"),
+                      OptionSpec("--ring", "PATH", help: "the live feed file (default: RuntimeDirectory/live.ring of the configuration)"),
+                      OptionSpec("--json", help: "one JSON object per record and line (fields in docs/ring.md)"),
+                      .config],
+            help: """
+                The live feed tunneld writes (RuntimeDirectory/live.ring). On a terminal: a view redrawn every \
+                second with the top flows, new flows, blocks and refusals. Piped: one line per record. Waits \
+                for tunneld when it is not running, and re-attaches when it restarts; Ctrl-C stops.
+                """,
+            run: runWatch),
+        Command(
+            "capture", summary: "packet capture into pcap files, and one flow out of them",
+            help: "Packet capture into StateDirectory/capture (docs/capture.md).",
+            subcommands: [
+                Command(
+                    "on", summary: "start capturing (tunneld picks it up within a few seconds)",
+                    options: [OptionSpec("--detail", "metadata|full", help: "headers only (metadata) or whole packets (full)"), .config],
+                    help: "Turns capture on in the store's settings; tunneld starts writing capture-NNNNNN.pcap files within a few seconds."),
+                Command(
+                    "off", summary: "stop capturing",
+                    options: [.config],
+                    help: "Turns capture off in the store's settings; tunneld closes its capture file within a few seconds."),
+                Command(
+                    "list", summary: "capture files with their sequence, size, first/last packet and count",
+                    options: [.json("docs/capture.md"), .config],
+                    help: """
+                        Every capture file of StateDirectory/capture. Exit 1 when the directory cannot be read \
+                        (for example: permission denied).
+                        """),
+                Command(
+                    "extract", summary: "one flow's packets (both directions) into a pcap file",
+                    options: [OptionSpec("--flow", "ID", required: true, help: "the flow id (tunnelctl flows and watch show it)"),
+                              OptionSpec("-o", "FILE", required: true, help: "the pcap file to write"),
+                              OptionSpec("--filter", "BPF", help: "only packets matching this pcap-filter(7) expression"),
+                              .config],
+                    help: """
+                        Finds the flow's 5-tuple and first capture location in the store (or the capture's flow \
+                        index) and writes its packets into FILE. Exit 1 when the flow has no captured packets or \
+                        the store or capture directory cannot be read.
+                        """),
+            ],
+            run: runCapture),
+        Command(
+            "version", summary: "print the version",
+            help: "Prints 'tunnelctl VERSION' (also: tunnelctl --version). Reads no configuration, store or daemon."),
+        Command(
+            "help", "[COMMAND [SUBCOMMAND]]", summary: "this list, or one command's arguments and options",
+            arguments: [ArgumentSpec("COMMAND", "a command of this list"), ArgumentSpec("SUBCOMMAND", "one of its subcommands")],
+            help: """
+                Prints the usage of tunnelctl, or of one command (same as 'tunnelctl COMMAND --help'). Reads no \
+                configuration, store or daemon.
+                """),
+    ]
+}
