@@ -71,7 +71,7 @@ let package = Package(
             name: "GatewayTests", dependencies: ["Core", "Gateway", "TestSupport", "CMNL", "Control", "Packet", "Policy", "WireGuard", "LiveFeed", "Capture"],
             swiftSettings: strict),
         .testTarget(
-            name: "TunnelctlTests", dependencies: ["Core", "tunnelctl", "Packet", "Policy", "Store", "LiveFeed", "Capture"],
+            name: "TunnelctlTests", dependencies: ["Core", "tunnelctl", "Packet", "Policy", "Store", "LiveFeed", "Capture", "Control"],
             resources: [.copy("Golden")], swiftSettings: strict),
     ]
 )
