@@ -139,7 +139,7 @@ AFTER=$(wc -l <"$TV_DIR/watch.jsonl")
 check "and prints the new daemon's records ($BEFORE -> $AFTER lines)" bash -c "tail -n +$((BEFORE+1)) $TV_DIR/watch.jsonl | grep -q '\"kind\":\"packet\"'"
 kill -INT $WATCH; wait $WATCH; RC=$?
 check "watch exits 0 on SIGINT" test "$RC" = 0
-check_output "watch piped (not --json) prints one line per record" 'packet in alice icmp 10\.99\.0\.2 > 198\.19\.0\.2 len 84 allow' \
+check_output "watch piped (not --json) prints one line per record" 'packet out alice icmp 10\.99\.0\.2 > 198\.19\.0\.2 len 84 allow' \
   timeout 10 bash -c "(sleep 1; ip netns exec $TV_NS_C ping -c3 -i0.2 -q $TV_SRV >/dev/null) & $CTL watch --count=3"
 
 echo "capture: off"
