@@ -75,7 +75,7 @@ let package = Package(
             name: "GatewayTests", dependencies: ["Core", "Sessions", "Gateway", "TestSupport", "CMNL", "Control", "Packet", "Policy", "WireGuard", "LiveFeed", "Capture"],
             swiftSettings: strict),
         .testTarget(
-            name: "TunnelctlTests", dependencies: ["Core", "Sessions", "tunnelctl", "Packet", "Policy", "Store", "LiveFeed", "Capture"],
+            name: "TunnelctlTests", dependencies: ["Core", "Sessions", "tunnelctl", "Packet", "Policy", "Store", "LiveFeed", "Capture", "Control"],
             resources: [.copy("Golden")], swiftSettings: strict),
     ]
 )

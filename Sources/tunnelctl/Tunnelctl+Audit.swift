@@ -22,7 +22,7 @@ extension Tunnelctl {
             try args.finish()
             let now = cliNow()
             let a = try writing { try store.startAudit(label: label, at: now) }
-            if json { console.print(try encodeJSON(AuditSessionJSON(a))) } else {
+            if json { console.print(try encodeJSON(AuditSessionRow(a))) } else {
                 console.print("audit session \(a.id) '\(a.label)' started at \(dateTimeText(a.startedAt))")
             }
             return .ok
@@ -30,7 +30,7 @@ extension Tunnelctl {
             let (store, _) = try openStore(&args, write: true)
             try args.finish()
             let a = try writing { try store.stopAudit(at: cliNow()) }
-            if json { console.print(try encodeJSON(AuditSessionJSON(a))) } else {
+            if json { console.print(try encodeJSON(AuditSessionRow(a))) } else {
                 let lasted = remainingText(((a.endedAt ?? a.startedAt) - a.startedAt) / 1000)
                 console.print("audit session \(a.id) '\(a.label)' stopped at \(dateTimeText(a.endedAt ?? a.startedAt)) (lasted \(lasted))")
             }
@@ -41,7 +41,7 @@ extension Tunnelctl {
             let (store, _) = try openStore(&args, write: true)
             try args.finish()
             let m = try writing { try store.addMarker(MarkerInput(at: cliNow(), label: label, kind: .manual, detail: detail)) }
-            if json { console.print(try encodeJSON(MarkerJSON(m))) } else {
+            if json { console.print(try encodeJSON(MarkerRow(m))) } else {
                 let session = m.auditSessionId.map { " (audit session \($0))" } ?? ""
                 console.print("marker \(m.id) '\(m.label)' at \(dateTimeText(m.at))\(session)")
             }
@@ -61,7 +61,7 @@ extension Tunnelctl {
             }
             let (audits, markers) = try storeCall { try store.connection.read { (try store.audits(since: from), try store.markers(since: from)) } }
             if json {
-                console.print(try encodeJSON(AuditListJSON(auditSessions: audits.map(AuditSessionJSON.init), markers: markers.map(MarkerJSON.init))))
+                console.print(try encodeJSON(AuditListJSON(auditSessions: audits.map(AuditSessionRow.init), markers: markers.map(MarkerRow.init))))
                 return .ok
             }
             console.print(renderAuditList(audits, markers))
@@ -108,51 +108,6 @@ extension Tunnelctl {
             out.append(table(rows).split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
         }
         return out.joined(separator: "\n")
-    }
-
-    // MARK: JSON (field names documented in docs/audit.md)
-
-    struct AuditSessionJSON: Encodable {
-        var id: Int64
-        var label: String
-        var startedAt: String
-        var startedAtMs: Int64
-        var endedAt: String?
-        var endedAtMs: Int64?
-        var open: Bool
-        init(_ a: AuditSession) {
-            id = a.id
-            label = a.label
-            startedAt = isoText(a.startedAt)
-            startedAtMs = a.startedAt
-            endedAt = a.endedAt.map(isoText)
-            endedAtMs = a.endedAt
-            open = a.endedAt == nil
-        }
-    }
-
-    struct MarkerJSON: Encodable {
-        var id: Int64
-        var at: String
-        var atMs: Int64
-        var label: String
-        var kind: String
-        var auditSessionId: Int64?
-        var detail: String?
-        init(_ m: Marker) {
-            id = m.id
-            at = isoText(m.at)
-            atMs = m.at
-            label = m.label
-            kind = m.kind.rawValue
-            auditSessionId = m.auditSessionId
-            detail = m.detail
-        }
-    }
-
-    struct AuditListJSON: Encodable {
-        var auditSessions: [AuditSessionJSON]
-        var markers: [MarkerJSON]
     }
 
     // MARK: shared store helpers (audit, timeline, retention, prune)

@@ -58,13 +58,7 @@ extension Tunnelctl {
             }
         }
         if json {
-            let objects = files.map { f in
-                "{\"sequence\":\(f.sequence),\"path\":\(quote(f.path)),\"size\":\(f.size),"
-                    + "\"first\":\(f.firstPacketNanoseconds.map { quote(timeText($0)) } ?? "null"),"
-                    + "\"last\":\(f.lastPacketNanoseconds.map { quote(timeText($0)) } ?? "null"),"
-                    + "\"packets\":\(f.packetCount.map(String.init) ?? "null")}"
-            }
-            console.print("[" + objects.joined(separator: ",") + "]")
+            console.print(try encodeJSON(files.map(CaptureFileJSON.init)))
             return .ok
         }
         if files.isEmpty {

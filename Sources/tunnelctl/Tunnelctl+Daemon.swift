@@ -13,7 +13,7 @@ extension Tunnelctl {
         let reply = try ask(config, .status)
         guard case .status(let s) = reply else { throw unexpected(reply) }
         if json {
-            console.print(try encodeJSON(s))
+            console.print(try encodeJSON(StatusJSON(s)))
             return .ok
         }
         console.print(renderStatus(s))
@@ -28,7 +28,7 @@ extension Tunnelctl {
         guard let reply = try askIfRunning(config, .peers) else { return try peersFromStore(config, json: json, console) }
         guard case .peers(let peers) = reply else { throw unexpected(reply) }
         if json {
-            console.print(try encodeJSON(peers))
+            console.print(try encodeJSON(peers.map(PeerJSON.init)))
             return .ok
         }
         console.print(renderPeers(peers, now: Int64(Date().timeIntervalSince1970 * 1000)))
@@ -43,7 +43,7 @@ extension Tunnelctl {
         let reply = try ask(config, .kick(peer: name))
         guard case .kick(let k) = reply else { throw unexpected(reply) }
         if json {
-            console.print(try encodeJSON(k))
+            console.print(try encodeJSON(KickJSON(k)))
         } else {
             console.print(k.endedSession ? "\(k.peer): session ended" : "\(k.peer): had no session")
         }
@@ -57,7 +57,7 @@ extension Tunnelctl {
         let reply = try ask(config, .policyReload)
         guard case .policyReload(let r) = reply else { throw unexpected(reply) }
         if json {
-            console.print(try encodeJSON(r))
+            console.print(try encodeJSON(PolicyReloadJSON(r)))
             return r.succeeded ? .ok : .failure
         }
         for w in r.warnings { console.print("warning: \(w)") }
@@ -77,7 +77,7 @@ extension Tunnelctl {
         let reply = try ask(config, .policyShow)
         guard case .policyShow(let r) = reply else { throw unexpected(reply) }
         if json {
-            console.print(try encodeJSON(r))
+            console.print(try encodeJSON(PolicyShowJSON(r)))
             return .ok
         }
         console.print("policy generation \(r.policy.generation): \(r.policy.ruleCount) rules from \(r.policy.files.joined(separator: ", "))")

@@ -40,12 +40,15 @@ extension Tunnelctl {
 
         if json {
             if store == nil { console.error("note: \(noHistoryYet(config))") }
-            let report = FlowExplanation(
-                flow: flow.description, action: verdict.action.description, allowed: verdict.action == .allow,
-                isDefault: why.isDefault, file: why.location?.file, line: why.location?.line, text: why.text,
-                reason: why.reason, refusedCount: refusedCount, firstRefused: refusals.map(\.firstAt).min().map(isoText),
-                lastRefused: refusals.map(\.lastAt).max().map(isoText), daemonRunning: daemonRunning,
-                flows: matching.prefix(20).map { FlowRow($0) }, liveFlows: live.count, live: liveNow)
+            let names = RuleNames(directory: directory)
+            let byID = Dictionary(matching.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+            let report = FlowExplanationJSON(
+                flow: FlowQueryJSON(flow, zone: cliTimeZone), verdict: verdict.action, allowed: verdict.action == .allow,
+                default: why.isDefault, rule: why.ruleRef, text: why.text, reason: why.reason, refusedCount: refusedCount,
+                firstRefused: refusals.map(\.firstAt).min().map(JSONTime.init(ms:)),
+                lastRefused: refusals.map(\.lastAt).max().map(JSONTime.init(ms:)), daemonRunning: daemonRunning,
+                flows: matching.prefix(20).map { FlowRow($0, rules: names) }, liveFlows: live.count,
+                live: liveNow.map { $0.map { FlowRow($0, stored: byID[$0.id].map { FlowRow($0, rules: names) }) } })
             console.print(try encodeJSON(report))
             return verdict.action == .allow ? .ok : .failure
         }
@@ -92,47 +95,4 @@ extension Tunnelctl {
             + "in \(c.packetsIn) pkts \(bytesText(c.bytesIn)), \(dateTimeText(f.firstSeen))–\(clockText(f.lastSeen)) \(state)"
     }
 
-}
-
-/// `explain 'FLOW' --json`.
-struct FlowExplanation: Encodable {
-    var flow: String
-    var action: String
-    var allowed: Bool
-    var isDefault: Bool
-    var file: String?
-    var line: Int?
-    var text: String
-    var reason: String?
-    var refusedCount: Int64
-    var firstRefused: String?
-    var lastRefused: String?
-    var daemonRunning: Bool
-    var flows: [FlowRow]
-    var liveFlows: Int
-    /// Matching flows in the daemon's table now; null when tunneld is not running.
-    var live: [LiveFlow]?
-
-    enum CodingKeys: String, CodingKey {
-        case flow, action, allowed, isDefault = "default", file, line, text, reason, refusedCount, firstRefused, lastRefused,
-             daemonRunning, flows, liveFlows, live
-    }
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(flow, forKey: .flow)
-        try c.encode(action, forKey: .action)
-        try c.encode(allowed, forKey: .allowed)
-        try c.encode(isDefault, forKey: .isDefault)
-        try c.encode(file, forKey: .file)
-        try c.encode(line, forKey: .line)
-        try c.encode(text, forKey: .text)
-        try c.encode(reason, forKey: .reason)
-        try c.encode(refusedCount, forKey: .refusedCount)
-        try c.encode(firstRefused, forKey: .firstRefused)
-        try c.encode(lastRefused, forKey: .lastRefused)
-        try c.encode(daemonRunning, forKey: .daemonRunning)
-        try c.encode(flows, forKey: .flows)
-        try c.encode(liveFlows, forKey: .liveFlows)
-        try c.encode(live, forKey: .live)
-    }
 }

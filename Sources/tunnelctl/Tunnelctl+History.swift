@@ -19,7 +19,8 @@ extension Tunnelctl {
         let rows = try store?.refusals(since: since, peer: peer) ?? []
         if json {
             if store == nil { console.error("note: \(noHistoryYet(config))") }
-            console.print(try encodeJSON(rows.map(RefusalRow.init)))
+            let names = RuleNames(directory: config.interface.policyDirectory)
+            console.print(try encodeJSON(rows.map { RefusalRow($0, rules: names) }))
             return .ok
         }
         if store == nil {
@@ -53,7 +54,8 @@ extension Tunnelctl {
         let rows = try store?.flows(since: since, peer: peer, blockedOnly: blocked) ?? []
         if json {
             if store == nil { console.error("note: \(noHistoryYet(config))") }
-            console.print(try encodeJSON(rows.map(FlowRow.init)))
+            let names = RuleNames(directory: config.interface.policyDirectory)
+            console.print(try encodeJSON(rows.map { FlowRow($0, rules: names) }))
             return .ok
         }
         if store == nil {
@@ -73,110 +75,5 @@ extension Tunnelctl {
         }
         console.print(Tunnelctl.table(table))
         return .ok
-    }
-}
-
-/// `refusals --json` row.
-struct RefusalRow: Encodable {
-    var kind: String
-    var peer: String
-    var rule: String?
-    var flowKey: String?
-    var reason: String
-    /// Session: the window's end; flow: start of the one-hour period (ISO-8601 UTC).
-    var window: String
-    var count: Int64
-    var firstAt: String
-    var lastAt: String
-    init(_ r: Refusal) {
-        kind = r.kind.rawValue
-        peer = r.peer
-        rule = r.rule.isEmpty ? nil : r.rule
-        flowKey = r.flowKey.isEmpty ? nil : r.flowKey
-        reason = r.reason
-        window = Tunnelctl.isoText(r.window)
-        count = r.count
-        firstAt = Tunnelctl.isoText(r.firstAt)
-        lastAt = Tunnelctl.isoText(r.lastAt)
-    }
-    enum CodingKeys: String, CodingKey { case kind, peer, rule, flowKey, reason, window, count, firstAt, lastAt }
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(kind, forKey: .kind)
-        try c.encode(peer, forKey: .peer)
-        try c.encode(rule, forKey: .rule)
-        try c.encode(flowKey, forKey: .flowKey)
-        try c.encode(reason, forKey: .reason)
-        try c.encode(window, forKey: .window)
-        try c.encode(count, forKey: .count)
-        try c.encode(firstAt, forKey: .firstAt)
-        try c.encode(lastAt, forKey: .lastAt)
-    }
-}
-
-/// `flows --json` row.
-struct FlowRow: Encodable {
-    var id: Int64
-    var peer: String
-    var proto: UInt8
-    var src: String
-    var srcPort: UInt16
-    var dst: String
-    var dstPort: UInt16
-    var host: String?
-    var verdict: String
-    var rule: String?
-    var firstSeen: String
-    var lastSeen: String
-    var bytesOut: UInt64
-    var bytesIn: UInt64
-    var packetsOut: UInt64
-    var packetsIn: UInt64
-    var closedAt: String?
-    var closeReason: String?
-    init(_ f: Flow) {
-        id = f.id
-        peer = f.peer
-        proto = f.proto
-        src = f.src.description
-        srcPort = f.srcPort
-        dst = f.dst.description
-        dstPort = f.dstPort
-        host = f.host
-        verdict = f.verdict.name
-        rule = f.rule
-        firstSeen = Tunnelctl.isoText(f.firstSeen)
-        lastSeen = Tunnelctl.isoText(f.lastSeen)
-        bytesOut = f.counters.bytesOut
-        bytesIn = f.counters.bytesIn
-        packetsOut = f.counters.packetsOut
-        packetsIn = f.counters.packetsIn
-        closedAt = f.closedAt.map(Tunnelctl.isoText)
-        closeReason = f.closeReason
-    }
-    enum CodingKeys: String, CodingKey {
-        case id, peer, proto, src, srcPort, dst, dstPort, host, verdict, rule, firstSeen, lastSeen, bytesOut, bytesIn,
-             packetsOut, packetsIn, closedAt, closeReason
-    }
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(id, forKey: .id)
-        try c.encode(peer, forKey: .peer)
-        try c.encode(proto, forKey: .proto)
-        try c.encode(src, forKey: .src)
-        try c.encode(srcPort, forKey: .srcPort)
-        try c.encode(dst, forKey: .dst)
-        try c.encode(dstPort, forKey: .dstPort)
-        try c.encode(host, forKey: .host)
-        try c.encode(verdict, forKey: .verdict)
-        try c.encode(rule, forKey: .rule)
-        try c.encode(firstSeen, forKey: .firstSeen)
-        try c.encode(lastSeen, forKey: .lastSeen)
-        try c.encode(bytesOut, forKey: .bytesOut)
-        try c.encode(bytesIn, forKey: .bytesIn)
-        try c.encode(packetsOut, forKey: .packetsOut)
-        try c.encode(packetsIn, forKey: .packetsIn)
-        try c.encode(closedAt, forKey: .closedAt)
-        try c.encode(closeReason, forKey: .closeReason)
     }
 }

@@ -29,7 +29,7 @@ extension Tunnelctl {
         let hadWindow = try store.window(peer: name) != nil
         try store.setTier(peer: name, tier: tier, at: cliNow())
         if json {
-            console.print(try encodeJSON(["peer": name, "tier": tier.rawValue, "previous": before.rawValue]))
+            console.print(try encodeJSON(PeerTierJSON(peer: name, tier: tier, previous: before, windowRemoved: tier == .premium && hadWindow)))
             return .ok
         }
         var line = "\(name): tier \(tier.rawValue)" + (before.rawValue == tier.rawValue ? " (unchanged)" : " (was \(before.rawValue))")

@@ -74,15 +74,8 @@ extension Tunnelctl {
                 "no *.rules files; every flow gets the built-in default (allow outbound, block inbound)"))
         }
         let hostRules = set.rules.filter { !$0.hosts.isEmpty }
-        let duringRules = set.rules.filter { $0.window != nil }
         if json {
-            let report = PolicyCheckReport(
-                directory: directory, files: set.files, rules: set.rules.count,
-                defaults: .init(out: set.defaultOut.action.description, in: set.defaultIn.action.description),
-                errors: set.errors.map(PolicyCheckReport.Diagnostic.init), warnings: set.warnings.map(PolicyCheckReport.Diagnostic.init),
-                hostRules: hostRules.map { $0.location.description }, duringRules: duringRules.map { $0.location.description },
-                ok: !set.hasErrors)
-            console.print(try encodeJSON(report))
+            console.print(try encodeJSON(PolicyCheckJSON(directory: directory, set: set)))
             return set.hasErrors ? .failure : .ok
         }
         for d in set.diagnostics {
@@ -106,12 +99,7 @@ extension Tunnelctl {
         let d = try decideFlow(flowText, config: config, directory: directory, console)
         let verdict = d.verdict, why = d.why, flow = d.flow
         if json {
-            let report = PolicyTestReport(
-                flow: flow.description, directory: directory, action: verdict.action.description, allowed: verdict.action == .allow,
-                isDefault: why.isDefault, file: why.location?.file, line: why.location?.line, text: why.text, name: why.name,
-                reason: why.reason, at: flow.at, localTime: d.localTime, peer: flow.peer, peerSource: d.peerSource,
-                tier: flow.tier?.name, tierSource: d.tierSource)
-            console.print(try encodeJSON(report))
+            console.print(try encodeJSON(PolicyTestJSON(flow: flow, zone: cliTimeZone, directory: directory, why: why, localClock: d.localTime)))
         } else {
             console.print("flow    \(flow.description)")
             console.print("verdict \(verdict.action)")
@@ -123,83 +111,5 @@ extension Tunnelctl {
             if d.timeMatters || d.atGiven { console.print("time    \(d.localTime)\(d.atGiven ? "" : " (now, local)")") }
         }
         return verdict.action == .allow ? .ok : .failure
-    }
-
-    static func encodeJSON<T: Encodable>(_ value: T) throws -> String {
-        let e = JSONEncoder()
-        e.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try e.encode(value), as: UTF8.self)
-    }
-}
-
-/// `policy check --json` (fields documented in docs/policy.md).
-struct PolicyCheckReport: Encodable {
-    struct Defaults: Encodable {
-        var out: String
-        var `in`: String
-    }
-    struct Diagnostic: Encodable {
-        var file: String
-        var line: Int
-        var column: Int
-        var message: String
-        init(_ d: Policy.PolicyDiagnostic) {
-            file = d.location.file
-            line = d.location.line
-            column = d.location.column
-            message = d.message
-        }
-    }
-    var directory: String
-    var files: [String]
-    var rules: Int
-    var defaults: Defaults
-    var errors: [Diagnostic]
-    var warnings: [Diagnostic]
-    var hostRules: [String]
-    var duringRules: [String]
-    var ok: Bool
-}
-
-/// `policy test --json` (fields documented in docs/policy.md).
-struct PolicyTestReport: Encodable {
-    var flow: String
-    var directory: String
-    var action: String
-    var allowed: Bool
-    var isDefault: Bool
-    var file: String?
-    var line: Int?
-    var text: String
-    var name: String?
-    var reason: String?
-    var at: String?
-    var localTime: String
-    var peer: String?
-    var peerSource: String
-    var tier: String?
-    var tierSource: String
-
-    enum CodingKeys: String, CodingKey {
-        case flow, directory, action, allowed, isDefault = "default", file, line, text, name, reason, at, localTime, peer, peerSource, tier, tierSource
-    }
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(flow, forKey: .flow)
-        try c.encode(directory, forKey: .directory)
-        try c.encode(action, forKey: .action)
-        try c.encode(allowed, forKey: .allowed)
-        try c.encode(isDefault, forKey: .isDefault)
-        try c.encode(file, forKey: .file)  // null for a built-in default
-        try c.encode(line, forKey: .line)
-        try c.encode(text, forKey: .text)
-        try c.encode(name, forKey: .name)
-        try c.encode(reason, forKey: .reason)
-        try c.encode(at, forKey: .at)
-        try c.encode(localTime, forKey: .localTime)
-        try c.encode(peer, forKey: .peer)
-        try c.encode(peerSource, forKey: .peerSource)
-        try c.encode(tier, forKey: .tier)
-        try c.encode(tierSource, forKey: .tierSource)
     }
 }

@@ -25,7 +25,7 @@ extension Tunnelctl {
             let now = cliNow()
             if json {
                 console.error("note: \(noHistoryYet(config))")
-                console.print(try encodeJSON(PruneJSON(dryRun: true, now: isoText(now), families: [], rows: 0, bytesReclaimed: 0, pcap: nil)))
+                console.print(try encodeJSON(PruneJSON(dryRun: true, now: JSONTime(ms: now), families: [], rows: 0, bytesReclaimed: 0, pcap: nil)))
             } else {
                 console.print("dry run: nothing to prune: \(noHistoryYet(config))")
             }
@@ -92,23 +92,27 @@ extension Tunnelctl {
             }
             let age = retention.maxAge(for: f)
             families.append(PruneJSON.Family(
-                family: f.rawValue, rows: rows, bytes: bytes, maxAge: DurationFormat.format(ms: age),
-                cutoff: report.cutoffs[f].map(isoText), cutoffMs: report.cutoffs[f]))
+                family: f.rawValue, rows: rows, bytes: bytes, maxAgeSeconds: age.map(JSONSeconds.init(ms:)),
+                cutoff: report.cutoffs[f].map(JSONTime.init(ms:))))
         }
         return PruneJSON(
-            dryRun: dryRun, now: isoText(now), families: families, rows: report.totalRows,
+            dryRun: dryRun, now: JSONTime(ms: now), families: families, rows: report.totalRows,
             bytesReclaimed: report.bytesReclaimed,
-            pcap: report.capture.map { PruneJSON.Pcap(files: $0.files, bytes: $0.bytes, maxBytes: SizeFormat.format(bytes: retention.pcapMaxBytes), maxAge: DurationFormat.format(ms: retention.pcapMaxAgeMs)) })
+            pcap: report.capture.map {
+                PruneJSON.Pcap(files: $0.files, bytes: $0.bytes, maxBytes: retention.pcapMaxBytes,
+                               maxAgeSeconds: retention.pcapMaxAgeMs.map(JSONSeconds.init(ms:)))
+            })
     }
 
     static func renderPrune(_ r: PruneJSON, retention: RetentionSettings) -> String {
         var rows = [["FAMILY", "ROWS", r.dryRun ? "BYTES (est.)" : "BYTES", "KEPT", "OLDER THAN"]]
         for f in r.families {
-            rows.append([f.family, String(f.rows), f.bytes.map { bytesText(UInt64(max(0, $0))) } ?? "?", f.maxAge,
-                         f.cutoffMs.map(dateTimeText) ?? "-"])
+            rows.append([f.family, String(f.rows), f.bytes.map { bytesText(UInt64(max(0, $0))) } ?? "?",
+                         DurationFormat.format(ms: f.maxAgeSeconds?.ms), f.cutoff.map { dateTimeText($0.ms) } ?? "-"])
         }
         if let p = r.pcap {
-            rows.append(["pcap files", String(p.files), bytesText(UInt64(max(0, p.bytes))), "\(p.maxAge), \(p.maxBytes)", "-"])
+            let kept = "\(DurationFormat.format(ms: p.maxAgeSeconds?.ms)), \(SizeFormat.format(bytes: p.maxBytes))"
+            rows.append(["pcap files", String(p.files), bytesText(UInt64(max(0, p.bytes))), kept, "-"])
         }
         var lines: [String] = []
         if r.dryRun {
@@ -118,31 +122,6 @@ extension Tunnelctl {
         }
         lines += table(rows).split(separator: "\n").map(String.init)
         return lines.joined(separator: "\n")
-    }
-
-    /// `prune --json` (field names documented in docs/audit.md).
-    struct PruneJSON: Encodable {
-        struct Family: Encodable {
-            var family: String
-            var rows: Int
-            /// Freed bytes (real run) or an estimate (dry run); nil when unknown.
-            var bytes: Int64?
-            var maxAge: String
-            var cutoff: String?
-            var cutoffMs: Int64?
-        }
-        struct Pcap: Encodable {
-            var files: Int
-            var bytes: Int64
-            var maxBytes: String
-            var maxAge: String
-        }
-        var dryRun: Bool
-        var now: String
-        var families: [Family]
-        var rows: Int
-        var bytesReclaimed: Int64
-        var pcap: Pcap?
     }
 
     /// A one-line progress display on stderr, shown once a prune has run for a second.

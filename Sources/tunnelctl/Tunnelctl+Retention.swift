@@ -127,35 +127,6 @@ extension Tunnelctl {
         for u in d.unknown { lines.append("unknown field '\(u)' ignored (dropped on the next 'retention set')") }
         return lines.joined(separator: "\n")
     }
-
-    // MARK: JSON (field names documented in docs/audit.md)
-
-    struct RetentionJSON: Encodable {
-        struct Value: Encodable {
-            var key: String
-            var path: String
-            var value: String
-            var defaulted: Bool
-            var reason: String?
-        }
-        var settings: [Value]
-        var unknown: [String]
-        var empty: Bool
-        init(_ d: SettingsDecoding) {
-            settings = Settings.keys.map { key, path in
-                let why = d.defaulted.first(where: { $0.path == path })
-                return Value(key: key, path: path, value: d.settings.value(forKey: key) ?? "?", defaulted: why != nil,
-                             reason: why.map { "\($0.reason)" })
-            }
-            unknown = d.unknown
-            empty = d.wasEmpty
-        }
-    }
-
-    struct RetentionErrorJSON: Encodable {
-        var error: String
-        var raw: String
-    }
 }
 
 fileprivate extension String {

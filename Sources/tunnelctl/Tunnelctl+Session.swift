@@ -234,7 +234,7 @@ extension Tunnelctl {
             out.append(s)
         }
         if json {
-            console.print(try encodeJSON(out))
+            console.print(try encodeJSON(out.map(PeerJSON.init)))
         } else {
             console.print(renderPeers(out, now: now))
         }

@@ -19,15 +19,16 @@ extension Tunnelctl {
         guard let store = history else {
             if json {
                 console.error("note: \(noHistoryYet(config))")
-                console.print(try encodeJSON(TimelineJSON(since: since == .min ? nil : isoText(since), truncated: false, events: [])))
+                console.print(try encodeJSON(TimelineJSON(since: since == .min ? nil : JSONTime(ms: since), truncated: false, events: [])))
             } else {
                 console.print(noHistoryYet(config))
             }
             return .ok
         }
-        let (events, truncated) = try storeCall { try store.connection.read { try timelineEvents(store, since: since, peer: peer) } }
+        let names = RuleNames(directory: config.interface.policyDirectory)
+        let (events, truncated) = try storeCall { try store.connection.read { try timelineEvents(store, since: since, peer: peer, rules: names) } }
         if json {
-            console.print(try encodeJSON(TimelineJSON(since: since == .min ? nil : isoText(since), truncated: truncated, events: events)))
+            console.print(try encodeJSON(TimelineJSON(since: since == .min ? nil : JSONTime(ms: since), truncated: truncated, events: events)))
             return .ok
         }
         if events.isEmpty {
@@ -35,7 +36,7 @@ extension Tunnelctl {
             return .ok
         }
         var rows = [["TIME", "EVENT", "PEER", "WHAT"]]
-        for e in events { rows.append([dateTimeText(e.atMs), e.event, e.peer ?? "-", e.summary]) }
+        for e in events { rows.append([dateTimeText(e.at.ms), e.event, e.peer ?? "-", e.summary]) }
         console.print(table(rows))
         if truncated { console.print("(only the newest \(timelineLimit) rows of a family are shown; narrow with --since or --peer)") }
         return .ok
@@ -44,90 +45,62 @@ extension Tunnelctl {
     /// Rows read per family.
     static let timelineLimit = 10_000
 
-    /// One line of the timeline.
-    struct TimelineEvent: Encodable, Equatable {
-        /// `flow-open`, `flow-close`, `flow-block`, `refusal`, `session-start`, `session-end`,
-        /// `audit-start`, `audit-stop`, `marker`.
-        var event: String
-        var at: String
-        var atMs: Int64
-        /// Row id in its table (flows: the daemon's flow id).
-        var id: Int64
-        var peer: String?
-        /// The line a person reads.
-        var summary: String
-        /// The row's values, by name (documented in docs/audit.md); absent when none.
-        var fields: [String: String]?
-    }
-
-    struct TimelineJSON: Encodable {
-        var since: String?
-        var truncated: Bool
-        var events: [TimelineEvent]
-    }
-
     /// The events at or after `since`, oldest first; ties keep a fixed family order, then id.
-    static func timelineEvents(_ store: StateStore, since: Int64, peer: String?) throws -> ([TimelineEvent], Bool) {
+    static func timelineEvents(_ store: StateStore, since: Int64, peer: String?, rules: RuleNames) throws -> ([TimelineEvent], Bool) {
         let limit = timelineLimit
         var events: [(rank: Int, e: TimelineEvent)] = []
-        func add(_ rank: Int, _ event: String, _ at: Int64, _ id: Int64, _ peer: String?, _ summary: String, _ fields: [String: String]) {
+        func add(_ rank: Int, _ event: String, _ at: Int64, _ id: Int64, _ peer: String?, _ summary: String, flow: FlowRow? = nil,
+                 refusal: RefusalRow? = nil, session: SessionRow? = nil, audit: AuditSessionRow? = nil, marker: MarkerRow? = nil) {
             guard at >= since else { return }
-            events.append((rank, TimelineEvent(event: event, at: isoText(at), atMs: at, id: id, peer: peer, summary: summary,
-                                               fields: fields.isEmpty ? nil : fields)))
+            events.append((rank, TimelineEvent(event: event, at: JSONTime(ms: at), id: id, peer: peer, summary: summary, flow: flow,
+                                               refusal: refusal, session: session, audit: audit, marker: marker)))
         }
         let flows = try store.flows(since: since, peer: peer, limit: limit)
         for f in flows {
             let tuple = flowText(f)
-            var fields = ["proto": protoName(f.proto), "src": endpoint(f.src, f.srcPort, f.proto), "dst": endpoint(f.dst, f.dstPort, f.proto),
-                          "verdict": f.verdict.name, "bytesOut": String(f.counters.bytesOut), "bytesIn": String(f.counters.bytesIn)]
-            if let h = f.host { fields["host"] = h }
-            if let r = f.rule { fields["rule"] = r }
+            let row = FlowRow(f, rules: rules)
             let host = f.host.map { " (\($0))" } ?? ""
             if f.verdict == .block || f.verdict == .reject {
-                add(2, "flow-block", f.firstSeen, f.id, f.peer, "\(tuple)\(host) \(f.verdict == .block ? "blocked" : "rejected") by \(f.rule ?? "the default")", fields)
+                add(2, "flow-block", f.firstSeen, f.id, f.peer, "\(tuple)\(host) \(f.verdict == .block ? "blocked" : "rejected") by \(f.rule ?? "the default")", flow: row)
                 continue
             }
             let verdict = f.verdict == .pending ? "verdict pending" : "allowed by \(f.rule ?? "the default")"
-            add(2, "flow-open", f.firstSeen, f.id, f.peer, "\(tuple)\(host) \(verdict)", fields)
+            add(2, "flow-open", f.firstSeen, f.id, f.peer, "\(tuple)\(host) \(verdict)", flow: row)
             if let closed = f.closedAt {
-                var cf = fields
-                cf["closeReason"] = f.closeReason ?? ""
                 let bytes = "\(bytesText(f.counters.bytesOut)) out, \(bytesText(f.counters.bytesIn)) in"
-                add(5, "flow-close", closed, f.id, f.peer, "\(tuple)\(host) closed (\(f.closeReason ?? "?")), \(bytes)", cf)
+                add(5, "flow-close", closed, f.id, f.peer, "\(tuple)\(host) closed (\(f.closeReason ?? "?")), \(bytes)", flow: row)
             }
         }
         let refusals = try store.refusals(since: since, peer: peer, limit: limit)
         for r in refusals {
             let times = r.count == 1 ? "once" : "\(r.count) times, last \(dateTimeText(r.lastAt))"
             let what = r.kind == .session ? "session refused: \(r.reason)" : "\(r.flowKey) refused by \(r.rule): \(r.reason)"
-            add(3, "refusal", r.firstAt, r.id, r.peer, "\(what) (\(times))",
-                ["kind": r.kind.rawValue, "rule": r.rule, "flowKey": r.flowKey, "reason": r.reason, "count": String(r.count),
-                 "lastAt": isoText(r.lastAt)])
+            add(3, "refusal", r.firstAt, r.id, r.peer, "\(what) (\(times))", refusal: RefusalRow(r, rules: rules))
         }
         let sessions = try store.sessions(since: since, peer: peer, limit: limit)
         for s in sessions {
-            add(1, "session-start", s.startedAt, s.id, s.peer, "session started", [:])
+            let row = SessionRow(s)
+            add(1, "session-start", s.startedAt, s.id, s.peer, "session started", session: row)
             if let end = s.endedAt {
                 let reason = s.endReason?.rawValue ?? "?"
                 add(6, "session-end", end, s.id, s.peer,
                     "session ended (\(reason)) after \(remainingText((end - s.startedAt) / 1000)), rx \(bytesText(UInt64(max(0, s.rxBytes)))), tx \(bytesText(UInt64(max(0, s.txBytes))))",
-                    ["endReason": reason, "rxBytes": String(s.rxBytes), "txBytes": String(s.txBytes)])
+                    session: row)
             }
         }
         let audits = try store.audits(since: since)
         for a in audits {
-            add(0, "audit-start", a.startedAt, a.id, nil, "audit session \(a.id) '\(a.label)' started", ["label": a.label])
-            if let end = a.endedAt { add(7, "audit-stop", end, a.id, nil, "audit session \(a.id) '\(a.label)' stopped", ["label": a.label]) }
+            let row = AuditSessionRow(a)
+            add(0, "audit-start", a.startedAt, a.id, nil, "audit session \(a.id) '\(a.label)' started", audit: row)
+            if let end = a.endedAt { add(7, "audit-stop", end, a.id, nil, "audit session \(a.id) '\(a.label)' stopped", audit: row) }
         }
         let markers = try store.markers(since: since, limit: limit)
         for m in markers {
-            var fields = ["label": m.label, "kind": m.kind.rawValue]
-            if let d = m.detail { fields["detail"] = d }
-            if let a = m.auditSessionId { fields["auditSessionId"] = String(a) }
-            add(4, "marker", m.at, m.id, nil, "\(m.kind == .manual ? "" : "[daemon] ")\(m.label)\(m.detail.map { " (\($0))" } ?? "")", fields)
+            add(4, "marker", m.at, m.id, nil, "\(m.kind == .manual ? "" : "[daemon] ")\(m.label)\(m.detail.map { " (\($0))" } ?? "")",
+                marker: MarkerRow(m))
         }
         events.sort { a, b in
-            if a.e.atMs != b.e.atMs { return a.e.atMs < b.e.atMs }
+            if a.e.at.ms != b.e.at.ms { return a.e.at.ms < b.e.at.ms }
             if a.rank != b.rank { return a.rank < b.rank }
             return a.e.id < b.e.id
         }
@@ -135,15 +108,7 @@ extension Tunnelctl {
         return (events.map(\.e), truncated)
     }
 
-    static func protoName(_ p: UInt8) -> String {
-        switch p {
-        case 1: return "icmp"
-        case 6: return "tcp"
-        case 17: return "udp"
-        case 58: return "icmpv6"
-        default: return "proto-\(p)"
-        }
-    }
+    static func protoName(_ p: UInt8) -> String { IPProtocol(rawValue: p).name }
 
     static func endpoint(_ a: IPAddress, _ port: UInt16, _ proto: UInt8) -> String {
         guard proto == 6 || proto == 17 else { return a.description }

@@ -94,6 +94,10 @@ extension Tunnelctl {
         }
         guard let consumer else { return .ok }
         if said != "" { note("attached to \(o.ringPath) (generation \(consumer.generation))") }
+        // --json names the deciding rule: the ring carries its index in the running policy.
+        var rules = WatchRules(ringPath: o.ringPath)
+        let encoder = JSONOutput.encoder(lines: true)
+        if o.json { rules.refresh(now: DispatchTime.now().uptimeNanoseconds) }
         var buffer = [LiveRecord](repeating: LiveRecord(), count: 1024)
         var printed = 0
         var lastDraw = UInt64(0)
@@ -112,6 +116,7 @@ extension Tunnelctl {
                     if case .reattached(let generation) = consumer.checkReplacement() {
                         note("tunneld restarted: re-attached to the new live feed (generation \(generation))")
                         view.reattached()
+                        if o.json { rules.refresh(now: now) }
                     }
                 }
             }
@@ -127,11 +132,12 @@ extension Tunnelctl {
             while true {
                 let n = buffer.withUnsafeMutableBufferPointer { consumer.read(into: $0) }
                 if n == 0 { break }
+                if o.json { rules.refreshIfStale(now: DispatchTime.now().uptimeNanoseconds) }
                 for r in buffer[0..<n] where o.accepts(r) {
                     if live {
                         view.add(r)
                     } else {
-                        console.print(o.json ? jsonLine(r) : textLine(r))
+                        console.print(o.json ? try jsonLine(r, rules: rules.rules, encoder: encoder) : textLine(r))
                         printed += 1
                         if let c = o.count, printed >= c { return .ok }
                     }
@@ -177,15 +183,7 @@ extension Tunnelctl {
         return IPAddress(v4: UInt32(truncatingIfNeeded: low)).description
     }
 
-    static func protocolName(_ p: UInt8) -> String {
-        switch p {
-        case 1: "icmp"
-        case 6: "tcp"
-        case 17: "udp"
-        case 58: "icmp6"
-        default: "proto-\(p)"
-        }
-    }
+    static func protocolName(_ p: UInt8) -> String { IPProtocol(rawValue: p).name }
 
     static func hasPorts(_ r: LiveRecord) -> Bool { r.ipProtocol == 6 || r.ipProtocol == 17 }
 
@@ -243,65 +241,35 @@ extension Tunnelctl {
         return s
     }
 
-    /// One record as a JSON object on one line, keys in a fixed order; fields that do not apply
-    /// to the record's kind are left out.
-    static func jsonLine(_ r: LiveRecord) -> String {
-        var f: [(String, String)] = [
-            ("time", quote(timeText(r.timeNanoseconds))), ("timeNs", "\(r.timeNanoseconds)"),
-            ("kind", quote(r.kind.description)),
-        ]
-        let name = r.peerName.description
-        f.append(("peer", name.isEmpty ? "null" : quote(name)))
-        f.append(("peerIndex", r.peerIndex == LiveRecord.noPeer ? "null" : "\(r.peerIndex)"))
-        switch r.kind {
-        case .refusal:
-            f.append(("reason", "\(r.detail)"))
-        case .handshake:
-            break
-        default:
-            if r.kind != .flowClose { f.append(("direction", r.direction.map { quote($0.name) } ?? "null")) }
-            f.append(("proto", quote(protocolName(r.ipProtocol))))
-            f.append(("ipVersion", "\(r.ipVersion)"))
-            f.append(("src", quote(address(r, source: true))))
-            if hasPorts(r) { f.append(("srcPort", "\(r.sourcePort)")) }
-            f.append(("dst", quote(address(r, source: false))))
-            if hasPorts(r) { f.append(("dstPort", "\(r.destinationPort)")) }
-            if r.kind == .flowClose {
-                f.append(("bytes", "\(r.detail)"))
-                f.append(("packets", "\(r.detail2)"))
-            } else {
-                f.append(("length", "\(r.length)"))
-                if r.kind == .packet && r.ipProtocol == 6 { f.append(("tcpFlags", quote(flagsText(r.tcpFlags)))) }
-            }
-            f.append(("verdict", r.verdict.map { quote($0.name) } ?? "null"))
-            f.append(("rule", r.ruleIndex == LiveRecord.noRule ? "null" : "\(r.ruleIndex)"))
-            f.append(("flow", "\(r.flowID)"))
-            if r.kind == .packet {
-                f.append(("capture", r.captureOffset == 0 ? "null"
-                    : "{\"file\":\(r.captureFileSequence),\"offset\":\(r.captureOffset)}"))
-            }
-        }
-        return "{" + f.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
+    /// One record as a JSON object on one line (`WatchRecordJSON`, docs/json.md); `rules` is the
+    /// running policy's rule table, nil when it could not be had.
+    static func jsonLine(_ r: LiveRecord, rules: [RuleRef]?, encoder: JSONEncoder = JSONOutput.encoder(lines: true)) throws -> String {
+        try JSONOutput.line(WatchRecordJSON(r, rules: rules), encoder: encoder)
+    }
+}
+
+/// The running policy's rules by the ring's rule index, from the daemon's `policyShow` (its
+/// control socket is next to the ring). Asked when watch attaches or re-attaches and again every
+/// 2 s while records arrive, so a reload is picked up; a record published just before a reload
+/// and printed after it can name a rule of the new policy. Without an answer the last table
+/// stays (nil: never had one).
+struct WatchRules {
+    let socketPath: String
+    private(set) var rules: [RuleRef]?
+    private var fetchedAt: UInt64 = 0
+    static let maxAgeNanoseconds: UInt64 = 2_000_000_000
+
+    init(ringPath: String) {
+        socketPath = (ringPath as NSString).deletingLastPathComponent + "/control.sock"
     }
 
-    /// A JSON string literal.
-    static func quote(_ s: String) -> String {
-        var out = "\""
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if u.value < 0x20 {
-                    out += String(format: "\\u%04x", u.value)
-                } else {
-                    out.unicodeScalars.append(u)
-                }
-            }
-        }
-        return out + "\""
+    mutating func refresh(now: UInt64) {
+        fetchedAt = now
+        let client = ControlClient(socketPath: socketPath, timeout: .seconds(1))
+        if case .policyShow(let reply)? = try? client.send(.policyShow) { rules = PolicyShowJSON.ruleTable(reply) }
+    }
+
+    mutating func refreshIfStale(now: UInt64) {
+        if now &- fetchedAt >= WatchRules.maxAgeNanoseconds { refresh(now: now) }
     }
 }

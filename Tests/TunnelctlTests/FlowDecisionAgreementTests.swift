@@ -65,12 +65,27 @@ import Testing
             let test = try decision(["policy", "test", "--json", "--config", config, text])
             let explain = try decision(["explain", "--json", "--config", config, text])
             #expect(test.code == explain.code, "\(text)")
-            for key in ["action", "file", "line", "default"] {
-                #expect("\(test.json[key] ?? "nil")" == "\(explain.json[key] ?? "nil")", "\(key) differs for \(text)")
+            // Never vacuous: both name a verdict, and a rule object or the default.
+            #expect(test.json["verdict"] is String && explain.json["verdict"] is String, "\(text)")
+            #expect(test.json["default"] as? Bool == true || test.json["rule"] is [String: Any], "\(text)")
+            for key in ["verdict", "rule", "default"] {
+                #expect(Self.canonical(test.json[key]) == Self.canonical(explain.json[key]), "\(key) differs for \(text)")
+            }
+            let tf = test.json["flow"] as? [String: Any], ef = explain.json["flow"] as? [String: Any]
+            for key in ["peer", "tier"] {
+                #expect(Self.canonical(tf?[key]) == Self.canonical(ef?[key]), "flow.\(key) differs for \(text)")
             }
             compared += 1
         }
         #expect(compared == 1000)
+    }
+
+    /// Sorted-keys JSON text of a value (for comparing objects).
+    static func canonical(_ value: Any?) -> String {
+        guard let value, !(value is NSNull) else { return "null" }
+        guard JSONSerialization.isValidJSONObject([value]),
+              let data = try? JSONSerialization.data(withJSONObject: [value], options: [.sortedKeys]) else { return "\(value)" }
+        return String(decoding: data, as: UTF8.self)
     }
 
     func decision(_ argv: [String]) throws -> (code: ExitCode, json: [String: Any]) {

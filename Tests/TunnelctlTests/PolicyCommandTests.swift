@@ -14,6 +14,7 @@ import Testing
 
     /// Runs tunnelctl; directory paths in the output are replaced by DIR.
     func run(_ argv: [String]) -> (code: ExitCode, out: String, err: String) {
+        _ = HistoryFixture.setUp  // TZ=UTC: a FLOW's `at` is local time
         let console = Console(capturing: true)
         let code = Tunnelctl.run(argv, console: console)
         func clean(_ s: String) -> String {

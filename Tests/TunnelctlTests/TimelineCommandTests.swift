@@ -24,13 +24,18 @@ import Testing
         let r = f.run(["timeline", "--since", "forever", "--json"])
         let root = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any])
         let events = try #require(root["events"] as? [[String: Any]])
-        let times = events.compactMap { $0["atMs"] as? Int }
+        let times = events.compactMap { ($0["at"] as? String).flatMap(TimeText.parseISO) }
         #expect(times.count == events.count && times == times.sorted())
         let kinds = events.compactMap { $0["event"] as? String }
         #expect(Set(kinds) == ["marker", "session-start", "session-end", "flow-open", "flow-close", "flow-block", "refusal",
                                 "audit-start", "audit-stop"])
         #expect(kinds.filter { $0 == "marker" }.count == 3)
-        #expect(root["since"] == nil && root["truncated"] as? Bool == false)
+        #expect(root["since"] is NSNull && root["truncated"] as? Bool == false)
+        // Each event carries its row, the others are null.
+        for e in events {
+            let rows = ["flow", "refusal", "session", "audit", "marker"].filter { !(e[$0] is NSNull) }
+            #expect(rows.count == 1, "\(e)")
+        }
     }
 
     @Test func sinceAndPeer() throws {

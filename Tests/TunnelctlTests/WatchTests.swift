@@ -1,3 +1,4 @@
+import Control
 import Core
 import Foundation
 import LiveFeed
@@ -116,18 +117,69 @@ import Testing
         try expectGolden(Self.recorded.map(Tunnelctl.textLine).joined(separator: "\n") + "\n", "watch-lines.txt")
     }
 
+    /// The running policy's rules as `policy show` reports them, by ring rule index.
+    static let rules = [
+        RuleRef(file: "/etc/tunnelvision/policies/10-base.rules", line: 3, name: "no-ping-out"),
+        RuleRef(file: "/etc/tunnelvision/policies/10-base.rules", line: 5, name: nil),
+        RuleRef(file: "/etc/tunnelvision/policies/20-web.rules", line: 1, name: "dns"),
+        RuleRef(file: "/etc/tunnelvision/policies/20-web.rules", line: 4, name: "iperf"),
+    ]
+
     @Test func jsonFormatIsGoldenAndParses() throws {
-        let lines = Self.recorded.map(Tunnelctl.jsonLine)
+        let lines = try Self.recorded.map { try Tunnelctl.jsonLine($0, rules: Self.rules) }
         try expectGolden(lines.joined(separator: "\n") + "\n", "watch.jsonl")
+        var keys: Set<String>? = nil
         for (line, r) in zip(lines, Self.recorded) {
             let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
             #expect(object["kind"] as? String == r.kind.description)
-            #expect((object["timeNs"] as? NSNumber)?.uint64Value == r.timeNanoseconds)
+            #expect(TimeText.parseISO(object["time"] as? String ?? "") == Int64(r.timeNanoseconds / 1_000_000))
+            #expect(keys == nil || keys == Set(object.keys), "every line has every key")
+            keys = Set(object.keys)
         }
     }
 
-    @Test func quotingEscapesControlCharacters() {
-        #expect(Tunnelctl.quote("a\"b\\c\n\u{1}é") == "\"a\\\"b\\\\c\\n\\u0001é\"")
+    @Test func jsonWithoutTheRuleTable() throws {
+        // Without an answer from tunneld the rule is not known: null, and so is `default`; a
+        // record no rule decided is still the default.
+        let ruled = try #require(try JSONSerialization.jsonObject(with: Data(try Tunnelctl.jsonLine(Self.recorded[0], rules: nil).utf8)) as? [String: Any])
+        #expect(ruled["rule"] is NSNull && ruled["default"] is NSNull)
+        let byDefault = try #require(try JSONSerialization.jsonObject(with: Data(try Tunnelctl.jsonLine(Self.recorded[3], rules: nil).utf8)) as? [String: Any])
+        #expect(byDefault["rule"] is NSNull && byDefault["default"] as? Bool == true)
+    }
+
+    /// `watch --json` against a ring and a control socket side by side (as tunneld lays out its
+    /// RuntimeDirectory): the rule index becomes the rule `policy show` names.
+    @Test func watchJSONNamesTheRuleFromTheDaemon() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tv-watch-json-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let show = PolicyShowReply(
+            policy: PolicySummary(generation: 2, files: ["p/10.rules"], ruleCount: 4, loadedAtMs: 0),
+            rules: Self.rules.map { PolicyRuleStatus(file: $0.file, line: $0.line, text: "allow", name: $0.name, hits: 0) }
+                + [PolicyRuleStatus(file: "(built-in)", line: 0, text: "built-in default", hits: 0)])
+        let server = try ControlServer(path: dir + "/control.sock") { request, _ in
+            request == .policyShow ? .policyShow(show) : .failure(.failed, "not in this test")
+        }
+        defer { server.stop() }
+        let producer = try RingProducer(directory: dir, slotCount: 64)
+        let console = Console(capturing: true)
+        let done = DispatchSemaphore(value: 0)
+        let box = ResultBox()
+        let path = producer.path
+        Thread.detachNewThread {
+            box.code = Tunnelctl.run(["watch", "--json", "--ring=\(path)", "--count=2"], console: console)
+            done.signal()
+        }
+        for _ in 0..<500 where !producer.hasConsumer { usleep(10_000) }
+        try #require(producer.hasConsumer)
+        producer.publish(Self.recorded[0])
+        producer.publish(Self.recorded[3])
+        producer.endBatch()
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(box.code == .ok)
+        let lines = console.out.split(separator: "\n").map(String.init)
+        #expect(lines == [try Tunnelctl.jsonLine(Self.recorded[0], rules: Self.rules), try Tunnelctl.jsonLine(Self.recorded[3], rules: Self.rules)])
+        #expect(lines.first?.contains(#""rule":{"file":"/etc/tunnelvision/policies/20-web.rules","line":4,"name":"iperf"}"#) == true)
     }
 
     @Test func filters() {

@@ -78,8 +78,8 @@ import json, sys
 udp = tcp = 0
 for line in open(sys.argv[1]):
     r = json.loads(line)
-    if r["kind"] == "flow-open" and r.get("srcPort") == 45678: udp = r["flow"]
-    if r["kind"] == "flow-open" and r.get("dstPort") == 7000: tcp = r["flow"]
+    if r["kind"] == "flow-open" and r["srcPort"] == 45678: udp = r["flowId"]
+    if r["kind"] == "flow-open" and r["dstPort"] == 7000: tcp = r["flowId"]
 print(udp, tcp)
 PY
 )
@@ -89,7 +89,7 @@ import json, sys
 n = c = 0
 for line in open(sys.argv[1]):
     r = json.loads(line)
-    if r["kind"] == "packet" and r["flow"] == int(sys.argv[2]):
+    if r["kind"] == "packet" and r["flowId"] == int(sys.argv[2]):
         n += 1; c += r["capture"] is not None
 print(n, c)
 PY
@@ -119,7 +119,12 @@ check_exit "an unknown flow is exit 1" 1 $CTL capture extract --flow 999999 -o "
 echo "capture: watch output"
 # (grep the files directly: check_output pipes into grep -q, which can SIGPIPE a long output)
 check "watch --json shows flow-open records" grep -q '"kind":"flow-open"' "$TV_DIR/watch.jsonl"
-check "watch --json shows the blocked SYNs to port 7001" grep -q '"dstPort":7001,"length":60,"tcpFlags":"S","verdict":"block"' "$TV_DIR/watch.jsonl"
+check "watch --json shows the blocked SYNs to port 7001, with the blocking rule" python3 - "$TV_DIR/watch.jsonl" <<'PY'
+import json, sys
+sys.exit(0 if any(r["dstPort"] == 7001 and r["length"] == 60 and r["tcpFlags"] == "S" and r["verdict"] == "block"
+                  and (r["rule"] is not None or r["default"] is True)
+                  for r in map(json.loads, open(sys.argv[1]))) else 1)
+PY
 
 echo "capture: restart"
 BEFORE=$(wc -l <"$TV_DIR/watch.jsonl")

@@ -65,7 +65,7 @@ tv_spawn "$TV_NS_C" "$TV_DIR/alice-ping.log" ping -D -i 0.2 -W1 -I $TV_C_TUN $TV
 tv_spawn "$TV_NS_C" "$TV_DIR/bob-ping.log" ping -D -i 0.5 -W1 -I $BOB_TUN $TV_SRV >/dev/null
 A1=$(allowed_until)
 check "the store holds alice's window" test -n "$A1"
-check_output "tunnelctl session alice: connected, time left" '^alice \(free\): connected, 1?[0-9]s left \(until [0-9:]+ [A-Z+:0-9-]+\), then paused until' $CTL session alice
+check_output "tunnelctl session alice: connected, time left" '^alice \(free\): connected, 1?[0-9]s left \(until [0-9:]+ [^)]+\), then paused until' $CTL session alice
 check_output "tunnelctl session bob: unlimited" '^bob \(premium\): connected, unlimited' $CTL session bob
 
 echo "session: kill -9 and restart mid-window"
@@ -85,7 +85,7 @@ LAST_REPLY=$(grep 'bytes from' "$TV_DIR/alice-ping.log" | tail -1 | sed -n 's/^\
 check "alice's traffic stopped by the window end + 1 s (last reply $LAST_REPLY, end $END)" \
   python3 -c "import sys; sys.exit(0 if '$LAST_REPLY' and float('$LAST_REPLY') <= $END + 1.0 else 1)"
 check "alice cannot get through now" alice_blocked
-check_output "tunnelctl session alice: paused, time left" '^alice \(free\): paused, can reconnect in [0-9]+s \(at [0-9:]+ [A-Z+:0-9-]+\)' $CTL session alice
+check_output "tunnelctl session alice: paused, time left" '^alice \(free\): paused, can reconnect in [0-9]+s \(at [0-9:]+ [^)]+\)' $CTL session alice
 check "bob (premium) reconnected after the restart and is unaffected by alice's pause" wait_for 20 bob_ping
 # wireguard-go notices the dead session after ~15 s (keepalive + rekey timeouts), then retries
 # its handshake every ~5 s: look when a few retries were refused.

@@ -1,0 +1,265 @@
+import Control
+import Core
+import Foundation
+import Store
+
+// The row types shared by several commands' `--json` (docs/json.md "Shared objects"). A thing
+// that appears in several commands has one type here.
+
+/// A flow: `flows`, `explain 'FLOW'` (`flows`, `live`) and `timeline` (`flow`).
+struct FlowRow: Encodable {
+    var id: Int64
+    @Nullable var peer: String?
+    var proto: IPProtocol
+    var src: String
+    @Nullable var srcPort: UInt16?
+    var dst: String
+    @Nullable var dstPort: UInt16?
+    @Nullable var host: String?
+    var verdict: String
+    @Nullable var rule: RuleRef?
+    /// True when a default decided, false when a rule did, null when not known (pending, or a
+    /// live flow the store has not recorded).
+    @Nullable var `default`: Bool?
+    var firstSeen: JSONTime
+    var lastSeen: JSONTime
+    @Nullable var closedAt: JSONTime?
+    @Nullable var closeReason: String?
+    var bytesOut: UInt64
+    var bytesIn: UInt64
+    var packetsOut: UInt64
+    var packetsIn: UInt64
+    /// The first captured packet of the flow.
+    @Nullable var capture: CaptureRef?
+
+    /// A flow row of the store.
+    init(_ f: Flow, rules: RuleNames) {
+        let p = IPProtocol(rawValue: f.proto)
+        id = f.id
+        peer = f.peer
+        proto = p
+        src = f.src.description
+        srcPort = p.hasPorts ? f.srcPort : nil
+        dst = f.dst.description
+        dstPort = p.hasPorts ? f.dstPort : nil
+        host = f.host
+        verdict = f.verdict.name
+        let decided = rules.resolve(f.rule, decided: f.verdict != .pending)
+        rule = decided.rule
+        self.default = decided.isDefault
+        firstSeen = JSONTime(ms: f.firstSeen)
+        lastSeen = JSONTime(ms: f.lastSeen)
+        closedAt = f.closedAt.map(JSONTime.init(ms:))
+        closeReason = f.closeReason
+        bytesOut = f.counters.bytesOut
+        bytesIn = f.counters.bytesIn
+        packetsOut = f.counters.packetsOut
+        packetsIn = f.counters.packetsIn
+        capture = f.capture.map(CaptureRef.init)
+    }
+
+    /// A flow in the daemon's table now; host, rule and capture come from the store's row of
+    /// the same id (`stored`) when there is one (the control reply does not carry them).
+    init(_ f: LiveFlow, stored: FlowRow?) {
+        let p = IPProtocol(rawValue: f.proto)
+        id = f.id
+        peer = f.peer
+        proto = p
+        src = f.src
+        srcPort = p.hasPorts ? f.srcPort : nil
+        dst = f.dst
+        dstPort = p.hasPorts ? f.dstPort : nil
+        host = stored?.host
+        verdict = f.verdict
+        rule = stored?.rule
+        self.default = stored?.default
+        firstSeen = JSONTime(ms: f.firstSeenMs)
+        lastSeen = JSONTime(ms: f.lastSeenMs)
+        closedAt = nil
+        closeReason = nil
+        bytesOut = f.bytesOut
+        bytesIn = f.bytesIn
+        packetsOut = f.packetsOut
+        packetsIn = f.packetsIn
+        capture = stored?.capture
+    }
+}
+
+/// A coalesced refusal: `refusals` and `timeline` (`refusal`).
+struct RefusalRow: Encodable {
+    var id: Int64
+    /// `session` or `flow`.
+    var kind: String
+    var peer: String
+    @Nullable var rule: RuleRef?
+    @Nullable var `default`: Bool?
+    /// Flow refusals: the refused destination (null for session refusals).
+    @Nullable var proto: IPProtocol?
+    @Nullable var dst: String?
+    @Nullable var dstPort: UInt16?
+    var reason: String
+    /// Session: the end of the window; flow: the start of the one-hour period.
+    var window: JSONTime
+    var count: Int64
+    var firstAt: JSONTime
+    var lastAt: JSONTime
+
+    init(_ r: Refusal, rules: RuleNames) {
+        id = r.id
+        kind = r.kind.rawValue
+        peer = r.peer
+        let decided: (rule: RuleRef?, isDefault: Bool?) = r.kind == .flow ? rules.resolve(r.rule) : (nil, nil)
+        rule = decided.rule
+        self.default = decided.isDefault
+        let key = StoredFlowKey(r.flowKey)
+        proto = key?.proto
+        dst = key?.dst.description
+        dstPort = key?.dstPort
+        reason = r.reason
+        window = JSONTime(ms: r.window)
+        count = r.count
+        firstAt = JSONTime(ms: r.firstAt)
+        lastAt = JSONTime(ms: r.lastAt)
+    }
+}
+
+/// A peer's session (`timeline` `session`).
+struct SessionRow: Encodable {
+    var id: Int64
+    var peer: String
+    var startedAt: JSONTime
+    @Nullable var endedAt: JSONTime?
+    @Nullable var endReason: String?
+    var rxBytes: Int64
+    var txBytes: Int64
+
+    init(_ s: Session) {
+        id = s.id
+        peer = s.peer
+        startedAt = JSONTime(ms: s.startedAt)
+        endedAt = s.endedAt.map(JSONTime.init(ms:))
+        endReason = s.endReason?.rawValue
+        rxBytes = s.rxBytes
+        txBytes = s.txBytes
+    }
+}
+
+/// An audit session: `audit list`, `audit start`, `audit stop`, `timeline` (`audit`).
+struct AuditSessionRow: Encodable {
+    var id: Int64
+    var label: String
+    var startedAt: JSONTime
+    @Nullable var endedAt: JSONTime?
+    var open: Bool
+
+    init(_ a: AuditSession) {
+        id = a.id
+        label = a.label
+        startedAt = JSONTime(ms: a.startedAt)
+        endedAt = a.endedAt.map(JSONTime.init(ms:))
+        open = a.endedAt == nil
+    }
+}
+
+/// A marker: `audit list`, `audit mark`, `timeline` (`marker`).
+struct MarkerRow: Encodable {
+    var id: Int64
+    var at: JSONTime
+    var label: String
+    /// `manual` or `automatic`.
+    var kind: String
+    @Nullable var auditSessionId: Int64?
+    @Nullable var detail: String?
+
+    init(_ m: Marker) {
+        id = m.id
+        at = JSONTime(ms: m.at)
+        label = m.label
+        kind = m.kind.rawValue
+        auditSessionId = m.auditSessionId
+        detail = m.detail
+    }
+}
+
+/// The running policy: `status` and `policy show|reload` (`policy`).
+struct PolicySummaryJSON: Encodable {
+    var generation: UInt64
+    var files: [String]
+    var ruleCount: Int
+    var loadedAt: JSONTime
+
+    init(_ p: PolicySummary) {
+        generation = p.generation
+        files = p.files
+        ruleCount = p.ruleCount
+        loadedAt = JSONTime(ms: p.loadedAtMs)
+    }
+}
+
+/// A policy error or warning: `policy check` and `policy reload`.
+struct DiagnosticJSON: Encodable {
+    var file: String
+    /// 0 for a directory-level diagnostic.
+    var line: Int
+    var column: Int
+    var message: String
+    @Nullable var hint: String?
+
+    init(file: String, line: Int, column: Int, message: String, hint: String?) {
+        self.file = file
+        self.line = line
+        self.column = column
+        self.message = message
+        self.hint = hint
+    }
+
+    init(_ d: Control.PolicyDiagnostic) {
+        self.init(file: d.file, line: d.line, column: d.column, message: d.message, hint: d.hint)
+    }
+}
+
+/// A peer: `peers` (from the daemon, or from the configuration and the store without it).
+struct PeerJSON: Encodable {
+    var peer: String
+    var publicKey: String
+    var tier: PeerTier
+    /// `connected`, `disconnected` or `paused`.
+    var state: String
+    /// The endpoint last heard from: address and UDP port.
+    @Nullable var endpoint: String?
+    @Nullable var endpointPort: UInt16?
+    @Nullable var lastHandshake: JSONTime?
+    var rxBytes: UInt64
+    var txBytes: UInt64
+    @Nullable var allowedUntil: JSONTime?
+    @Nullable var reconnectAt: JSONTime?
+    var allowedIPs: [String]
+
+    init(_ p: PeerStatus) {
+        peer = p.name
+        publicKey = p.publicKey
+        tier = p.tier
+        state = p.session.rawValue
+        if let text = p.endpoint {
+            if let e = Endpoint(text) {
+                endpoint = e.address.description
+                endpointPort = e.port
+            } else if let hp = HostPort(text) {
+                endpoint = hp.host
+                endpointPort = hp.port
+            } else {
+                endpoint = text
+                endpointPort = nil
+            }
+        } else {
+            endpoint = nil
+            endpointPort = nil
+        }
+        lastHandshake = p.lastHandshakeMs.map(JSONTime.init(ms:))
+        rxBytes = p.rxBytes
+        txBytes = p.txBytes
+        allowedUntil = p.allowedUntilMs.map(JSONTime.init(ms:))
+        reconnectAt = p.reconnectAtMs.map(JSONTime.init(ms:))
+        allowedIPs = p.allowedIPs
+    }
+}
