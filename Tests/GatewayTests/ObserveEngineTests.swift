@@ -88,7 +88,7 @@ import WireGuard
         #expect(packets[0].flowID == packets[1].flowID && packets[2].flowID != packets[0].flowID)
 
         // The capture holds the same three packets at the locations the records name.
-        h.engine.observer?.capture?.sync()
+        h.observer.capture?.sync()
         let files = try CaptureFiles.list(directory: h.dir + "/capture")
         var stored: [CaptureLocation: [UInt8]] = [:]
         for f in files {

@@ -1,7 +1,6 @@
 // The three loops of the data path; see the narrative at the top of GatewayEngine.swift.
 import Core
 import Glibc
-import LiveFeed
 import Packet
 import Policy
 import WireGuard
@@ -97,7 +96,7 @@ extension GatewayEngine {
                 case .refused(let peer):
                     counters.drop(.peerRefused)
                     events?.handshakeRefused(peer: peer)
-                    observer?.noteRefusal(peer: peer.rawValue)
+                    observer?.noteRefusal(peer: peer.rawValue, reason: 0)
                 case .cookieStored, .drop:
                     break
                 }
@@ -338,7 +337,7 @@ extension GatewayEngine {
                     events?.flowEnded(ended)
                     if let observer {
                         let p = max(trie.lookupRaw(ended.entry.originator), trie.lookupRaw(ended.entry.responder))
-                        observer.flowEnded(ended, peer: p > 0 ? UInt32(p) : LiveRecord.noPeer)
+                        observer.flowEnded(ended, peer: p > 0 ? UInt32(p) : observedNoPeer)
                     }
                 }
                 events?.timerTick(flows: table, monoMs: nowMs)
@@ -380,7 +379,7 @@ extension GatewayEngine {
         }
         let (key, reversed) = p.flowKey
         let t = table.track(key, reversed: reversed, length: packet.count, tcpFlags: p.tcpFlags, now: nowMs)
-        if let ended = t.ended { observer?.flowEnded(ended, peer: ended.entry.key == key ? peer : LiveRecord.noPeer) }
+        if let ended = t.ended { observer?.flowEnded(ended, peer: ended.entry.key == key ? peer : observedNoPeer) }
         let entry = table[t.handle]
         if entry.verdictGeneration == policy.generation, let cached = Verdict(rawValue: entry.verdictAction) {
             observer?.packet(ObservedBytes(packet), p, handle: t.handle, entry: entry, opened: t.opened,

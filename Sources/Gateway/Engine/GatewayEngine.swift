@@ -21,7 +21,6 @@
 // once per batch. The policy in force and the AllowedIPs trie are immutable snapshots swapped
 // under their own mutexes and read once per batch.
 import Core
-import Control
 import Packet
 import Policy
 import Synchronization
@@ -84,7 +83,7 @@ public final class GatewayEngine: @unchecked Sendable {
     let running = Atomic<Bool>(false)
     /// Live ring and capture (nil: none). Set before `start()`; the data path reads it unlocked
     /// (so without the per-access exclusivity check).
-    @exclusivity(unchecked) public var observer: PacketObserver?
+    @exclusivity(unchecked) public var observer: (any PacketObserving)?
     private var threads: [GatewayThread] = []
     /// History and watchdog hooks (see `GatewayEvents`); set before `start()`, read-only after
     /// (that ordering is what makes the unsynchronised access safe).
@@ -196,7 +195,7 @@ public final class GatewayEngine: @unchecked Sendable {
 
     private func policyPeers() -> [(handle: UInt32, name: String, tier: PeerTier)] {
         peerTable.withLock { table in
-            table.values.map { ($0.handle.rawValue, $0.name, $0.tier == .premium ? PeerTier.premium : .free) }
+            table.values.map { ($0.handle.rawValue, $0.name, $0.tier) }
         }
     }
 

@@ -191,3 +191,6 @@ struct QueuedEvents {
     var dropped: UInt64 = 0
     init() { events.reserveCapacity(QueuedEvents.capacity) }
 }
+
+/// The engine calls the observer through its port (declared in Engine).
+extension PacketObserver: PacketObserving {}
