@@ -33,7 +33,7 @@ let package = Package(
         // Shared state and I/O shells.
         .target(name: "Store", dependencies: ["CSQLite", "Packet"], swiftSettings: strict),
         .target(name: "LiveFeed", dependencies: ["CShims"], swiftSettings: strict),
-        .target(name: "Capture", dependencies: ["CPcap"], swiftSettings: strict),
+        .target(name: "Capture", dependencies: ["CPcap", "Packet"], swiftSettings: strict),
         .target(name: "Control", dependencies: ["Packet"], swiftSettings: strict),
         .target(
             name: "Gateway",
@@ -60,7 +60,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(name: "StoreTests", dependencies: ["Store", "CSQLite"], swiftSettings: strict),
         .testTarget(name: "LiveFeedTests", dependencies: ["LiveFeed", "CShims"], swiftSettings: strict),
-        .testTarget(name: "CaptureTests", dependencies: ["Capture", "CPcap"], swiftSettings: strict),
+        .testTarget(name: "CaptureTests", dependencies: ["Capture", "CPcap", "Packet"], swiftSettings: strict),
         .testTarget(name: "ControlTests", dependencies: ["Control", "Packet"], swiftSettings: strict),
         .testTarget(
             name: "GatewayTests", dependencies: ["Gateway", "TestSupport", "CMNL", "Control", "Packet", "Policy", "WireGuard", "LiveFeed", "Capture"],

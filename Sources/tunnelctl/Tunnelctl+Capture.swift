@@ -87,8 +87,8 @@ extension Tunnelctl {
         var from: CaptureLocation? = nil
         var until: UInt64? = nil
         if let row = storedFlow(storePath: storePath, id: Int64(bitPattern: id)), let cap = row.capture {
-            key = CaptureFlowKey(ipVersion: row.isIPv6 ? 6 : 4, ipProtocol: row.proto, aHigh: row.src.0, aLow: row.src.1,
-                                 aPort: row.srcPort, bHigh: row.dst.0, bLow: row.dst.1, bPort: row.dstPort)
+            key = CaptureFlowKey(proto: row.proto, originator: row.src, originatorPort: row.srcPort,
+                                 responder: row.dst, responderPort: row.dstPort)
             from = CaptureLocation(fileSequence: UInt32(truncatingIfNeeded: cap.file), offset: UInt64(cap.offset))
             if row.closed { until = UInt64(max(0, row.lastSeenMs + 1)) * 1_000_000 }
         } else {
