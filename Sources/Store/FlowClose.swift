@@ -8,12 +8,15 @@ public struct FlowClose: Sendable {
     public var counters: FlowCounters
     /// Why (close reason, refusal reason, or session end reason).
     public var reason: String
+    /// The flow's first capture location, taken only by a row without one (see `FlowUpdate.capture`).
+    public var capture: CaptureLocation?
 
     /// A flow-closed record.
-    public init(id: Int64, at: Int64, counters: FlowCounters, reason: String) {
+    public init(id: Int64, at: Int64, counters: FlowCounters, reason: String, capture: CaptureLocation? = nil) {
         self.id = id
         self.at = at
         self.counters = counters
         self.reason = reason
+        self.capture = capture
     }
 }

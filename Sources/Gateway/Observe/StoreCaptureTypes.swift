@@ -8,3 +8,5 @@ public typealias StoreCapturePruneRequest = CapturePruneRequest
 public typealias StoreCapturePruneResult = CapturePruneResult
 /// The store's capture detail setting.
 typealias StoreCaptureDetail = CaptureDetail
+/// The store's capture location (a flow row's `capture_file`, `capture_offset`).
+public typealias StoreCaptureLocation = CaptureLocation
