@@ -17,6 +17,9 @@ public enum ControlRequest: Hashable, Sendable {
     case kick(peer: String)
     /// Flows in the daemon's table now, optionally one peer's → `ControlResponse.liveFlows`.
     case liveFlows(peer: String?)
+    /// Apply capture settings now (`tunnelctl capture on|off`, after it wrote the settings row)
+    /// → `ControlResponse.capture` once they are in force. `detail` is `metadata` or `full`.
+    case capture(enabled: Bool, detail: String)
     /// A request type this build does not know (only produced by decoding).
     case unknown(type: String)
 
@@ -29,6 +32,7 @@ public enum ControlRequest: Hashable, Sendable {
         case .policyShow: return "policyShow"
         case .kick: return "kick"
         case .liveFlows: return "liveFlows"
+        case .capture: return "capture"
         case .unknown(let t): return t
         }
     }
@@ -36,7 +40,7 @@ public enum ControlRequest: Hashable, Sendable {
 
 extension ControlRequest: Codable {
     enum CodingKeys: String, CodingKey {
-        case version, type, peer
+        case version, type, peer, enabled, detail
     }
 
     public init(from decoder: any Decoder) throws {
@@ -49,6 +53,8 @@ extension ControlRequest: Codable {
         case "policyShow": self = .policyShow
         case "kick": self = .kick(peer: try c.decode(String.self, forKey: .peer))
         case "liveFlows": self = .liveFlows(peer: try c.decodeIfPresent(String.self, forKey: .peer))
+        case "capture":
+            self = .capture(enabled: try c.decode(Bool.self, forKey: .enabled), detail: try c.decode(String.self, forKey: .detail))
         default: self = .unknown(type: type)
         }
     }
@@ -59,5 +65,9 @@ extension ControlRequest: Codable {
         try c.encode(type, forKey: .type)
         if case .kick(let peer) = self { try c.encode(peer, forKey: .peer) }
         if case .liveFlows(let peer?) = self { try c.encode(peer, forKey: .peer) }
+        if case .capture(let enabled, let detail) = self {
+            try c.encode(enabled, forKey: .enabled)
+            try c.encode(detail, forKey: .detail)
+        }
     }
 }

@@ -200,6 +200,8 @@ public enum Tunneld {
                 return .kick(KickReply(peer: name, endedSession: had))
             case .liveFlows(let peer):  // session/history (issue 5): tunnelctl explain 'FLOW'
                 return .liveFlows(sessions.liveFlows(peer: peer))
+            case .capture(let enabled, let detail):  // tunnelctl capture on|off (docs/capture.md)
+                return observe.capture(enabled: enabled, detail: detail)
             case .unknown(let type):
                 return .failure(.unknownRequest, "unknown request '\(type)'")
             }
