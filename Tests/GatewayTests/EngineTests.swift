@@ -139,6 +139,25 @@ import WireGuard
 
     // MARK: tests
 
+    /// The flow table is keyed by addresses peers choose, so each engine seeds its bucket hash
+    /// at random (FlowKey.hash64(seed:)); an explicit seed is passed through unchanged.
+    @Test func flowTableHashSeedIsRandomPerEngineUnlessGiven() throws {
+        let network = ChannelNetwork()
+        let set = PolicyParser.parse("default allow\n")
+        func engine(_ options: GatewayOptions = GatewayOptions()) throws -> GatewayEngine {
+            let device = try #require(WireGuardDevice(privateKey: [UInt8](repeating: 5, count: 32)))
+            return GatewayEngine(device: device, tun: ChannelTun(), bind: network.bind(address: IPAddress(v4: 0xC000_0209)),
+                                 clock: SystemClock(), policy: (set, CompiledPolicy(set)), options: options,
+                                 log: LogCapture().logger)
+        }
+        let seeds = try (0..<4).map { _ in try engine().flowHashSeed }
+        #expect(Set(seeds).count == seeds.count)
+        #expect(!seeds.contains(0))
+        var fixed = GatewayOptions()
+        fixed.flowHashSeed = 0x5EED_0000_1234
+        #expect(try engine(fixed).flowHashSeed == 0x5EED_0000_1234)
+    }
+
     @Test func allowedTrafficPassesBothWays() throws {
         let h = try Harness()
         try h.handshake()
