@@ -21,8 +21,8 @@ public struct PolicyDiagnostic: Hashable, Sendable, Codable, CustomStringConvert
         self.hint = hint
     }
 
-    /// `file:line:column: message; hint`.
+    /// `file:line:column: message; hint` (`file: message; hint` for line 0: the whole file or directory).
     public var description: String {
-        "\(file):\(line):\(column): \(message)" + (hint.map { "; \($0)" } ?? "")
+        (line > 0 ? "\(file):\(line):\(column): " : "\(file): ") + message + (hint.map { "; \($0)" } ?? "")
     }
 }

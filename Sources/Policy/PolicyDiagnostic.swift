@@ -15,9 +15,11 @@ public struct PolicyDiagnostic: Sendable, Hashable, CustomStringConvertible {
         self.message = message
     }
 
-    /// `file:line:column: error: message`.
+    /// `file:line:column: error: message`; `file: warning: message` for line 0 (the whole
+    /// file or directory).
     public var description: String {
-        "\(location.file):\(location.line):\(location.column): \(severity.rawValue): \(message)"
+        guard location.line > 0 else { return "\(location.file): \(severity.rawValue): \(message)" }
+        return "\(location.file):\(location.line):\(location.column): \(severity.rawValue): \(message)"
     }
 }
 

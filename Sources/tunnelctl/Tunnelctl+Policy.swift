@@ -62,18 +62,14 @@ extension Tunnelctl {
 
     static func loadPolicy(_ directory: String) throws -> PolicySet {
         do {
-            return PolicyParser.parse(try PolicySource.loadDirectory(directory))
+            return try PolicyParser.parse(directory: directory)
         } catch let e as PolicyLoadError {
             throw CLIError.failure(e.message)
         }
     }
 
     static func policyCheck(directory: String, json: Bool, _ console: Console) throws -> ExitCode {
-        var set = try loadPolicy(directory)
-        if set.files.isEmpty {
-            set.diagnostics.append(PolicyDiagnostic(.warning, SourceLocation(file: directory, line: 0, column: 0),
-                "no *.rules files; every flow gets the built-in default (allow outbound, block inbound)"))
-        }
+        let set = try loadPolicy(directory)
         let hostRules = set.rules.filter { !$0.hosts.isEmpty }
         let duringRules = set.rules.filter { $0.window != nil }
         if json {

@@ -52,4 +52,26 @@ import Testing
             }
         }
     }
+
+    /// Nothing to enforce is worth a warning (not an error): an empty directory, or files with
+    /// neither rules nor a default.
+    @Test func emptyPoliciesWarn() throws {
+        let d = try Dir()
+        let empty = try PolicyParser.parse(directory: d.path)
+        #expect(!empty.hasErrors && empty.rules.isEmpty)
+        #expect(empty.warnings.map(\.description)
+            == ["\(d.path): warning: no *.rules files; every flow gets the built-in default (allow outbound, block inbound)"])
+
+        try d.write("10-base.rules", "# everything is commented out\n# block port 25\n")
+        let blank = try PolicyParser.parse(directory: d.path)
+        #expect(!blank.hasErrors)
+        #expect(blank.warnings.map(\.description) == ["\(d.path)/10-base.rules:1:1: warning: no rules and no 'default' line in the file; "
+            + "every flow gets the built-in default (allow outbound, block inbound)"])
+        try d.write("20-more.rules", "\n")
+        #expect(try PolicyParser.parse(directory: d.path).warnings.map(\.message)
+            == ["no rules and no 'default' line in any of the 2 files; every flow gets the built-in default (allow outbound, block inbound)"])
+
+        try d.write("20-more.rules", "default allow\ndefault in block\n")
+        #expect(try PolicyParser.parse(directory: d.path).diagnostics.isEmpty)  // explicit defaults say it all
+    }
 }
