@@ -16,8 +16,9 @@ public enum Tunneld {
         usage: tunneld [--config PATH] [--foreground] [--check-config] [--verbose]
 
           --config PATH    configuration file (default \(TunnelConfig.defaultPath))
-          --foreground     log to stderr with syslog priority prefixes (journald reads them); this is
-                           also the default: tunneld never forks, run it under systemd or a supervisor
+          --foreground     log to stderr, with syslog priority prefixes (journald reads them) unless
+                           stderr is a terminal; this is also the default: tunneld never forks, run it
+                           under systemd or a supervisor
           --check-config   parse the configuration and the policy directory, print problems, exit
           --verbose        also log debug messages
         """
