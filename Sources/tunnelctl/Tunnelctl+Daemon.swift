@@ -104,7 +104,7 @@ extension Tunnelctl {
         }
         do {
             let dir = (path as NSString).deletingLastPathComponent
-            return try TunnelConfig.parse(String(decoding: data, as: UTF8.self), file: path, baseDirectory: dir)
+            return try TunnelConfig.parse(contents: Array(data), file: path, baseDirectory: dir)
         } catch {
             throw CLIError.failure("\(error)")
         }
