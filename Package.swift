@@ -40,7 +40,7 @@ let package = Package(
         // Shared state and I/O shells.
         .target(name: "Store", dependencies: ["Core", "CSQLite", "Packet"], swiftSettings: strict),
         .target(name: "LiveFeed", dependencies: ["Core", "CShims"], swiftSettings: strict),
-        .target(name: "Capture", dependencies: ["Core", "CPcap"], swiftSettings: strict),
+        .target(name: "Capture", dependencies: ["Core", "CPcap", "Packet"], swiftSettings: strict),
         .target(name: "Control", dependencies: ["Core", "Packet"], swiftSettings: strict),
         .target(
             name: "Gateway",
@@ -69,7 +69,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(name: "StoreTests", dependencies: ["Core", "Store", "CSQLite"], swiftSettings: strict),
         .testTarget(name: "LiveFeedTests", dependencies: ["Core", "LiveFeed", "CShims"], swiftSettings: strict),
-        .testTarget(name: "CaptureTests", dependencies: ["Core", "Capture", "CPcap"], swiftSettings: strict),
+        .testTarget(name: "CaptureTests", dependencies: ["Core", "Capture", "CPcap", "Packet"], swiftSettings: strict),
         .testTarget(name: "ControlTests", dependencies: ["Core", "Control", "Packet"], swiftSettings: strict),
         .testTarget(
             name: "GatewayTests", dependencies: ["Core", "Sessions", "Gateway", "TestSupport", "CMNL", "Control", "Packet", "Policy", "WireGuard", "LiveFeed", "Capture"],

@@ -1,5 +1,5 @@
-/// One capture file in the capture directory, as listed by `CaptureFiles.list`.
 import Core
+/// One capture file in the capture directory, as listed by `CaptureFiles.list`.
 public struct CaptureFileInfo: Hashable, Sendable {
     /// Sequence number from the name (`capture-000042.pcap` is 42).
     public var sequence: UInt32

@@ -1,6 +1,11 @@
-/// A flow as the flow table knows it: protocol and the two endpoints. It matches packets in
-/// both directions (A→B and B→A). Addresses follow `Packet.IPAddress`.
 import Core
+import Packet
+
+/// A flow as the flow table knows it: protocol and the two endpoints. It matches packets in
+/// both directions (A→B and B→A). Addresses follow `Packet.IPAddress`; ports are the flow
+/// table's (`FlowKey`: for ICMP the echo identifier, or type and code), which is also what
+/// `CapturePacketSummary` reads from a captured packet. Build a flow's key with
+/// `init(proto:originator:originatorPort:responder:responderPort:)` (or from its `FlowEntry`).
 public struct CaptureFlowKey: Hashable, Sendable {
     /// 4 or 6.
     public var ipVersion: UInt8
@@ -29,6 +34,23 @@ public struct CaptureFlowKey: Hashable, Sendable {
         self.bHigh = bHigh
         self.bLow = bLow
         self.bPort = bPort
+    }
+
+    /// The key of a flow: its protocol and its two endpoints as the flow table records them
+    /// (originator as A), exactly what the daemon writes to the capture index and the store's flow
+    /// row (`proto`, `src`, `src_port`, `dst`, `dst_port`). The one mapping from a flow to its
+    /// capture key, used by both writer and reader.
+    public init(proto: UInt8, originator: IPAddress, originatorPort: UInt16, responder: IPAddress,
+                responderPort: UInt16) {
+        self.init(ipVersion: originator.isIPv6 ? 6 : 4, ipProtocol: proto, aHigh: originator.high,
+                  aLow: originator.low, aPort: originatorPort, bHigh: responder.high, bLow: responder.low,
+                  bPort: responderPort)
+    }
+
+    /// The key of the flow in a flow-table entry.
+    public init(_ entry: FlowEntry) {
+        self.init(proto: entry.key.proto.rawValue, originator: entry.originator, originatorPort: entry.originatorPort,
+                  responder: entry.responder, responderPort: entry.responderPort)
     }
 
     /// The flow a packet belongs to, seen from its sender (A = source).

@@ -1,10 +1,15 @@
+import Core
+import Packet
+
 /// The addresses, protocol and ports of a raw IP packet: just enough to pick a flow's packets out
 /// of a capture file. Addresses follow `Packet.IPAddress` (IPv4 in the low 32 bits of `low`).
 ///
 /// Parsing is deliberately minimal (RFC 791 header, RFC 8200 fixed header plus the hop-by-hop,
 /// routing and destination-options extension headers); ports are read only from the first
-/// fragment of TCP and UDP. A snaplen of 128 bytes always covers what it reads.
-import Core
+/// fragment. They are the ports the flow table keys the packet's flow by: TCP and UDP ports, and
+/// for ICMP/ICMPv6 `FlowKey.icmpPorts` (the echo identifier, or type and code), so a flow key
+/// taken from the store or the capture index matches its packets. A snaplen of 128 bytes always
+/// covers what it reads.
 public struct CapturePacketSummary: Hashable, Sendable {
     /// 4 or 6.
     public var ipVersion: UInt8
@@ -18,9 +23,9 @@ public struct CapturePacketSummary: Hashable, Sendable {
     public var destinationHigh: UInt64
     /// Destination address, low 64 bits.
     public var destinationLow: UInt64
-    /// TCP/UDP source port, 0 otherwise.
+    /// Source port of the flow: TCP/UDP source port, ICMP as `FlowKey.icmpPorts`, 0 otherwise.
     public var sourcePort: UInt16
-    /// TCP/UDP destination port, 0 otherwise.
+    /// Destination port of the flow: TCP/UDP destination port, ICMP as `FlowKey.icmpPorts`, 0 otherwise.
     public var destinationPort: UInt16
 
     public init(ipVersion: UInt8, ipProtocol: UInt8, sourceHigh: UInt64 = 0, sourceLow: UInt64,
@@ -84,6 +89,10 @@ public struct CapturePacketSummary: Hashable, Sendable {
         if (ipProtocol == 6 || ipProtocol == 17), !fragmentFollows, bytes.count >= transport + 4 {
             sourcePort = be16(transport)
             destinationPort = be16(transport + 2)
+        } else if ipProtocol == (ipVersion == 4 ? 1 : 58), !fragmentFollows, bytes.count >= transport + 8 {
+            // The flow table's rule (PacketParser needs the 8-byte ICMP header too).
+            (sourcePort, destinationPort) = FlowKey.icmpPorts(
+                ipVersion: ipVersion, type: bytes[transport], code: bytes[transport + 1], identifier: be16(transport + 4))
         }
     }
 }

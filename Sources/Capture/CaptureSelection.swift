@@ -1,5 +1,5 @@
-/// Which packets `CaptureReader.extract` copies.
 import Core
+/// Which packets `CaptureReader.extract` copies.
 public enum CaptureSelection: Sendable, Equatable {
     /// Every packet (narrowed by the BPF filter, if any).
     case all

@@ -1,5 +1,5 @@
-/// One `Key = Value` line as read.
 import Core
+/// One `Key = Value` line as read.
 struct ConfigEntry {
     var key: String  // canonical spelling
     var value: String

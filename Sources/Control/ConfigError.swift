@@ -1,8 +1,8 @@
+import Core
 /// One problem found in a config file: where it is, which key, what is wrong and what to do.
 ///
 /// Printed as `FILE:LINE: KEY: MESSAGE; HINT`, for example
 /// `etc/tunneld.conf:7: ListenPort: '5182o' is not a port; use a number from 1 to 65535`.
-import Core
 public struct ConfigError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The config file as the operator named it.
     public var file: String
@@ -16,13 +16,40 @@ public struct ConfigError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What to do about it, when there is something useful to say.
     public var hint: String?
 
-    /// A problem at `file:line`.
+    /// A problem at `file:line`. Non-printable characters in every field (`key`, `message` and
+    /// `hint` echo values from the file) are escaped (`printable(_:)`), so an error never writes control
+    /// bytes or bidi overrides to the operator's terminal.
     public init(file: String, line: Int, key: String?, message: String, hint: String? = nil) {
-        self.file = file
+        self.file = ConfigError.printable(file)
         self.line = line
-        self.key = key
-        self.message = message
-        self.hint = hint
+        self.key = key.map(ConfigError.printable)
+        self.message = ConfigError.printable(message)
+        self.hint = hint.map(ConfigError.printable)
+    }
+
+    /// `text` with control, format (bidi overrides, zero-width …), line/paragraph separator and
+    /// unassigned characters escaped: `\t`, `\x1B`, `\u{202E}`.
+    public static func printable(_ text: String) -> String {
+        func hidden(_ u: Unicode.Scalar) -> Bool {
+            switch u.properties.generalCategory {
+            case .control, .format, .lineSeparator, .paragraphSeparator, .unassigned, .surrogate: return true
+            default: return false
+            }
+        }
+        guard text.unicodeScalars.contains(where: hidden) else { return text }
+        var out = ""
+        for u in text.unicodeScalars {
+            if !hidden(u) {
+                out.unicodeScalars.append(u)
+            } else if u == "\t" {
+                out += "\\t"
+            } else if u.value < 0x100 {
+                out += "\\x" + (u.value < 0x10 ? "0" : "") + String(u.value, radix: 16, uppercase: true)
+            } else {
+                out += "\\u{" + String(u.value, radix: 16, uppercase: true) + "}"
+            }
+        }
+        return out
     }
 
     /// `FILE:LINE: KEY: MESSAGE; HINT` (line and key omitted when absent).

@@ -1,6 +1,6 @@
+import Core
 /// Every error found in one config file (parsing goes on after the first, like a compiler, so an
 /// operator fixes them all in one pass). Thrown by `TunnelConfig.parse` and `TunnelConfig.load`.
-import Core
 public struct ConfigErrors: Error, Sendable, CustomStringConvertible {
     /// The errors in file order; never empty.
     public var errors: [ConfigError]

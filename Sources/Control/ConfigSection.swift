@@ -1,5 +1,5 @@
-/// A section as read: its header line and entries.
 import Core
+/// A section as read: its header line and entries.
 struct ConfigSection {
     var isInterface: Bool
     var line: Int

@@ -1,6 +1,6 @@
+import Core
 /// Why `ControlClient.send` got no reply. `daemonNotRunning` is separate so `tunnelctl` can exit
 /// with code 3 (DESIGN.md §9).
-import Core
 public enum ControlClientError: Error, Hashable, Sendable, CustomStringConvertible {
     /// No socket file, or nobody accepting on it (`ENOENT`, `ECONNREFUSED`).
     case daemonNotRunning(path: String)

@@ -1,6 +1,6 @@
+import Core
 /// Why the daemon refused or failed a request. A string on the wire; codes this build does not
 /// know decode as themselves (it is an open set).
-import Core
 public struct ControlErrorCode: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
     /// The wire string.
     public var rawValue: String

@@ -1,5 +1,5 @@
-/// The body of an error reply: a code to branch on and a message for a person.
 import Core
+/// The body of an error reply: a code to branch on and a message for a person.
 public struct ControlErrorReply: Hashable, Sendable, Codable, Error, CustomStringConvertible {
     /// What kind of failure.
     public var code: ControlErrorCode

@@ -1,10 +1,10 @@
+import Core
 /// A request to the running daemon over `control.sock` (DESIGN.md §3, §9).
 ///
 /// On the wire (see `ControlWire`) a request is one JSON object:
 /// `{"version":1,"type":"kick","peer":"alice"}`. A `type` this build does not know decodes as
 /// `.unknown(type)` so the server can answer with a typed `unknownRequest` error instead of
 /// failing to parse — that is how newer clients talk to older daemons.
-import Core
 public enum ControlRequest: Hashable, Sendable {
     /// Daemon, interface, counters and policy summary → `ControlResponse.status`.
     case status
@@ -18,6 +18,9 @@ public enum ControlRequest: Hashable, Sendable {
     case kick(peer: String)
     /// Flows in the daemon's table now, optionally one peer's → `ControlResponse.liveFlows`.
     case liveFlows(peer: String?)
+    /// Apply capture settings now (`tunnelctl capture on|off`, after it wrote the settings row)
+    /// → `ControlResponse.capture` once they are in force. `detail` is `metadata` or `full`.
+    case capture(enabled: Bool, detail: String)
     /// A request type this build does not know (only produced by decoding).
     case unknown(type: String)
 
@@ -30,6 +33,7 @@ public enum ControlRequest: Hashable, Sendable {
         case .policyShow: return "policyShow"
         case .kick: return "kick"
         case .liveFlows: return "liveFlows"
+        case .capture: return "capture"
         case .unknown(let t): return t
         }
     }
@@ -37,7 +41,7 @@ public enum ControlRequest: Hashable, Sendable {
 
 extension ControlRequest: Codable {
     enum CodingKeys: String, CodingKey {
-        case version, type, peer
+        case version, type, peer, enabled, detail
     }
 
     public init(from decoder: any Decoder) throws {
@@ -50,6 +54,8 @@ extension ControlRequest: Codable {
         case "policyShow": self = .policyShow
         case "kick": self = .kick(peer: try c.decode(String.self, forKey: .peer))
         case "liveFlows": self = .liveFlows(peer: try c.decodeIfPresent(String.self, forKey: .peer))
+        case "capture":
+            self = .capture(enabled: try c.decode(Bool.self, forKey: .enabled), detail: try c.decode(String.self, forKey: .detail))
         default: self = .unknown(type: type)
         }
     }
@@ -60,5 +66,9 @@ extension ControlRequest: Codable {
         try c.encode(type, forKey: .type)
         if case .kick(let peer) = self { try c.encode(peer, forKey: .peer) }
         if case .liveFlows(let peer?) = self { try c.encode(peer, forKey: .peer) }
+        if case .capture(let enabled, let detail) = self {
+            try c.encode(enabled, forKey: .enabled)
+            try c.encode(detail, forKey: .detail)
+        }
     }
 }

@@ -1,8 +1,8 @@
+import Core
 /// The daemon's answer to a `ControlRequest`. On the wire:
 /// `{"version":1,"type":"status","status":{…}}` or
 /// `{"version":1,"type":"error","error":{"code":"unknownRequest","message":"…"}}`.
 /// A reply `type` this build does not know decodes as `.unknown(type)`.
-import Core
 public enum ControlResponse: Hashable, Sendable {
     /// Reply to `.status`.
     case status(StatusReply)
@@ -16,6 +16,8 @@ public enum ControlResponse: Hashable, Sendable {
     case kick(KickReply)
     /// Reply to `.liveFlows`.
     case liveFlows([LiveFlow])
+    /// Reply to `.capture`.
+    case capture(CaptureReply)
     /// The request failed.
     case error(ControlErrorReply)
     /// A reply type this build does not know (only produced by decoding).
@@ -30,6 +32,7 @@ public enum ControlResponse: Hashable, Sendable {
         case .policyShow: return "policyShow"
         case .kick: return "kick"
         case .liveFlows: return "liveFlows"
+        case .capture: return "capture"
         case .error: return "error"
         case .unknown(let t): return t
         }
@@ -43,7 +46,7 @@ public enum ControlResponse: Hashable, Sendable {
 
 extension ControlResponse: Codable {
     enum CodingKeys: String, CodingKey {
-        case version, type, status, peers, policyReload, policyShow, kick, liveFlows, error
+        case version, type, status, peers, policyReload, policyShow, kick, liveFlows, capture, error
     }
 
     public init(from decoder: any Decoder) throws {
@@ -56,6 +59,7 @@ extension ControlResponse: Codable {
         case "policyShow": self = .policyShow(try c.decode(PolicyShowReply.self, forKey: .policyShow))
         case "kick": self = .kick(try c.decode(KickReply.self, forKey: .kick))
         case "liveFlows": self = .liveFlows(try c.decode([LiveFlow].self, forKey: .liveFlows))
+        case "capture": self = .capture(try c.decode(CaptureReply.self, forKey: .capture))
         case "error": self = .error(try c.decode(ControlErrorReply.self, forKey: .error))
         default: self = .unknown(type: type)
         }
@@ -72,6 +76,7 @@ extension ControlResponse: Codable {
         case .policyShow(let r): try c.encode(r, forKey: .policyShow)
         case .kick(let r): try c.encode(r, forKey: .kick)
         case .liveFlows(let r): try c.encode(r, forKey: .liveFlows)
+        case .capture(let r): try c.encode(r, forKey: .capture)
         case .error(let r): try c.encode(r, forKey: .error)
         case .unknown: break
         }

@@ -1,5 +1,5 @@
-/// `kick`: the session of `peer` was ended with stop reason `admin-kick` (or there was none).
 import Core
+/// `kick`: the session of `peer` was ended with stop reason `admin-kick` (or there was none).
 public struct KickReply: Hashable, Sendable, Codable {
     /// The peer's name.
     public var peer: String

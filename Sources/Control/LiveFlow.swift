@@ -1,6 +1,6 @@
+import Core
 /// One flow in the daemon's flow table right now (`liveFlows` reply, for `tunnelctl explain
 /// 'FLOW'`). Addresses as text; times epoch ms (UTC); *out* = from the flow's originator.
-import Core
 public struct LiveFlow: Hashable, Sendable, Codable {
     /// The store's id of the flow (`flows.id`).
     public var id: Int64

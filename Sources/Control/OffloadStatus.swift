@@ -1,6 +1,6 @@
+import Core
 /// How the gateway moves packets through the kernel (`tunnelctl status`): the TUN offloads it
 /// negotiated, whether UDP sends are segmented (GSO), and how much the offloads are used.
-import Core
 public struct OffloadStatus: Hashable, Sendable, Codable {
     /// The TUN_F_* offloads in effect (`csum tso4 tso6 uso4 uso6`), or `off`.
     public var tun: String

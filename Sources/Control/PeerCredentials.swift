@@ -1,6 +1,6 @@
+import Core
 /// Who is on the other end of a Unix socket connection, as the kernel reports it with
 /// `SO_PEERCRED` (socket(7)): the process id and effective user and group at `connect` time.
-import Core
 public struct PeerCredentials: Hashable, Sendable {
     /// The connecting process.
     public var pid: Int32

@@ -1,6 +1,6 @@
+import Core
 /// A peer's session state as `tunnelctl peers` shows it. An open set of strings on the wire, so
 /// a newer daemon's states decode as themselves.
-import Core
 public struct PeerSessionState: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
     /// The wire string.
     public var rawValue: String

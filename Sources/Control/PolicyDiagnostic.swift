@@ -1,6 +1,6 @@
+import Core
 /// A policy error as a reload reports it: `file:line:column: message` plus a hint
 /// (DESIGN.md §5).
-import Core
 public struct PolicyDiagnostic: Hashable, Sendable, Codable, CustomStringConvertible {
     /// The rule file.
     public var file: String
@@ -22,8 +22,8 @@ public struct PolicyDiagnostic: Hashable, Sendable, Codable, CustomStringConvert
         self.hint = hint
     }
 
-    /// `file:line:column: message; hint`.
+    /// `file:line:column: message; hint` (`file: message; hint` for line 0: the whole file or directory).
     public var description: String {
-        "\(file):\(line):\(column): \(message)" + (hint.map { "; \($0)" } ?? "")
+        (line > 0 ? "\(file):\(line):\(column): " : "\(file): ") + message + (hint.map { "; \($0)" } ?? "")
     }
 }

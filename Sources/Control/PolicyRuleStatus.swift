@@ -1,5 +1,5 @@
-/// One rule of the running policy with its live hit counter (`tunnelctl policy show`).
 import Core
+/// One rule of the running policy with its live hit counter (`tunnelctl policy show`).
 public struct PolicyRuleStatus: Hashable, Sendable, Codable {
     /// The rule file (`policies/10-base.rules`); the daemon lists the implicit defaults with
     /// the file `<default>` and line 0.

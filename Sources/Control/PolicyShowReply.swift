@@ -1,5 +1,5 @@
-/// `policyShow`: the running policy's rules in evaluation order with hit counters.
 import Core
+/// `policyShow`: the running policy's rules in evaluation order with hit counters.
 public struct PolicyShowReply: Hashable, Sendable, Codable {
     /// The running policy.
     public var policy: PolicySummary

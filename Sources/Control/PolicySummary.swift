@@ -1,6 +1,6 @@
+import Core
 /// The running policy: its generation (bumped by every successful reload, DESIGN.md §5) and
 /// what it was built from.
-import Core
 public struct PolicySummary: Hashable, Sendable, Codable {
     /// Generation number of the running policy.
     public var generation: UInt64

@@ -1,6 +1,6 @@
+import Core
 /// `status`: the daemon at a glance (DESIGN.md §9 `tunnelctl status`). Times are Unix epoch
 /// milliseconds (UTC), like the store.
-import Core
 public struct StatusReply: Hashable, Sendable, Codable {
     /// The daemon's process id.
     public var pid: Int32

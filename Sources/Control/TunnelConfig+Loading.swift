@@ -13,9 +13,9 @@ extension TunnelConfig {
     /// then neither read nor checked and `interface.privateKey` stays nil.
     /// - Throws: `ConfigErrors` naming the file, line and key of each problem.
     public static func load(path: String, readingPrivateKey: Bool = true) throws(ConfigErrors) -> TunnelConfig {
-        let text: String
+        let bytes: [UInt8]
         switch readSmallFile(path, limit: 1 << 20) {
-        case .success(let bytes): text = String(decoding: bytes, as: UTF8.self)
+        case .success(let b): bytes = b
         case .failure(let e):
             throw ConfigErrors([ConfigError(file: path, line: 0, key: nil, message: e.message, hint: e.hint)])
         }
@@ -23,7 +23,8 @@ extension TunnelConfig {
             guard let slash = path.lastIndex(of: "/") else { return "." }
             return slash == path.startIndex ? "/" : String(path[..<slash])
         }()
-        var config = try parse(text, file: path, baseDirectory: base)
+        var config = try parse(contents: bytes, file: path, baseDirectory: base)
+        let text = String(decoding: bytes, as: UTF8.self)  // valid: parse checked it
         if readingPrivateKey, case .file(let keyPath) = config.interface.privateKeySource {
             let line = keyFileLine(text)
             switch readPrivateKeyFile(keyPath) {

@@ -1,7 +1,7 @@
+import Core
 /// The whole of `tunneld.conf`: one `[Interface]` and any number of `[Peer]` sections
 /// (DESIGN.md §4). Produced by `TunnelConfig.parse` (pure) or `TunnelConfig.load` (reads the file
 /// and any `PrivateKeyFile`, checking its permissions).
-import Core
 public struct TunnelConfig: Hashable, Sendable {
     /// The `[Interface]` section.
     public var interface: InterfaceConfig

@@ -1,5 +1,5 @@
-/// The device as the UAPI `get=1` operation reports it.
 import Core
+/// The device as the UAPI `get=1` operation reports it.
 public struct UAPIDeviceSnapshot: Hashable, Sendable {
     /// The interface's private key (omitted from the output when nil or zero).
     public var privateKey: WireGuardKey?

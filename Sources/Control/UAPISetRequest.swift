@@ -1,5 +1,5 @@
-/// A parsed `set=1` operation: device changes, then per-peer changes in order.
 import Core
+/// A parsed `set=1` operation: device changes, then per-peer changes in order.
 public struct UAPISetRequest: Hashable, Sendable {
     /// `private_key=`: new private key (all zeros = remove the key).
     public var privateKey: WireGuardKey?

@@ -1,7 +1,6 @@
 /// What the pruner asks the capture module to delete: pcap files older than `olderThan`
 /// (Unix epoch ms; nil = no age limit), then the oldest files until the rest fit in
 /// `maxTotalBytes` (nil = no size limit). With `dryRun`, only count.
-import Core
 public struct CapturePruneRequest: Sendable, Equatable {
     /// Delete files whose newest packet is older than this (Unix epoch ms); nil = no age limit.
     public var olderThan: Int64?

@@ -1,5 +1,4 @@
 /// Why a session ended (DESIGN.md §6.7), plus `crash` for sessions a restarted daemon found open.
-import Core
 public enum SessionEndReason: String, Sendable, CaseIterable {
     case freeLimit = "free-limit"
     case adminKick = "admin-kick"

@@ -1,5 +1,4 @@
 /// A free peer's two stored dates (DESIGN.md §6), Unix epoch milliseconds (wall clock).
-import Core
 public struct WindowDates: Sendable, Hashable {
     /// End of the connected window.
     public var allowedUntil: Int64

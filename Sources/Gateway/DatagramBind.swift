@@ -1,3 +1,4 @@
+import Core
 /// The gateway's UDP side: where WireGuard datagrams arrive from and leave to peers. The Linux
 /// implementation is ``LinuxDatagramBind`` (one IPv4 and one IPv6 socket); tests use
 /// `TestSupport.ChannelBind` (binds connected in memory, like wireguard-go's `conn/bindtest`).
@@ -5,7 +6,6 @@
 /// Threading: one thread receives (``receive(into:)`` + ``waitReadable(timeoutMilliseconds:)``), one
 /// thread sends; ``close()`` may be called from any thread and wakes the receiver. Receive and send
 /// never block and never allocate.
-import Core
 public protocol DatagramBind: AnyObject, Sendable {
     /// The bound UDP port (the actual one when port 0 was asked for).
     var port: UInt16 { get }

@@ -1,3 +1,4 @@
+import Core
 /// A layer-3 packet device: the gateway's side of the kernel's TUN interface, or an in-memory fake
 /// (`TestSupport.ChannelTun`). Packets are raw IPv4/IPv6 datagrams with no extra header
 /// (`IFF_NO_PI`).
@@ -5,7 +6,6 @@
 /// Threading: one thread reads (``readPackets(into:)`` + ``waitReadable(timeoutMilliseconds:)``) and
 /// one thread writes (``writePackets(_:)``) at a time; ``close()`` may be called from any thread and
 /// wakes the reader. Reads and writes never block and never allocate.
-import Core
 public protocol TunDevice: AnyObject, Sendable {
     /// The interface name, e.g. `tv0`.
     var name: String { get }

@@ -1,5 +1,5 @@
-/// Packets a TUN device dropped and counted instead of throwing.
 import Core
+/// Packets a TUN device dropped and counted instead of throwing.
 public struct TunDeviceCounters: Sendable, Equatable {
     /// Packets longer than a batch slot, discarded on read.
     public var truncatedReads: UInt64 = 0

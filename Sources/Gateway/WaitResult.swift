@@ -1,5 +1,5 @@
-/// What a wait on a device, bind or watcher returned.
 import Core
+/// What a wait on a device, bind or watcher returned.
 public enum WaitResult: Sendable, Equatable {
     /// Data is (probably) ready: a nonblocking read should now make progress.
     case readable

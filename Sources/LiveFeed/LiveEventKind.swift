@@ -1,5 +1,5 @@
-/// What a ring record reports. Unknown values read from a newer producer are kept, not rejected.
 import Core
+/// What a ring record reports. Unknown values read from a newer producer are kept, not rejected.
 public struct LiveEventKind: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public var rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }

@@ -1,6 +1,6 @@
+import Core
 /// A peer's name as carried in a ring slot: at most 16 UTF-8 bytes, NUL-padded, stored inline so
 /// building a record allocates nothing. The daemon makes one per peer when it loads its config.
-import Core
 public struct LivePeerName: Hashable, Sendable, CustomStringConvertible {
     /// Bytes 0–7 of the name (first byte in the least significant bits).
     public var first: UInt64

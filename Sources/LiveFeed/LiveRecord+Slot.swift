@@ -1,5 +1,5 @@
-/// Encoding of a `LiveRecord` into a 128-byte ring slot and back (docs/ring.md, "Slot").
 import Core
+/// Encoding of a `LiveRecord` into a 128-byte ring slot and back (docs/ring.md, "Slot").
 extension LiveRecord {
     /// Slot offsets (bytes from the start of the slot).
     enum Slot {

@@ -1,10 +1,10 @@
+import Core
 /// One record of the live feed: the metadata of a packet or a flow/peer event (DESIGN.md §8).
 ///
 /// It is a plain value (no references), so producing one allocates nothing. Addresses follow
 /// `Packet.IPAddress`: a 128-bit value as two big-endian halves, an IPv4 address in the low 32
 /// bits of `low` with `high == 0`; `ipVersion` says which. In the slot they are written in network
 /// byte order (docs/ring.md).
-import Core
 public struct LiveRecord: Hashable, Sendable {
     /// Wall-clock time of the event, nanoseconds since the Unix epoch.
     public var timeNanoseconds: UInt64 = 0

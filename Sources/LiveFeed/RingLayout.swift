@@ -1,10 +1,10 @@
+import Core
 /// Byte offsets and constants of the `live.ring` file (docs/ring.md documents them byte by byte).
 ///
 /// The file is a 256-byte header followed by `slotCount` slots of `slotSize` bytes. Integers are
 /// little-endian. The header keeps the producer-written words (`head`, `dropped`, the futex word)
 /// and the consumer-written words (`tail`, `waiting`) on different cache lines, apart from the
 /// read-only geometry, so the two processes do not bounce one line between their cores.
-import Core
 public enum RingLayout {
     /// `"TVR1"` as it appears in the file's first four bytes (read as a little-endian UInt32).
     public static let magic: UInt32 = 0x3152_5654

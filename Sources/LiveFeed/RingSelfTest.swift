@@ -1,7 +1,7 @@
+import Core
 /// Records for checking a ring end to end (tests and `tunnelbench ring`): every field is derived
 /// from a sequence number and `detail2` holds a checksum of all the others, so a reader detects a
 /// torn record (fields from two different writes), a reordered one, or a corrupted one.
-import Core
 public enum RingSelfTest {
     // Fields are cheap functions of the sequence so generating and checking cost little next to
     // the ring itself.

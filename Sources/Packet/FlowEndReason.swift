@@ -1,5 +1,5 @@
-/// Why a flow left the table.
 import Core
+/// Why a flow left the table.
 public enum FlowEndReason: UInt8, Sendable, Equatable {
     /// Idle longer than its timeout (found by lookup, by the sweep, or when it was the LRU entry).
     case expired

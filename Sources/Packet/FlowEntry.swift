@@ -1,8 +1,8 @@
+import Core
 /// One flow in a `FlowTable`: its key and id, when it was seen, counters each way, its TCP
 /// state, and the verdict cached for it.
 ///
 /// "Original" is the direction of the flow's first packet (its originator), "reply" the other.
-import Core
 public struct FlowEntry: Sendable, Equatable {
     // Field order keeps the struct at 112 bytes without padding (FlowTable packs it with its
     // 16 bytes of links into two cache lines, the key in the first).

@@ -1,3 +1,4 @@
+import Core
 /// The direction-independent identity of a flow: protocol, two endpoints (address, port) in
 /// canonical order (the smaller endpoint first), so a packet and its reply give the same key.
 ///
@@ -9,7 +10,6 @@
 /// have ports 0.
 ///
 /// Stored as raw words so equality and `hash64` are a handful of integer operations.
-import Core
 public struct FlowKey: Hashable, Sendable, CustomStringConvertible {
     @usableFromInline var aHigh: UInt64
     @usableFromInline var aLow: UInt64
@@ -107,6 +107,20 @@ public struct FlowKey: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
+extension FlowKey {
+    /// The ports an ICMP (IPv4) or ICMPv6 message gives its flow, as (source, destination): an
+    /// echo request or reply (8/0, 128/129) uses its identifier for both, anything else
+    /// `type << 8 | code` and 0 (see `FlowKey`). The one definition shared by the flow table
+    /// (`ParsedPacket.flowKey`) and the capture reader (`CapturePacketSummary`), so that a flow's
+    /// key in the store and the capture index matches its packets in the capture files.
+    @inlinable public static func icmpPorts(ipVersion: UInt8, type: UInt8, code: UInt8, identifier: UInt16)
+        -> (source: UInt16, destination: UInt16)
+    {
+        let isEcho = ipVersion == 4 ? (type == 8 || type == 0) : (type == 128 || type == 129)
+        return isEcho ? (identifier, identifier) : (UInt16(type) << 8 | UInt16(code), 0)
+    }
+}
+
 extension ParsedPacket {
     /// The flow key of this packet and its direction relative to the canonical key (see
     /// `FlowKey` for how ICMP fills the ports). A later fragment has ports 0 here; use a
@@ -115,14 +129,7 @@ extension ParsedPacket {
         var sp = sourcePort
         var dp = destinationPort
         if proto.rawValue == 1 || proto.rawValue == 58, hasTransportHeader {
-            let isEcho = version == 4 ? (icmpType == 8 || icmpType == 0) : (icmpType == 128 || icmpType == 129)
-            if isEcho {
-                sp = icmpIdentifier
-                dp = icmpIdentifier
-            } else {
-                sp = UInt16(icmpType) << 8 | UInt16(icmpCode)
-                dp = 0
-            }
+            (sp, dp) = FlowKey.icmpPorts(ipVersion: version, type: icmpType, code: icmpCode, identifier: icmpIdentifier)
         }
         return FlowKey.oriented(proto: proto, source: source, sourcePort: sp, destination: destination, destinationPort: dp)
     }

@@ -1,6 +1,6 @@
+import Core
 /// A flow that left the table, with its final counters: the event the daemon turns into a
 /// history row.
-import Core
 public struct FlowRecord: Sendable, Equatable {
     /// The entry as it was when it left.
     public var entry: FlowEntry

@@ -1,3 +1,4 @@
+import Core
 /// A bounded connection-tracking table: O(1) lookup and insert, least-recently-used eviction
 /// when full, idle timeouts per protocol and TCP state (`FlowTimeouts`), per-flow counters each
 /// way, and a cached verdict slot per flow. Pure: time comes in as `now` (monotonic
@@ -14,7 +15,6 @@
 /// entry is found within `capacity / budget` sweeps.
 ///
 /// Not thread-safe: one data-path thread owns it.
-import Core
 public final class FlowTable {
     /// One slot: links (hash tag, next in its bucket chain or in the free list, LRU neighbours)
     /// and the entry. A slot is in use when `entry.id != 0`.

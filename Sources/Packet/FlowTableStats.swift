@@ -1,5 +1,5 @@
-/// Counters of a `FlowTable` since it was made.
 import Core
+/// Counters of a `FlowTable` since it was made.
 public struct FlowTableStats: Sendable, Equatable {
     /// Flows opened.
     public var opened: UInt64 = 0

@@ -1,7 +1,7 @@
+import Core
 /// Idle timeouts of flow-table entries by protocol and state, in milliseconds, in the spirit of
 /// Linux conntrack (`net/netfilter/nf_conntrack_proto_tcp.c`, `…_udp.c`, `…_icmp.c`). An entry
 /// expires when `now - lastSeen >= timeout(for: entry)`.
-import Core
 public struct FlowTimeouts: Sendable, Equatable {
     /// TCP with only the originator's SYN seen (conntrack SYN_SENT is 120 s; a retransmitted
     /// SYN refreshes the entry, so shorter is safe and limits SYN floods).

@@ -1,6 +1,6 @@
+import Core
 /// What `FlowTable.track` did for one packet. Events come back in it rather than through a
 /// callback: at most one flow opens and one ends per packet.
-import Core
 public struct FlowTrackResult: Sendable {
     /// The packet's flow.
     public var handle: FlowHandle

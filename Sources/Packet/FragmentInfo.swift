@@ -1,5 +1,5 @@
-/// Fragmentation facts of one IPv4 packet or IPv6 packet with a Fragment header.
 import Core
+/// Fragmentation facts of one IPv4 packet or IPv6 packet with a Fragment header.
 public struct FragmentInfo: Equatable, Sendable {
     /// IPv4 Identification (16 bits) or IPv6 Fragment header Identification (32 bits).
     public var identification: UInt32

@@ -1,3 +1,4 @@
+import Core
 /// Attributes later IP fragments (which carry no transport header) to their flow: the first
 /// fragment of a datagram leaves its ports under (source, destination, identification,
 /// protocol), the later ones pick them up (the RFC 791 / RFC 8200 §4.5 reassembly key).
@@ -9,7 +10,6 @@
 /// (or lets it pass as the policy for unattributable fragments says).
 ///
 /// Not thread-safe: one data-path thread owns it.
-import Core
 public final class FragmentTracker {
     struct Slot {
         var sourceHigh: UInt64 = 0, sourceLow: UInt64 = 0

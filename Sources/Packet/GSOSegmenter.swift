@@ -1,3 +1,4 @@
+import Core
 /// Splits what a TUN device opened with `IFF_VNET_HDR` returns into packets ready to encrypt:
 /// completes `NEEDS_CSUM` checksums and cuts GSO super-packets (up to 64 KiB) into segments of
 /// `gsoSize` payload bytes, as the kernel's software GSO would (`net/ipv4/tcp_offload.c`
@@ -9,7 +10,6 @@
 /// last segment, CWR only on the first; UDP length; a full L4 checksum computed from scratch
 /// (the super-packet's partial checksum is ignored). `plan` validates everything it relies on,
 /// so `segment` never reads or writes out of bounds. Pure: no I/O, no allocation.
-import Core
 public enum GSOSegmenter {
     /// Most TCP segments one super-packet may give: 64 KiB at the kernel's smallest MSS
     /// (`tcp_min_snd_mss` 48) is 1365.

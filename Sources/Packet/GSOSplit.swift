@@ -1,6 +1,6 @@
+import Core
 /// How one TUN read (after its `VirtioNetHeader`) splits into ready packets: the result of
 /// `GSOSegmenter.plan`, consumed by `GSOSegmenter.segment`.
-import Core
 public struct GSOSplit: Sendable, Equatable {
     /// What `segment` does with the packet.
     public enum Kind: Sendable, Equatable {

@@ -1,7 +1,7 @@
+import Core
 /// Finds the `Host` header (RFC 9112 §3.2, RFC 9110 §7.2) of a plain HTTP/1.x request at the
 /// start of a TCP payload. Pure and bounded: it looks at most at `maxHeaderBytes` bytes and
 /// allocates nothing. The port, if any, is not part of the returned range.
-import Core
 public enum HTTPRequestHost {
     /// How far into the payload the header block is searched.
     public static let maxHeaderBytes = 8192

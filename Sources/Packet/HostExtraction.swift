@@ -1,5 +1,5 @@
-/// The outcome of looking for a host name in the first payload bytes of a flow.
 import Core
+/// The outcome of looking for a host name in the first payload bytes of a flow.
 public enum HostExtraction: Equatable, Sendable {
     /// The host name is at these byte offsets of the payload (ASCII, as sent: compare
     /// case-insensitively, or use `HostExtraction.lowercasedHost`).

@@ -1,10 +1,10 @@
+import Core
 /// The Internet checksum (RFC 1071): the ones' complement of the ones' complement sum of 16-bit
 /// big-endian words, plus the TCP/UDP/ICMPv6 pseudo-headers (RFC 9293 §3.1, RFC 768,
 /// RFC 8200 §8.1) and the incremental update of RFC 1624.
 ///
 /// Accumulate with `add`, read `finalized` for the value to store in a header. Data added in
 /// several pieces must start each piece at an even offset of the summed stream (as headers do).
-import Core
 public struct InternetChecksum: Sendable {
     /// The running sum, folded lazily (a 64-bit accumulator cannot overflow for any IP packet).
     public var sum: UInt64 = 0

@@ -1,6 +1,6 @@
+import Core
 /// Why a TUN offload header or the packet behind it cannot be used (reads with `IFF_VNET_HDR`,
 /// see `VirtioNetHeader` and `GSOSegmenter`). The packet is dropped and counted; nothing crashes.
-import Core
 public enum OffloadError: Error, Equatable, Sendable, CustomStringConvertible {
     /// Fewer than 10 bytes where a `struct virtio_net_hdr` was expected.
     case truncatedHeader

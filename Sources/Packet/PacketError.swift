@@ -1,8 +1,8 @@
+import Core
 /// Why a packet could not be parsed, or why no reply can be built for it.
 ///
 /// Every malformed or truncated input maps to one of these cases; the parser never traps.
 /// The `Int` payloads are byte offsets or lengths in the packet, so a log line can say where.
-import Core
 public enum PacketError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The buffer is empty.
     case empty

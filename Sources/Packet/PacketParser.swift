@@ -1,3 +1,4 @@
+import Core
 /// Zero-copy parser for the IP packets the gateway sees on its TUN side: IPv4 (RFC 791) with
 /// options, IPv6 (RFC 8200) with its extension-header chain, and TCP (RFC 9293), UDP (RFC 768),
 /// ICMP (RFC 792) and ICMPv6 (RFC 4443) headers.
@@ -5,7 +6,6 @@
 /// It reads the caller's buffer in place and returns a `ParsedPacket` value; malformed or
 /// truncated input throws a `PacketError` — there is no input that traps. Bytes after the IP
 /// total length (link padding) are ignored.
-import Core
 public enum PacketParser {
     /// The most IPv6 extension headers walked before the chain is declared bad (RFC 8200 §4.1
     /// recommends order and at most one of each, except two Destination Options: 6 is the most a

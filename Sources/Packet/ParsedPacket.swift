@@ -1,10 +1,10 @@
+import Core
 /// What `PacketParser.parse` learned from one IP packet: a small value (no heap), valid only as
 /// a description of the buffer it was parsed from (offsets index into that buffer).
 ///
 /// Fields that a protocol does not have are zero: `sourcePort`/`destinationPort` for ICMP,
 /// `tcpFlags` for UDP, `icmpType` for TCP, and all transport fields for a later fragment
 /// (`hasTransportHeader == false`).
-import Core
 public struct ParsedPacket: Equatable, Sendable {
     /// 4 or 6.
     public var version: UInt8

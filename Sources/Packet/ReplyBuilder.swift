@@ -1,3 +1,4 @@
+import Core
 /// Builds the answers a `reject` verdict sends back to the peer, into a caller-owned buffer:
 /// a TCP RST (RFC 9293 §3.10.7.1) or an ICMP / ICMPv6 destination unreachable (RFC 792,
 /// RFC 1812 §4.3.2.3, RFC 4443 §3.1) quoting the offending packet.
@@ -5,7 +6,6 @@
 /// The reply comes from the offending packet's destination (the gateway answers in its name) to
 /// its source, TTL/hop limit 64. Each builder returns the reply's length, or throws
 /// `.mustNotAnswer` for packets the RFCs forbid answering, `.bufferTooSmall` when `out` is short.
-import Core
 public enum ReplyBuilder {
     /// Largest ICMPv4 error datagram (RFC 1812 §4.3.2.3: quote as much as fits in 576 bytes).
     public static let icmpv4MaxLength = 576

@@ -1,5 +1,5 @@
-/// The TCP control bits (RFC 9293 §3.1; ECE/CWR from RFC 3168).
 import Core
+/// The TCP control bits (RFC 9293 §3.1; ECE/CWR from RFC 3168).
 public struct TCPFlags: OptionSet, Hashable, Sendable, CustomStringConvertible {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }

@@ -1,7 +1,7 @@
+import Core
 /// The little TCP state machine a flow entry keeps: enough to pick the idle timeout
 /// (RFC 9293 §3.3.2 states collapsed the way conntrack's timeouts need them). It does not check
 /// sequence numbers or windows: a forged RST/FIN can shorten an entry's life, never lengthen it.
-import Core
 public struct TCPTracker: Sendable, Equatable {
     /// Where the connection is, as far as timeouts care.
     public enum State: UInt8, Sendable {

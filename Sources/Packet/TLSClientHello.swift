@@ -1,3 +1,4 @@
+import Core
 /// Finds the server name (SNI, RFC 6066 §3) in a TLS ClientHello (RFC 8446 §4.1.2, RFC 5246
 /// §7.4.1.2) at the start of a TCP payload. Pure and bounded: it reads only the bytes given,
 /// never past a length field, and allocates nothing.
@@ -6,7 +7,6 @@
 /// as the bytes go: the name is found if it lies in them, else `.needMoreData`. Only the first
 /// TLS record is read (a ClientHello fragmented over several records is `.needMoreData`
 /// until the caller gives up).
-import Core
 public enum TLSClientHello {
     /// Looks for the SNI host name in `payload`.
     public static func serverName(in payload: UnsafeRawBufferPointer) -> HostExtraction {

@@ -1,3 +1,4 @@
+import Core
 /// GRO for TUN writes: groups the packets of one batch into TCP and UDP super-packets, so a TUN
 /// device opened with `IFF_VNET_HDR` (and `TUNSETOFFLOAD` TSO/USO) forwards one skb instead of
 /// dozens. The rules follow the kernel's `tcp_gro_receive` (`net/ipv4/tcp_offload.c`) and UDP
@@ -13,7 +14,6 @@
 /// most `maxMembers` packets and 65535 IP bytes. A packet of a flow that cannot join starts a
 /// new group, so later packets of that flow are never moved ahead of it: order within a flow is
 /// preserved. Preallocated in `init`; `coalesce` allocates nothing.
-import Core
 public final class TUNCoalescer {
     /// Most packets in one group (the kernel's `MAX_GRO_SKBS`/`UDP_GRO_CNT_MAX`, 64).
     public static let maxMembers = 64

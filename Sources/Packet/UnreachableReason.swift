@@ -1,10 +1,10 @@
+import Core
 /// Which "destination unreachable" an ICMP reply states, mapped to both ICMP versions.
 ///
 /// TunnelVision answers a `reject` of UDP with `portUnreachable` (what `iptables -j REJECT` does
 /// by default: the client's socket sees ECONNREFUSED at once) and of other non-TCP protocols
 /// with `administrativelyProhibited` (EHOSTUNREACH / "communication administratively
 /// prohibited" in ping). TCP is answered with a RST instead.
-import Core
 public enum UnreachableReason: Sendable, Equatable {
     /// ICMPv4 type 3 code 3 (RFC 792) / ICMPv6 type 1 code 4 (RFC 4443 §3.1).
     case portUnreachable

@@ -1,9 +1,9 @@
+import Core
 /// `struct virtio_net_hdr` (Linux `include/uapi/linux/virtio_net.h`; virtio spec 1.x §5.1.6):
 /// the 10 bytes that prefix every read and write of a TUN device opened with `IFF_VNET_HDR`.
 /// Fields are little-endian (the TUN default on little-endian hosts, `TUNSETVNETLE` unset).
 ///
 /// Layout: u8 flags, u8 gso_type, u16 hdr_len, u16 gso_size, u16 csum_start, u16 csum_offset.
-import Core
 public struct VirtioNetHeader: Sendable, Equatable {
     /// Bytes on the wire.
     public static let size = 10

@@ -1,5 +1,5 @@
-/// A 128-bit key for the one-dimensional domains the compiler partitions (ports, addresses, …).
 import Core
+/// A 128-bit key for the one-dimensional domains the compiler partitions (ports, addresses, …).
 struct Key128: Hashable, Comparable, Sendable {
     var hi: UInt64
     var lo: UInt64

@@ -1,6 +1,6 @@
+import Core
 /// An open-addressing hash table from lower-case host names to bitset offsets, looked up with raw
 /// bytes (ASCII case folded on the fly) so a lookup allocates nothing.
-import Core
 struct HostTable: Sendable {
     private var slots: [Slot]
     private var keyBytes: [UInt8] = []

@@ -1,7 +1,7 @@
+import Core
 /// Local-time arithmetic for `during` windows, without calendars: the data path passes a
 /// minute-of-week (0 = Monday 00:00 local time … 10079 = Sunday 23:59), which the caller computes
 /// once per tick from the epoch and the zone's UTC offset.
-import Core
 public enum PolicyClock {
     /// 7 × 24 × 60.
     public static let minutesPerWeek = 10_080

@@ -1,5 +1,5 @@
-/// An error or warning found while reading rule files, with its place.
 import Core
+/// An error or warning found while reading rule files, with its place.
 public struct PolicyDiagnostic: Sendable, Hashable, CustomStringConvertible {
     /// `error` stops a policy from loading; `warning` does not.
     public enum Severity: String, Sendable, Hashable {
@@ -16,9 +16,11 @@ public struct PolicyDiagnostic: Sendable, Hashable, CustomStringConvertible {
         self.message = message
     }
 
-    /// `file:line:column: error: message`.
+    /// `file:line:column: error: message`; `file: warning: message` for line 0 (the whole
+    /// file or directory).
     public var description: String {
-        "\(location.file):\(location.line):\(location.column): \(severity.rawValue): \(message)"
+        guard location.line > 0 else { return "\(location.file): \(severity.rawValue): \(message)" }
+        return "\(location.file):\(location.line):\(location.column): \(severity.rawValue): \(message)"
     }
 }
 

@@ -1,5 +1,5 @@
-/// A token of one rule line.
 import Core
+/// A token of one rule line.
 struct PolicyToken: Sendable {
     enum Kind: Sendable, Equatable { case word, comma, string }
     var kind: Kind

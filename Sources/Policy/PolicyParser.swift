@@ -38,16 +38,34 @@ public enum PolicyParser {
             action: PolicySet.builtInDefaultOut, direction: .out, location: nil, text: "built-in default: allow outbound")
         let inn = defaults[.in] ?? PolicyDefault(
             action: PolicySet.builtInDefaultIn, direction: .in, location: nil, text: "built-in default: block inbound")
-        if defaults[.out] == nil && !ordered.isEmpty {
+        if rules.isEmpty && defaults.isEmpty && !ordered.isEmpty {
+            // Files, but nothing in them: say so once (a half-saved or emptied policy?).
+            diagnostics.append(PolicyDiagnostic(.warning, SourceLocation(file: firstFile, line: 1),
+                "no rules and no 'default' line in \(ordered.count == 1 ? "the file" : "any of the \(ordered.count) files"); "
+                    + "every flow gets the built-in default (allow outbound, block inbound)"))
+        } else if defaults[.out] == nil && !ordered.isEmpty {
             diagnostics.append(PolicyDiagnostic(.warning, SourceLocation(file: firstFile, line: 1),
                 "no 'default' line; outbound flows that match no rule are allowed (add 'default allow' or 'default block')"))
         }
-        if defaults[.in] == nil && !ordered.isEmpty {
+        if defaults[.in] == nil && !ordered.isEmpty && !(rules.isEmpty && defaults.isEmpty) {
             diagnostics.append(PolicyDiagnostic(.warning, SourceLocation(file: firstFile, line: 1),
                 "no 'default in' line; inbound flows that match no rule are blocked (add 'default in block' or 'default in allow')"))
         }
         var set = PolicySet(rules: rules, defaultOut: out, defaultIn: inn, diagnostics: diagnostics, files: ordered.map(\.name))
         set.diagnostics += PolicyAnalysis.warnings(for: set.rules)
+        return set
+    }
+
+    /// Reads `directory` (`PolicySource.loadDirectory`) and parses it: what `tunneld` loads and
+    /// `tunnelctl policy check` checks. A directory without rule files is a warning (every flow
+    /// then gets the built-in default), not an error.
+    /// - Throws: `PolicyLoadError` when the directory or a file cannot be read.
+    public static func parse(directory: String) throws -> PolicySet {
+        var set = parse(try PolicySource.loadDirectory(directory))
+        if set.files.isEmpty {
+            set.diagnostics.append(PolicyDiagnostic(.warning, SourceLocation(file: directory, line: 0, column: 0),
+                "no *.rules files; every flow gets the built-in default (allow outbound, block inbound)"))
+        }
         return set
     }
 

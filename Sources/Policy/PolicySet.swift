@@ -1,6 +1,6 @@
+import Core
 /// The parsed contents of a policy directory: rules in evaluation order (files in byte order of
 /// their names, lines top to bottom), the defaults, and everything worth telling the operator.
-import Core
 public struct PolicySet: Sendable {
     /// Rules in evaluation order; the first that matches decides.
     public var rules: [PolicyRule]

@@ -1,10 +1,15 @@
 import Core
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension PolicySource {
     /// Reads every `*.rules` file directly in `directory` (not in subdirectories), sorted by the
-    /// bytes of their names. Names are given as `directory/file`. This is the module's only I/O, so
-    /// that `tunneld` and `tunnelctl` read a policy directory the same way.
+    /// bytes of their names. Names are given as `directory/file`. Names starting with `.` are
+    /// skipped, as run-parts(8) does (editor lock and swap files such as `.#10-base.rules`). This
+    /// is the module's only I/O, so that `tunneld` and `tunnelctl` read a policy directory the
+    /// same way.
     public static func loadDirectory(_ directory: String) throws -> [PolicySource] {
         var isDir: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDir) else {
@@ -19,17 +24,42 @@ extension PolicySource {
         }
         let prefix = directory.hasSuffix("/") ? directory : directory + "/"
         var out: [PolicySource] = []
-        for name in names.filter({ $0.hasSuffix(".rules") }).sorted(by: { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }) {
+        let ruleFiles = names.filter { $0.hasSuffix(".rules") && !$0.hasPrefix(".") }
+        for name in ruleFiles.sorted(by: { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }) {
             let path = prefix + name
-            guard let data = FileManager.default.contents(atPath: path) else {
-                throw PolicyLoadError(message: "\(path): cannot read the file")
+            let bytes: [UInt8]
+            switch readFile(path) {
+            case .success(let b): bytes = b
+            case .failure(let e):
+                throw PolicyLoadError(message: "\(path): cannot read the file: \(String(cString: strerror(e.code)))")
             }
-            guard let text = String(data: data, encoding: .utf8) else {
+            guard let text = String(data: Data(bytes), encoding: .utf8) else {
                 throw PolicyLoadError(message: "\(path): not UTF-8 text")
             }
             out.append(PolicySource(name: path, text: text))
         }
         return out
+    }
+
+    struct ReadErrno: Error { var code: Int32 }
+
+    /// The whole file, or the errno of the call that failed (`EACCES`, `EISDIR`, `ENOENT` for a
+    /// dangling link, …).
+    static func readFile(_ path: String) -> Result<[UInt8], ReadErrno> {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return .failure(ReadErrno(code: errno)) }
+        defer { close(fd) }
+        var out: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                return .failure(ReadErrno(code: errno))
+            }
+            if n == 0 { return .success(out) }
+            out.append(contentsOf: buffer[0..<n])
+        }
     }
 }
 

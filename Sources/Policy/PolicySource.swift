@@ -1,5 +1,5 @@
-/// One rule file's name and text. The name is what errors print (`policies/10-base.rules`).
 import Core
+/// One rule file's name and text. The name is what errors print (`policies/10-base.rules`).
 public struct PolicySource: Sendable, Hashable {
     public var name: String
     public var text: String

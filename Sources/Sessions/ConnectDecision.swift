@@ -1,5 +1,5 @@
-/// What to do when a peer connects (a handshake completed and it has no live session).
 import Core
+/// What to do when a peer connects (a handshake completed and it has no live session).
 public enum ConnectDecision: Sendable, Hashable {
     /// Premium: admit, no window.
     case admitUnlimited

@@ -1,5 +1,5 @@
-/// Why the watchdog ticks now (DESIGN.md §6.4).
 import Core
+/// Why the watchdog ticks now (DESIGN.md §6.4).
 public enum TickReason: String, Sendable, Hashable {
     /// The `WatchdogInterval` passed.
     case interval

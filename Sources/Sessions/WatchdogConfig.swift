@@ -1,5 +1,5 @@
-/// The free-session watchdog's settings (DESIGN.md §4, §6), in milliseconds.
 import Core
+/// The free-session watchdog's settings (DESIGN.md §4, §6), in milliseconds.
 public struct WatchdogConfig: Sendable, Equatable {
     /// Connected time per window (`FreeSession`).
     public var freeSessionMs: Int64

@@ -1,5 +1,5 @@
-/// Where a peer stands at a given wall-clock time (DESIGN.md §6).
 import Core
+/// Where a peer stands at a given wall-clock time (DESIGN.md §6).
 public enum WatchdogPhase: Sendable, Hashable {
     /// Premium: never limited.
     case unlimited

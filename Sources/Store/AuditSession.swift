@@ -1,5 +1,5 @@
-/// One row of `audit_sessions`: a labelled period of the operator's (at most one open).
 import Core
+/// One row of `audit_sessions`: a labelled period of the operator's (at most one open).
 public struct AuditSession: Hashable, Sendable {
     /// Row id (for flows: the daemon's flow id).
     public var id: Int64

@@ -1,5 +1,5 @@
-/// Packet capture switches stored with the settings.
 import Core
+/// Packet capture switches stored with the settings.
 public struct CaptureSettings: Hashable, Sendable {
     /// Whether packets are captured.
     public var enabled: Bool

@@ -1,5 +1,5 @@
-/// The daemon's heartbeat row: when it started and when it last proved it was alive.
 import Core
+/// The daemon's heartbeat row: when it started and when it last proved it was alive.
 public struct DaemonState: Hashable, Sendable {
     /// Process id of the daemon.
     public var pid: Int64

@@ -1,5 +1,5 @@
-/// One row of `flows`, as the CLI reads it.
 import Core
+/// One row of `flows`, as the CLI reads it.
 public struct Flow: Hashable, Sendable {
     /// Row id (for flows: the daemon's flow id).
     public var id: Int64

@@ -1,5 +1,5 @@
-/// The end of a flow: final totals, time and reason (e.g. `fin`, `rst`, `idle`, `shutdown`).
 import Core
+/// The end of a flow: final totals, time and reason (e.g. `fin`, `rst`, `idle`, `shutdown`).
 public struct FlowClose: Sendable {
     /// Row id (for flows: the daemon's flow id).
     public var id: Int64
@@ -9,12 +9,15 @@ public struct FlowClose: Sendable {
     public var counters: FlowCounters
     /// Why (close reason, refusal reason, or session end reason).
     public var reason: String
+    /// The flow's first capture location, taken only by a row without one (see `FlowUpdate.capture`).
+    public var capture: CaptureLocation?
 
     /// A flow-closed record.
-    public init(id: Int64, at: Int64, counters: FlowCounters, reason: String) {
+    public init(id: Int64, at: Int64, counters: FlowCounters, reason: String, capture: CaptureLocation? = nil) {
         self.id = id
         self.at = at
         self.counters = counters
         self.reason = reason
+        self.capture = capture
     }
 }

@@ -1,6 +1,6 @@
+import Core
 /// A flow's running totals. "Out" is what the peer sent (peer → destination), "in" the return
 /// traffic (destination → peer). Totals, not deltas: the latest value wins.
-import Core
 public struct FlowCounters: Hashable, Sendable {
     /// Bytes the peer sent.
     public var bytesOut: UInt64

@@ -1,5 +1,5 @@
-/// A new flow, as the daemon reports it to `StoreWriter` (inserted into `flows`).
 import Core
+/// A new flow, as the daemon reports it to `StoreWriter` (inserted into `flows`).
 public struct FlowOpen: Sendable {
     /// The daemon's flow id (unique across restarts: seed the counter from `Store.maxFlowId()`).
     public var id: Int64

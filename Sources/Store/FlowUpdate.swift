@@ -1,7 +1,7 @@
+import Core
 /// A periodic update of a live flow: totals, last activity, current verdict (a reload may
 /// change it), and a host learned after the first packet. Updates of one flow in one batch
 /// are coalesced: only the newest is written.
-import Core
 public struct FlowUpdate: Sendable {
     /// Row id (for flows: the daemon's flow id).
     public var id: Int64
@@ -15,15 +15,19 @@ public struct FlowUpdate: Sendable {
     public var rule: String?
     /// A host learned since the flow opened; nil keeps the stored one.
     public var host: String?
+    /// Where the flow's first captured packet is, when capture started after the flow opened: the
+    /// row takes it only if it has no location yet (the first one stays); nil keeps the stored one.
+    public var capture: CaptureLocation?
 
     /// A flow-updated record.
     public init(id: Int64, lastSeen: Int64, counters: FlowCounters, verdict: Verdict, rule: String? = nil,
-                host: String? = nil) {
+                host: String? = nil, capture: CaptureLocation? = nil) {
         self.id = id
         self.lastSeen = lastSeen
         self.counters = counters
         self.verdict = verdict
         self.rule = rule
         self.host = host
+        self.capture = capture
     }
 }

@@ -1,5 +1,5 @@
-/// One row of `markers`.
 import Core
+/// One row of `markers`.
 public struct Marker: Hashable, Sendable {
     /// Row id (for flows: the daemon's flow id).
     public var id: Int64

@@ -1,5 +1,5 @@
-/// A marker to add; it is attached to the audit session open at the time, if any.
 import Core
+/// A marker to add; it is attached to the audit session open at the time, if any.
 public struct MarkerInput: Sendable {
     /// When, Unix epoch ms.
     public var at: Int64

@@ -1,5 +1,5 @@
-/// Progress of a prune, reported after every batch.
 import Core
+/// Progress of a prune, reported after every batch.
 public struct PruneProgress: Sendable, Equatable {
     /// The family being pruned.
     public var family: PruneFamily

@@ -1,5 +1,5 @@
-/// What a prune removed (or, with `dryRun`, would remove).
 import Core
+/// What a prune removed (or, with `dryRun`, would remove).
 public struct PruneReport: Sendable, Equatable {
     /// True when nothing was changed.
     public var dryRun: Bool

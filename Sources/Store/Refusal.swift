@@ -1,5 +1,5 @@
-/// One coalesced row of `refusals`.
 import Core
+/// One coalesced row of `refusals`.
 public struct Refusal: Hashable, Sendable {
     /// Row id (for flows: the daemon's flow id).
     public var id: Int64

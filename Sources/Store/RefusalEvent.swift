@@ -1,10 +1,10 @@
+import Core
 /// One or more refusals to record, coalesced into `refusals` rows (DESIGN.md §6.3):
 ///
 /// - `session`: one row per peer and window, keyed by the window's `allowed_until`; every
 ///   refused handshake of that pause adds to its count and moves its `last_at`.
 /// - `flow`: one row per (peer, rule, destination) per `Store.flowRefusalPeriodMs` (one hour),
 ///   so a client retrying a blocked service with fresh source ports stays one row per hour.
-import Core
 public struct RefusalEvent: Sendable {
     /// What kind of row this is.
     public var kind: RefusalKind

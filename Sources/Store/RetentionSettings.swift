@@ -1,6 +1,6 @@
+import Core
 /// How long history is kept (DESIGN.md §7). nil means "keep forever" / "no size limit".
 /// Markers and audit sessions have their own age so the audit trail outlives flows.
-import Core
 public struct RetentionSettings: Hashable, Sendable {
     /// Flows are kept this long after their last packet; nil = forever.
     public var flowsMaxAgeMs: Int64?

@@ -1,10 +1,10 @@
+import Core
 /// The store's schema as numbered migrations (DESIGN.md §7; table by table in docs/store.md).
 ///
 /// `PRAGMA user_version` holds the applied version. Whichever process opens the store first
 /// applies the missing migrations, each in one `BEGIN IMMEDIATE` transaction that re-reads the
 /// version inside the transaction, so two processes opening a fresh store at once apply each
 /// migration exactly once (the second waits for the lock, then sees the new version and skips).
-import Core
 public enum Schema {
     /// One migration: the version it produces and its SQL.
     public struct Migration: Sendable {

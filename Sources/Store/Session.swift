@@ -1,5 +1,5 @@
-/// One row of `sessions`: a peer's connected period.
 import Core
+/// One row of `sessions`: a peer's connected period.
 public struct Session: Hashable, Sendable {
     /// Row id (for flows: the daemon's flow id).
     public var id: Int64

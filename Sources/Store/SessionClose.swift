@@ -1,5 +1,5 @@
-/// Ends `peer`'s open session.
 import Core
+/// Ends `peer`'s open session.
 public struct SessionClose: Sendable {
     /// The peer's name.
     public var peer: String

@@ -1,5 +1,5 @@
-/// A setting value or key a person typed that cannot be used (`retention set flows=7x`).
 import Core
+/// A setting value or key a person typed that cannot be used (`retention set flows=7x`).
 public struct SettingValueError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The key, when known (`flows`).
     public var key: String?

@@ -1,3 +1,4 @@
+import Core
 /// The settings row's JSON form and its tolerant decoding (DESIGN.md §7, issue 6 Deliver 3):
 ///
 /// ```json
@@ -5,7 +6,6 @@
 ///               "pcap-bytes":"2GiB","pcap-age":"7d"},
 ///  "capture":{"enabled":false,"detail":"metadata"}}
 /// ```
-import Core
 extension Settings {
     /// The JSON text stored in the row (stable key order, human units).
     public var json: String {

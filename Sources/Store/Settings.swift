@@ -1,6 +1,6 @@
+import Core
 /// The store's settings row (DESIGN.md §7): retention and capture, kept as one JSON object
 /// and decoded field by field (`Settings.decode`).
-import Core
 public struct Settings: Hashable, Sendable {
     /// How long history is kept.
     public var retention: RetentionSettings

@@ -1,5 +1,5 @@
-/// The result of decoding the settings row: the settings, and what was not taken from the row.
 import Core
+/// The result of decoding the settings row: the settings, and what was not taken from the row.
 public struct SettingsDecoding: Hashable, Sendable {
     /// Why a field took its factory value.
     public enum Reason: Error, Hashable, Sendable, CustomStringConvertible {

@@ -1,5 +1,5 @@
-/// Flows: written by the daemon (through `StoreWriter`), read by `tunnelctl flows` / `explain`.
 import Core
+/// Flows: written by the daemon (through `StoreWriter`), read by `tunnelctl flows` / `explain`.
 extension StateStore {
     static let flowColumns = """
         id, proto, src_addr, src_port, dst_addr, dst_port, peer, host, first_seen, last_seen, bytes_out, bytes_in, \
@@ -15,13 +15,21 @@ extension StateStore {
           capture_file = excluded.capture_file, capture_offset = excluded.capture_offset,
           closed_at = NULL, close_reason = NULL
         """
+    // A capture location (?10 file, ?11 offset) fills a row that has none; the first one stays.
+    // (SET expressions see the row as it was, so both test the old capture_file.)
     static let updateFlowSQL = """
         UPDATE flows SET last_seen = max(last_seen, ?2), bytes_out = ?3, bytes_in = ?4, packets_out = ?5,
-          packets_in = ?6, verdict = ?7, rule = ?8, host = coalesce(?9, host) WHERE id = ?1
+          packets_in = ?6, verdict = ?7, rule = ?8, host = coalesce(?9, host),
+          capture_file = CASE WHEN capture_file IS NULL AND ?11 IS NOT NULL THEN ?10 ELSE capture_file END,
+          capture_offset = CASE WHEN capture_file IS NULL AND ?11 IS NOT NULL THEN ?11 ELSE capture_offset END
+          WHERE id = ?1
         """
     static let closeFlowSQL = """
         UPDATE flows SET last_seen = max(last_seen, ?2), bytes_out = ?3, bytes_in = ?4, packets_out = ?5,
-          packets_in = ?6, closed_at = ?2, close_reason = ?7 WHERE id = ?1
+          packets_in = ?6, closed_at = ?2, close_reason = ?7,
+          capture_file = CASE WHEN capture_file IS NULL AND ?9 IS NOT NULL THEN ?8 ELSE capture_file END,
+          capture_offset = CASE WHEN capture_file IS NULL AND ?9 IS NOT NULL THEN ?9 ELSE capture_offset END
+          WHERE id = ?1
         """
 
     /// Inserts a flow (a reused id replaces the old row).
@@ -53,6 +61,8 @@ extension StateStore {
         s.bind(7, u.verdict.name)
         s.bind(8, u.rule)
         s.bind(9, u.host)
+        s.bind(10, u.capture.map { Int64($0.fileSequence) })
+        s.bind(11, u.capture.map { Int64(truncatingIfNeeded: $0.offset) })
         try s.run()
     }
 
@@ -63,6 +73,8 @@ extension StateStore {
         s.bind(2, c.at)
         bindCounters(s, 3, c.counters)
         s.bind(7, c.reason)
+        s.bind(8, c.capture.map { Int64($0.fileSequence) })
+        s.bind(9, c.capture.map { Int64(truncatingIfNeeded: $0.offset) })
         try s.run()
     }
 

@@ -1,5 +1,5 @@
-/// Refusals: coalesced upserts (DESIGN.md §6.3) and the CLI's listing.
 import Core
+/// Refusals: coalesced upserts (DESIGN.md §6.3) and the CLI's listing.
 extension StateStore {
     static let upsertRefusalSQL = """
         INSERT INTO refusals (kind, peer, rule, flow_key, reason, window, count, first_at, last_at)

@@ -1,5 +1,5 @@
-/// Sessions and free-tier windows (DESIGN.md §6).
 import Core
+/// Sessions and free-tier windows (DESIGN.md §6).
 extension StateStore {
     static let sessionColumns = "id, peer, started_at, ended_at, end_reason, rx_bytes, tx_bytes"
 

@@ -1,5 +1,5 @@
-/// The settings row.
 import Core
+/// The settings row.
 extension StateStore {
     /// The raw JSON text of the settings row, nil when there is none.
     public func settingsText() throws -> String? {

@@ -1,10 +1,10 @@
+import Core
 /// The shared state store (`state.db`, DESIGN.md §7) with typed queries for both executables.
 ///
 /// A `Store` owns one `Connection` and is used by one thread at a time: the daemon's
 /// `StoreWriter` thread has its own, each tunnelctl command opens one. Opening read-write
 /// applies missing migrations; opening read-only (tunnelctl's read commands) never writes and
 /// refuses a store whose schema is not the current one.
-import Core
 public final class StateStore {
     /// The connection (for advanced queries and tests).
     public let connection: Connection

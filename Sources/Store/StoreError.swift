@@ -1,10 +1,10 @@
+import Core
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// Everything the store can fail with. Each case names the store's path and says what to do;
 /// `description` is the sentence a person reads (tunnelctl prints it, tunneld logs it).
-import Core
 public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The file could not be opened or created (missing directory, permissions, …).
     case cannotOpen(path: String, reason: String)

@@ -1,6 +1,6 @@
+import Core
 /// One write for `StoreWriter`. Plain values only, so submitting one copies (and retains the
 /// strings of) a struct and allocates nothing.
-import Core
 public enum StoreRecord: Sendable {
     case flowOpened(FlowOpen)
     case flowUpdated(FlowUpdate)

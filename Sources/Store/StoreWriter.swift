@@ -236,9 +236,11 @@ public final class StoreWriter: @unchecked Sendable {
     private func apply(_ record: StoreRecord) throws {
         switch record {
         case let .flowOpened(f): try store.insertFlow(f)
-        case let .flowUpdated(u): updates[u.id] = u
-        case let .flowClosed(c):
-            updates.removeValue(forKey: c.id)
+        case var .flowUpdated(u):
+            if u.capture == nil { u.capture = updates[u.id]?.capture }  // a coalesced update keeps its location
+            updates[u.id] = u
+        case var .flowClosed(c):
+            if let dropped = updates.removeValue(forKey: c.id), c.capture == nil { c.capture = dropped.capture }
             try store.closeFlow(c)
         case let .refusal(r): try store.recordRefusal(r)
         case let .sessionOpened(peer, at): try store.openSession(peer: peer, at: at)

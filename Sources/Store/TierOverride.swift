@@ -1,5 +1,5 @@
-/// One row of `peer_tiers`: a runtime tier change that overrides the config file.
 import Core
+/// One row of `peer_tiers`: a runtime tier change that overrides the config file.
 public struct TierOverride: Hashable, Sendable {
     /// The peer's name.
     public var peer: String

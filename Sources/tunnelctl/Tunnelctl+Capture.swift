@@ -17,10 +17,7 @@ extension Tunnelctl {
             try args.finish()
             let (enabled, d) = try storeCaptureSettings(storePath: config.interface.storePath, enabled: sub == "on",
                                                         detail: detail)
-            console.print(enabled
-                ? "capture on, detail \(d): tunneld starts writing \(captureDirectory(config))/capture-NNNNNN.pcap within a few seconds"
-                : "capture off: tunneld closes its capture file within a few seconds")
-            return .ok
+            return captureApply(config, enabled: enabled, detail: d, console: console)
         case "list":
             let json = args.flag("--json")
             let config = try cliConfig(&args)
@@ -42,6 +39,45 @@ extension Tunnelctl {
     }
 
     static func captureDirectory(_ config: TunnelConfig) -> String { config.interface.stateDirectory + "/capture" }
+
+    /// `capture on|off` after the settings row is written: a running daemon is asked to apply it
+    /// now and answers once its data path runs with it; without a daemon (or with one too old
+    /// for the request) the row alone does it — the daemon reads it at start, or polls it.
+    static func captureApply(_ config: TunnelConfig, enabled: Bool, detail: String, console: Console) -> ExitCode {
+        let saved = enabled
+            ? "capture on, detail \(detail): tunneld starts writing \(captureDirectory(config))/capture-NNNNNN.pcap within a few seconds"
+            : "capture off: tunneld closes its capture file within a few seconds"
+        let reply: ControlResponse
+        do {
+            reply = try ControlClient(socketPath: config.interface.controlSocketPath).send(.capture(enabled: enabled, detail: detail))
+        } catch {
+            if case .daemonNotRunning = error {
+                console.print(saved)
+                return .ok
+            }
+            console.print(saved)
+            console.error("tunnelctl: the setting is saved, but tunneld did not confirm it: \(error)")
+            return .failure
+        }
+        switch reply {
+        case .capture(let r):
+            console.print(r.enabled
+                ? "capture on, detail \(r.detail): tunneld is capturing to \(r.directory)/capture-NNNNNN.pcap"
+                : "capture off: tunneld has stopped capturing")
+            return .ok
+        case .error(let e) where e.code == .unknownRequest:  // an older tunneld: it polls the row
+            console.print(saved)
+            return .ok
+        case .error(let e):
+            console.print(saved)
+            console.error("tunnelctl: the setting is saved, but tunneld did not apply it: \(e.message)")
+            return .failure
+        default:
+            console.print(saved)
+            console.error("tunnelctl: \(unexpected(reply).message)")
+            return .failure
+        }
+    }
 
     /// `capture list`: every capture file with its sequence, size, first/last packet time and count.
     static func captureList(directory: String, json: Bool, console: Console) throws -> ExitCode {
@@ -84,8 +120,8 @@ extension Tunnelctl {
         var from: CaptureLocation? = nil
         var until: UInt64? = nil
         if let row = try storedFlow(storePath: storePath, id: Int64(bitPattern: id)), let cap = row.capture {
-            key = CaptureFlowKey(ipVersion: row.isIPv6 ? 6 : 4, ipProtocol: row.proto, aHigh: row.src.0, aLow: row.src.1,
-                                 aPort: row.srcPort, bHigh: row.dst.0, bLow: row.dst.1, bPort: row.dstPort)
+            key = CaptureFlowKey(proto: row.proto, originator: row.src, originatorPort: row.srcPort,
+                                 responder: row.dst, responderPort: row.dstPort)
             from = CaptureLocation(fileSequence: UInt32(truncatingIfNeeded: cap.file), offset: UInt64(cap.offset))
             if row.closed { until = UInt64(max(0, row.lastSeenMs + 1)) * 1_000_000 }
         } else {

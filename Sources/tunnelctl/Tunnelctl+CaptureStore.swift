@@ -8,10 +8,9 @@ extension Tunnelctl {
     /// A flow row's key and first capture location, in plain values.
     struct StoredFlow {
         var proto: UInt8
-        var isIPv6: Bool
-        var src: (UInt64, UInt64)
+        var src: IPAddress
         var srcPort: UInt16
-        var dst: (UInt64, UInt64)
+        var dst: IPAddress
         var dstPort: UInt16
         var capture: (file: Int64, offset: Int64)?
         var lastSeenMs: Int64
@@ -51,8 +50,7 @@ extension Tunnelctl {
         }
         guard let f = try storeCall({ try store.flow(id: id) }) else { return nil }
         return StoredFlow(
-            proto: f.proto, isIPv6: f.src.isIPv6, src: (f.src.high, f.src.low), srcPort: f.srcPort,
-            dst: (f.dst.high, f.dst.low), dstPort: f.dstPort,
+            proto: f.proto, src: f.src, srcPort: f.srcPort, dst: f.dst, dstPort: f.dstPort,
             capture: f.capture.map { (Int64($0.fileSequence), Int64(truncatingIfNeeded: $0.offset)) }, lastSeenMs: f.lastSeen, closed: f.closedAt != nil)
     }
 }

@@ -103,7 +103,7 @@ extension Tunnelctl {
         let data = try readConfigFile(path)
         do {
             let dir = (path as NSString).deletingLastPathComponent
-            return try TunnelConfig.parse(String(decoding: data, as: UTF8.self), file: path, baseDirectory: dir)
+            return try TunnelConfig.parse(contents: Array(data), file: path, baseDirectory: dir)
         } catch {
             throw CLIError.failure("\(error)")
         }

@@ -59,7 +59,7 @@ extension Tunnelctl {
 
     static func loadPolicy(_ directory: String) throws -> PolicySet {
         do {
-            return PolicyParser.parse(try PolicySource.loadDirectory(directory))
+            return try PolicyParser.parse(directory: directory)
         } catch let e as PolicyLoadError {
             throw CLIError.failure(e.message)
         }
@@ -69,10 +69,6 @@ extension Tunnelctl {
         var set = try loadPolicy(directory)
         // With a configuration: a rule naming a peer it does not configure never matches that name.
         if let config { set.diagnostics += set.unknownPeerReferences(configured: config.peers.map(\.name), severity: .warning) }
-        if set.files.isEmpty {
-            set.diagnostics.append(Policy.PolicyDiagnostic(.warning, SourceLocation(file: directory, line: 0, column: 0),
-                "no *.rules files; every flow gets the built-in default (allow outbound, block inbound)"))
-        }
         let hostRules = set.rules.filter { !$0.hosts.isEmpty }
         if json {
             console.print(try encodeJSON(PolicyCheckJSON(directory: directory, set: set)))

@@ -1,4 +1,5 @@
 import Core
+import Packet
 import Testing
 @testable import Capture
 
@@ -78,5 +79,50 @@ import Testing
         var crossed = forward; crossed.destinationPort = 10
         #expect(![other, udp, v6, crossed].contains(where: key.matches))
         #expect(CaptureFlowKey(forward) == key)
+    }
+
+    /// An ICMP (IPv4, proto 1) or ICMPv6 (IPv6, proto 58) message with an 8-byte header.
+    private func icmpPacket(v6: Bool, type: UInt8, code: UInt8 = 0, id: UInt16 = 0, reply: Bool = false) -> [UInt8] {
+        let icmp: [UInt8] = [type, code, 0, 0, UInt8(id >> 8), UInt8(id & 0xFF), 0, 1] + [UInt8](repeating: 0x11, count: 8)
+        if v6 {
+            var p = ipv6UDPPacket(sourceLow: reply ? 5 : 2, destinationLow: reply ? 2 : 5, sourcePort: 0, destinationPort: 0, payload: 0)
+            p.removeLast(8)
+            p[4] = 0; p[5] = UInt8(icmp.count); p[6] = 58
+            return p + icmp
+        }
+        var p = ipv4Packet(protocol: 1, source: reply ? 0x0101_0101 : 0x0A63_0002, destination: reply ? 0x0A63_0002 : 0x0101_0101,
+                           sourcePort: 0, destinationPort: 0, payload: 0)
+        p.removeLast(8)
+        let total = 20 + icmp.count
+        p[2] = UInt8(total >> 8); p[3] = UInt8(total & 0xFF)
+        return p + icmp
+    }
+
+    /// The summary's ports are the flow table's, for every protocol (one definition: FlowKey).
+    @Test func portsAreTheFlowTablesIncludingICMP() throws {
+        let packets = [
+            ipv4Packet(protocol: 6, source: 1, destination: 2, sourcePort: 40000, destinationPort: 443, payload: 0),
+            ipv4Packet(protocol: 17, source: 1, destination: 2, sourcePort: 5353, destinationPort: 53, payload: 4),
+            ipv6UDPPacket(sourceLow: 2, destinationLow: 5, sourcePort: 6000, destinationPort: 443, payload: 3),
+            icmpPacket(v6: false, type: 8, id: 0x4242),               // echo request
+            icmpPacket(v6: false, type: 0, id: 0x4242, reply: true),  // echo reply
+            icmpPacket(v6: false, type: 13, id: 7),                   // timestamp: type/code
+            icmpPacket(v6: true, type: 128, id: 9),
+            icmpPacket(v6: true, type: 129, id: 9, reply: true),
+            icmpPacket(v6: true, type: 135),                          // neighbour solicitation
+        ]
+        for bytes in packets {
+            let s = try #require(parse(bytes))
+            let parsed = try bytes.withUnsafeBytes { try PacketParser.parse($0) }
+            let (key, reversed) = parsed.flowKey
+            let (sp, dp) = reversed ? (key.portB, key.portA) : (key.portA, key.portB)
+            #expect(s.sourcePort == sp && s.destinationPort == dp, "\(key): summary \(s.sourcePort)/\(s.destinationPort)")
+        }
+        // A ping and its reply are one capture flow, keyed by the echo identifier.
+        let request = try #require(parse(packets[3]))
+        let reply = try #require(parse(packets[4]))
+        #expect(request.sourcePort == 0x4242 && request.destinationPort == 0x4242)
+        #expect(CaptureFlowKey(request).matches(reply))
+        #expect(!CaptureFlowKey(request).matches(try #require(parse(icmpPacket(v6: false, type: 0, id: 0x4243, reply: true)))))
     }
 }

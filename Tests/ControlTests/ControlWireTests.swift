@@ -27,11 +27,13 @@ let sampleResponses: [ControlResponse] = [
         PolicyRuleStatus(file: "<default>", line: 0, text: "default allow", hits: 99),
     ])),
     .kick(KickReply(peer: "alice", endedSession: true)),
+    .capture(CaptureReply(enabled: true, detail: "full", directory: "/var/lib/tunnelvision/capture")),
     .failure(.notFound, "no peer named 'carol'"),
 ]
 
 @Suite struct ControlWireTests {
-    @Test(arguments: [ControlRequest.status, .peers, .policyReload, .policyShow, .kick(peer: "alice")])
+    @Test(arguments: [ControlRequest.status, .peers, .policyReload, .policyShow, .kick(peer: "alice"),
+                      .capture(enabled: true, detail: "metadata"), .capture(enabled: false, detail: "full")])
     func requestsRoundTrip(request: ControlRequest) throws {
         let bytes = ControlWire.encode(request)
         #expect(bytes.last == UInt8(ascii: "\n"))
@@ -43,6 +45,8 @@ let sampleResponses: [ControlResponse] = [
         #expect(String(decoding: ControlWire.encode(ControlRequest.kick(peer: "alice")), as: UTF8.self)
             == #"{"peer":"alice","type":"kick","version":1}"# + "\n")
         #expect(String(decoding: ControlWire.encode(ControlRequest.status), as: UTF8.self) == #"{"type":"status","version":1}"# + "\n")
+        #expect(String(decoding: ControlWire.encode(ControlRequest.capture(enabled: true, detail: "full")), as: UTF8.self)
+            == #"{"detail":"full","enabled":true,"type":"capture","version":1}"# + "\n")
     }
 
     @Test(arguments: sampleResponses)
@@ -70,8 +74,8 @@ let sampleResponses: [ControlResponse] = [
     }
 
     @Test func unknownResponseTypeDecodesAsUnknown() throws {
-        let r = try ControlWire.decodeResponse(Array(#"{"version":2,"type":"capture","capture":{}}"#.utf8)).get()
-        #expect(r == .unknown(type: "capture"))
+        let r = try ControlWire.decodeResponse(Array(#"{"version":2,"type":"stats","stats":{}}"#.utf8)).get()
+        #expect(r == .unknown(type: "stats"))
     }
 
     @Test func newerFieldsAreIgnored() throws {

@@ -34,6 +34,38 @@ import Glibc
         #expect(e?.description == "\(dir)/tunneld.conf:2: PrivateKeyFile: '\(dir)/private.key' has mode 0\(octal), so group or others can access the private key; run: chmod 600 \(dir)/private.key")
     }
 
+    /// Binary garbage is one error naming the file, never line after line of its raw bytes.
+    @Test func binaryFilesAreOneErrorWithoutRawBytes() throws {
+        let (dir, cleanup) = makeTempDirectory()
+        defer { cleanup() }
+        let path = dir + "/tunneld.conf"
+        // Not UTF-8 (an ELF-like header, 0xFF bytes), on line 3.
+        var garbage = Array("[Interface]\nAddress = 10.99.0.1/24\n".utf8) + [0x7F, 0x45, 0x4C, 0x46, 0x02, 0xFF, 0xFE, 0x0A]
+        for i in 0..<200 { garbage.append(UInt8(truncatingIfNeeded: i &* 37)); if i % 17 == 0 { garbage.append(0x0A) } }
+        _ = FileManager.default.createFile(atPath: path, contents: Data(garbage))
+        let e = #expect(throws: ConfigErrors.self) { try TunnelConfig.load(path: path) }
+        #expect(e?.description == "\(path): not UTF-8 text (first invalid byte on line 3); is this the right file?")
+
+        // Valid UTF-8 but control bytes (NUL, ESC): "binary data", once, with its line.
+        writeFile(path, "[Interface]\n\u{1B}[31mred\u{00}\u{00}\nmore\u{07} = x\n")
+        let b = #expect(throws: ConfigErrors.self) { try TunnelConfig.load(path: path) }
+        #expect(b?.errors.count == 1)
+        #expect(b?.description == "\(path): contains binary data at line 2; is this the right file?")
+        let p = #expect(throws: ConfigErrors.self) { try TunnelConfig.parse("x\u{0}y = 1\n", file: "t.conf") }
+        #expect(p?.description == "t.conf: contains binary data at line 1; is this the right file?")
+    }
+
+    /// Values echoed in errors are escaped: no bidi override or zero-width character reaches the terminal.
+    @Test func echoedValuesAreEscaped() throws {
+        let e = #expect(throws: ConfigErrors.self) {
+            try TunnelConfig.parse("[Interface]\nName = tv\u{202E}0\u{200B}\nListenPort = 1\u{2028}2\n", file: "t.conf")
+        }
+        let text = e?.description ?? ""
+        #expect(text.contains(#"Name: 'tv\u{202E}0\u{200B}' is not an interface name"#), "\(text)")
+        #expect(!text.unicodeScalars.contains { $0.value == 0x202E || $0.value == 0x200B || $0.value == 0x2028 })
+        #expect(ConfigError.printable("a\tb\u{1B}c\u{85}d é") == #"a\tb\x1Bc\x85d é"#)
+    }
+
     @Test func tunnelctlCanLoadWithoutTheKey() throws {
         let (dir, cleanup) = makeTempDirectory()
         defer { cleanup() }

@@ -140,6 +140,46 @@ import WireGuard
 
     // MARK: tests
 
+    /// The flow table is keyed by addresses peers choose, so each engine seeds its bucket hash
+    /// at random (FlowKey.hash64(seed:)); an explicit seed is passed through unchanged.
+    @Test func flowTableHashSeedIsRandomPerEngineUnlessGiven() throws {
+        let network = ChannelNetwork()
+        let set = PolicyParser.parse("default allow\n")
+        func engine(_ options: GatewayOptions = GatewayOptions()) throws -> GatewayEngine {
+            let device = try #require(WireGuardDevice(privateKey: [UInt8](repeating: 5, count: 32)))
+            return GatewayEngine(device: device, tun: ChannelTun(), bind: network.bind(address: IPAddress(v4: 0xC000_0209)),
+                                 clock: SystemClock(), policy: (set, CompiledPolicy(set)), options: options,
+                                 log: LogCapture().logger)
+        }
+        let seeds = try (0..<4).map { _ in try engine().flowHashSeed }
+        #expect(Set(seeds).count == seeds.count)
+        #expect(!seeds.contains(0))
+        var fixed = GatewayOptions()
+        fixed.flowHashSeed = 0x5EED_0000_1234
+        #expect(try engine(fixed).flowHashSeed == 0x5EED_0000_1234)
+    }
+
+    /// A reload (or start) that leaves nothing to enforce is accepted with a warning, in the
+    /// reply and in the daemon's log.
+    @Test func emptyPolicyDirectoryLoadsWithAWarningInTheLog() throws {
+        let dir = NSTemporaryDirectory() + "tv-empty-policy-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let warning = "no *.rules files; every flow gets the built-in default (allow outbound, block inbound)"
+        guard case .success(let loaded) = ActivePolicy.load(directory: dir) else { Issue.record("load failed"); return }
+        #expect(loaded.0.warnings.map(\.description) == ["\(dir): warning: \(warning)"])
+
+        let log = LogCapture()
+        let set = PolicyParser.parse("default allow\n")
+        let engine = GatewayEngine(device: try #require(WireGuardDevice(privateKey: [UInt8](repeating: 5, count: 32))),
+                                   tun: ChannelTun(), bind: ChannelNetwork().bind(address: IPAddress(v4: 0xC000_0209)),
+                                   clock: SystemClock(), policy: (set, CompiledPolicy(set)), log: log.logger)
+        let reply = engine.reloadPolicy(directory: dir)
+        #expect(reply.succeeded && reply.policy.ruleCount == 0)
+        #expect(reply.warnings.map(\.description) == ["\(dir): \(warning)"])
+        #expect(log.all.contains("<4>policy: \(dir): warning: \(warning)"), "\(log.all)")
+    }
+
     @Test func allowedTrafficPassesBothWays() throws {
         let h = try Harness()
         try h.handshake()

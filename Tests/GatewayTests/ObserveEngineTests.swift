@@ -1,7 +1,8 @@
 import Core
 import Capture
+import Control
 import Foundation
-import Gateway
+@testable import Gateway
 import LiveFeed
 import Packet
 import Policy
@@ -23,7 +24,7 @@ import WireGuard
         var engine: GatewayEngine { base.engine }
         var tun: ChannelTun { base.tun }
 
-        init() throws {
+        init(captureEnabled: Bool = true) throws {
             let dir = FileManager.default.temporaryDirectory
                 .appendingPathComponent("tv-observe-engine-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -31,7 +32,8 @@ import WireGuard
             let consumer = try RingConsumer(path: ring.path)
             var made: PacketObserver?
             base = try EngineTests.Harness { engine in
-                let observer = PacketObserver(ring: ring, capture: try CaptureSpooler(directory: dir + "/capture", detail: .full),
+                let observer = PacketObserver(ring: ring, capture: try CaptureSpooler(directory: dir + "/capture", detail: .full,
+                                                                                 enabled: captureEnabled),
                                               flowCapacity: engine.options.flowCapacity)
                 for p in engine.peers { observer.setPeerName(p.name, for: p.handle.rawValue) }
                 engine.observer = observer
@@ -99,5 +101,36 @@ import WireGuard
             #expect(stored[CaptureLocation(fileSequence: r.captureFileSequence, offset: r.captureOffset)] == bytes)
         }
         #expect(h.observer.firstCaptureLocation(flowID: packets[0].flowID)?.offset == packets[0].captureOffset)
+    }
+
+    /// `tunnelctl capture on|off` through the control request: the reply comes once the data
+    /// path runs with the settings (the next packet is captured, or not) — well inside one poll
+    /// interval of the settings poller, which stays the fallback.
+    @Test func captureRequestTakesEffectBeforeItsReply() throws {
+        let h = try Harness(captureEnabled: false)
+        try h.handshake()
+        let poller = CaptureSettingsPoller(storePath: h.dir + "/no-store.db", observer: h.observer,
+                                           intervalMilliseconds: 60_000, log: LogCapture().logger)
+        defer { poller.stop() }
+        let observe = Observe(observer: h.observer, poller: poller)
+
+        let start = Date()
+        let on = observe.capture(enabled: true, detail: "metadata")
+        #expect(on == .capture(CaptureReply(enabled: true, detail: "metadata", directory: h.dir + "/capture")))
+        #expect(Date().timeIntervalSince(start) < 1.0)
+        let first = EngineTests.udp(from: "10.99.0.2", 40000, to: "198.19.0.2", 53)
+        try h.sendPacket(first)
+        _ = h.tun.waitWritten(count: 1)
+        let captured = h.records(packets: 1).filter { $0.kind == .packet }
+        #expect(captured.count == 1 && captured.allSatisfy { $0.captureOffset != 0 })
+
+        let off = observe.capture(enabled: false, detail: "metadata")
+        #expect(off == .capture(CaptureReply(enabled: false, detail: "metadata", directory: h.dir + "/capture")))
+        try h.sendPacket(first)
+        _ = h.tun.waitWritten(count: 1)
+        let after = h.records(packets: 1).filter { $0.kind == .packet }
+        #expect(after.count == 1 && after.allSatisfy { $0.captureOffset == 0 })
+
+        #expect(observe.capture(enabled: true, detail: "bogus") == .failure(.malformedRequest, "capture detail must be metadata or full, not 'bogus'"))
     }
 }

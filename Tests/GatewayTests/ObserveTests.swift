@@ -134,6 +134,39 @@ import Testing
         #expect(found == a)
     }
 
+    /// An IPv4 ICMP echo request (type 8) or reply (0) with identifier `id`.
+    static func ping(_ src: UInt32, _ dst: UInt32, type: UInt8, id: UInt16, seq: UInt16) -> [UInt8] {
+        func be16(_ v: UInt16) -> [UInt8] { [UInt8(v >> 8), UInt8(v & 0xFF)] }
+        func be32(_ v: UInt32) -> [UInt8] { be16(UInt16(v >> 16)) + be16(UInt16(v & 0xFFFF)) }
+        let icmp: [UInt8] = [type, 0, 0, 0] + be16(id) + be16(seq) + [UInt8](repeating: 0x5A, count: 56)
+        return [0x45, 0] + be16(UInt16(20 + icmp.count)) + [0, 1, 0x40, 0, 64, 1, 0, 0] + be32(src) + be32(dst) + icmp
+    }
+
+    /// An ICMP flow's key in the capture index matches its packets in the capture file: extract
+    /// by the index entry finds the pings and replies of that identifier, and nothing else.
+    @Test func icmpFlowIsExtractedByItsIndexEntry() throws {
+        let dir = try Directory("icmp")
+        let capture = try CaptureSpooler(directory: dir.path + "/capture", detail: .full, enabled: true)
+        let o = PacketObserver(ring: nil, capture: capture, flowCapacity: 64)
+        let table = FlowTable(capacity: 64)
+        o.beginBatch()
+        for seq: UInt16 in 1...3 {
+            try Self.drive(o, table, Self.ping(Self.client, Self.server, type: 8, id: 0x77, seq: seq), fromPeer: true)
+            try Self.drive(o, table, Self.ping(Self.server, Self.client, type: 0, id: 0x77, seq: seq), fromPeer: false)
+            try Self.drive(o, table, Self.ping(Self.client, Self.server, type: 8, id: 0x78, seq: seq), fromPeer: true)
+        }
+        o.close()
+        let files = try CaptureFiles.list(directory: capture.directory)
+        let index = CaptureFlowIndex.read(directory: capture.directory, sequence: try #require(files.first).sequence)
+        try #require(index.count == 2)
+        for (entry, expected) in zip(index, [6, 3]) {
+            #expect(entry.key.aLow == UInt64(Self.client) && entry.key.ipProtocol == 1)
+            let result = try CaptureReader.extract(files: files, selection: .flow(entry.key, from: entry.location, until: nil),
+                                                   outputPath: dir.path + "/flow-\(entry.flowID).pcap")
+            #expect(result.packets == expected, "flow \(entry.flowID) \(entry.key)")
+        }
+    }
+
     @Test func flowCloseCarriesTotalsAndQueuedEventsArePublished() throws {
         let dir = try Directory("close")
         let ring = try RingProducer(directory: dir.path, slotCount: 64)

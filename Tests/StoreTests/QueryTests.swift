@@ -114,6 +114,17 @@ import Testing
         #expect(try store.flow(id: 8)?.rule == "10-block.rules:3")
         #expect(try store.maxFlowId() == 8)
         #expect(try store.flow(id: 1) == nil)
+        // A flow opened before capture: an update (or the close) gives it a location once; the first stays.
+        let later = CaptureLocation(fileSequence: 5, offset: 24)
+        try store.updateFlow(FlowUpdate(id: 8, lastSeen: 2100, counters: FlowCounters(), verdict: .block))
+        #expect(try store.flow(id: 8)?.capture == nil)
+        try store.updateFlow(FlowUpdate(id: 8, lastSeen: 2200, counters: FlowCounters(), verdict: .block, capture: later))
+        try store.updateFlow(FlowUpdate(id: 8, lastSeen: 2300, counters: FlowCounters(), verdict: .block,
+                                        capture: CaptureLocation(fileSequence: 6, offset: 24)))
+        try store.closeFlow(FlowClose(id: 8, at: 2400, counters: FlowCounters(), reason: "idle", capture: CaptureLocation(fileSequence: 7, offset: 24)))
+        try store.updateFlow(FlowUpdate(id: 7, lastSeen: 4100, counters: FlowCounters(), verdict: .allow, capture: later))
+        #expect(try store.flow(id: 8)?.capture == later)
+        #expect(try store.flow(id: 7)?.capture == CaptureLocation(fileSequence: 3, offset: 4096))
     }
 
     @Test func addressTextIsCanonical() {

@@ -86,6 +86,7 @@ extension GatewayEngine {
         case .success(let loaded):
             let generation = install(policy: loaded)
             log.notice("policy: reloaded \(directory): \(loaded.1.rules.count) rules, generation \(generation)")
+            for w in loaded.0.warnings { log.warning("policy: \(w)") }
             policyReloadHook.withLock { $0 }?(generation, loaded.1.rules.count, directory)
             return PolicyReloadReply(policy: policySummary(), warnings: loaded.0.warnings.map(Self.diagnostic))
         case .failure(let failure):

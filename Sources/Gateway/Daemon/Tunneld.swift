@@ -17,8 +17,9 @@ public enum Tunneld {
         usage: tunneld [--config PATH] [--foreground] [--check-config] [--verbose]
 
           --config PATH    configuration file (default \(TunnelConfig.defaultPath))
-          --foreground     log to stderr with syslog priority prefixes (journald reads them); this is
-                           also the default: tunneld never forks, run it under systemd or a supervisor
+          --foreground     log to stderr, with syslog priority prefixes (journald reads them) unless
+                           stderr is a terminal; this is also the default: tunneld never forks, run it
+                           under systemd or a supervisor
           --check-config   parse the configuration and the policy directory, print problems, exit
           --verbose        also log debug messages
         """
@@ -207,6 +208,8 @@ public enum Tunneld {
                 return .kick(KickReply(peer: name, endedSession: had))
             case .liveFlows(let peer):  // session/history (issue 5): tunnelctl explain 'FLOW'
                 return .liveFlows(sessions.liveFlows(peer: peer))
+            case .capture(let enabled, let detail):  // tunnelctl capture on|off (docs/capture.md)
+                return observe.capture(enabled: enabled, detail: detail)
             case .unknown(let type):
                 return .failure(.unknownRequest, "unknown request '\(type)'")
             }

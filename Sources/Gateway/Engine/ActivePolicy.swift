@@ -84,13 +84,12 @@ public final class ActivePolicy: @unchecked Sendable {
     /// Reads and compiles the policy directory. A set with errors is refused: the caller keeps the
     /// policy it has (or, at start, refuses to start).
     public static func load(directory: String) -> Result<(PolicySet, CompiledPolicy), PolicyLoadFailure> {
-        let sources: [PolicySource]
+        let set: PolicySet
         do {
-            sources = try PolicySource.loadDirectory(directory)
+            set = try PolicyParser.parse(directory: directory)
         } catch {
             return .failure(PolicyLoadFailure(message: "\(error)", diagnostics: []))
         }
-        let set = PolicyParser.parse(sources)
         if set.hasErrors {
             return .failure(PolicyLoadFailure(message: "\(set.errors.count) error(s) in \(directory)", diagnostics: set.diagnostics))
         }

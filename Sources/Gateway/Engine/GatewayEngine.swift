@@ -40,6 +40,10 @@ public struct GatewayOptions: Sendable {
     public var expiryBudget = 2_048
     /// Handshake messages per second above which the device is "under load" (cookies, rate limit).
     public var underLoadHandshakesPerSecond = 256
+    /// Seed of the flow table's bucket hash. Nil (the default): a fresh random one from the
+    /// system (`SystemRandomNumberGenerator`, getrandom(2)) for every engine, so peers cannot
+    /// predict which keys share a bucket. Set it only to reproduce a run.
+    public var flowHashSeed: UInt64? = nil
     public init() {}
 }
 
@@ -75,6 +79,8 @@ public final class GatewayEngine: @unchecked Sendable {
     /// The flow table (and `fragments`) are used only inside `withFlows`, which holds `flowLock`.
     let flowLock = Mutex(())
     let flowBox: FlowBox
+    /// The seed of the flow table's bucket hash (`GatewayOptions.flowHashSeed`, else random).
+    public var flowHashSeed: UInt64 { flowBox.table.hashSeed }
     /// Later IP fragments → their datagram's ports; used only under the `flows` lock.
     let fragments = FragmentBox()
     let pending = Mutex<[UInt32: PendingPackets]>([:])
@@ -103,7 +109,8 @@ public final class GatewayEngine: @unchecked Sendable {
         self.log = log
         self.options = options
         startedAtMs = clock.wallMilliseconds()
-        flowBox = FlowBox(FlowTable(capacity: options.flowCapacity))
+        var random = SystemRandomNumberGenerator()
+        flowBox = FlowBox(FlowTable(capacity: options.flowCapacity, hashSeed: options.flowHashSeed ?? random.next()))
         let now = clock.wallMilliseconds()
         policyState = Mutex(ActivePolicy(
             compiled: policy.1, set: policy.0, generation: 1, loadedAtMs: now, peers: [],

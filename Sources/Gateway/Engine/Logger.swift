@@ -4,8 +4,9 @@ import Synchronization
 
 /// A small logger for the daemon: one line per message on stderr, prefixed with the syslog
 /// priority in angle brackets (`<6>` info …) so journald files each line at its level
-/// (sd-daemon(3) "SD_INFO" prefixes). Libraries take the logger they are given; tests pass a
-/// capturing sink.
+/// (sd-daemon(3) "SD_INFO" prefixes) — but only for a log collector: not when stderr is a
+/// terminal (`tunneld --check-config` run by a person), unless JOURNAL_STREAM says it is the
+/// journal. Libraries take the logger they are given; tests pass a capturing sink.
 public struct Logger: Sendable {
     /// Syslog priorities (RFC 5424 §6.2.1), most severe first.
     public enum Level: Int32, Sendable, Comparable {
@@ -23,13 +24,23 @@ public struct Logger: Sendable {
         self.sink = sink
     }
 
-    /// Writes `<N>message` lines to stderr (one `write(2)` per line, so threads never interleave).
-    public static func standardError(minimum: Level = .info) -> Logger {
-        Logger(minimum: minimum) { level, message in
-            var line = "<\(level.rawValue)>" + message
+    /// Writes `<N>message` lines to stderr, or plain `message` lines when stderr is a terminal
+    /// (see `usesPriorityPrefixes`); one `write(2)` per line, so threads never interleave. `fd`
+    /// is for tests.
+    public static func standardError(minimum: Level = .info, fd: Int32 = 2) -> Logger {
+        let prefixed = usesPriorityPrefixes(fd: fd, journalStream: getenv("JOURNAL_STREAM") != nil)
+        return Logger(minimum: minimum) { level, message in
+            var line = prefixed ? "<\(level.rawValue)>" + message : message
             line.append("\n")
-            line.withCString { _ = write(2, $0, strlen($0)) }
+            line.withCString { _ = write(fd, $0, strlen($0)) }
         }
+    }
+
+    /// Whether lines written to `fd` carry `<N>` priority prefixes: yes when systemd connected
+    /// stderr to the journal (`journalStream`: JOURNAL_STREAM is set) or `fd` is not a terminal
+    /// (a pipe or file read by a supervisor); no for a person at a terminal.
+    public static func usesPriorityPrefixes(fd: Int32, journalStream: Bool) -> Bool {
+        journalStream || isatty(fd) == 0
     }
 
     public func log(_ level: Level, _ message: @autoclosure () -> String) {

@@ -1,7 +1,7 @@
+import Core
 /// Packets waiting for a peer's handshake to complete (WireGuard "staged packets"): a bounded
 /// FIFO with storage allocated once per peer, on its first queued packet. When full, the oldest
 /// packet is dropped (wireguard-go keeps the newest too) and counted.
-import Core
 final class PendingPackets: @unchecked Sendable {
     // Safe: every instance lives in `GatewayEngine.pending` and is only touched under that mutex.
     let capacity: Int

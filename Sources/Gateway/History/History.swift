@@ -157,7 +157,8 @@ public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
         case .removed: reason = "removed"
         }
         submit(.flowClosed(FlowClose(id: idBase &+ Int64(record.entry.id), at: max(wall(record.entry.lastSeen), wall(record.entry.firstSeen)),
-                                     counters: History.counters(record.entry), reason: reason)))
+                                     counters: History.counters(record.entry), reason: reason,
+                                     capture: captureLocation.withLock { $0 }?(record.entry.id))))
     }
 
     public func timerTick(flows: FlowTable, monoMs: Int64) {
@@ -168,21 +169,25 @@ public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
         lastSweepMono = monoMs
         sweptThrough = monoMs
         let t = rules.withLock { $0 }
+        // A flow that opened before capture started gets its first captured packet's location
+        // here (the row takes it only while it has none).
+        let location = captureLocation.withLock { $0 }
         flows.forEach { _, e in
             guard e.lastSeen > since else { return }
             let action = Verdict(rawValue: e.verdictAction) ?? .allow
             submit(.flowUpdated(FlowUpdate(
                 id: idBase &+ Int64(e.id), lastSeen: wall(e.lastSeen), counters: History.counters(e),
-                verdict: action, rule: t?.rule(e.verdictRuleIndex))))
+                verdict: action, rule: t?.rule(e.verdictRuleIndex), capture: location?(e.id))))
         }
     }
 
     public func engineStopping(flows: FlowTable, monoMs: Int64) {
         guard recordFlows else { return }
         let now = clock.wallMilliseconds()
+        let location = captureLocation.withLock { $0 }
         flows.forEach { _, e in
             submit(.flowClosed(FlowClose(id: idBase &+ Int64(e.id), at: max(now, wall(e.firstSeen)),
-                                         counters: History.counters(e), reason: "shutdown")))
+                                         counters: History.counters(e), reason: "shutdown", capture: location?(e.id))))
         }
     }
 

@@ -54,6 +54,24 @@ public struct Observe: Sendable {
         return Observe(observer: observer, poller: poller)
     }
 
+    /// The control request `capture` (`tunnelctl capture on|off`, sent after it wrote the
+    /// settings row): applies the settings now and answers once the data path runs with them.
+    public func capture(enabled: Bool, detail: String, timeoutMilliseconds: Int = 1000) -> ControlResponse {
+        guard let poller, let capture = observer.capture else {
+            return .failure(.failed, "capture is unavailable: the capture directory could not be used (see the daemon's log)")
+        }
+        let d: CaptureDetail
+        switch detail {
+        case "full": d = .full
+        case "metadata": d = .metadata
+        default: return .failure(.malformedRequest, "capture detail must be metadata or full, not '\(detail)'")
+        }
+        guard poller.apply(CaptureSettingsChange(enabled: enabled, detail: d), timeoutMilliseconds: timeoutMilliseconds) else {
+            return .failure(.failed, "the data path did not take the capture settings within \(timeoutMilliseconds) ms")
+        }
+        return .capture(CaptureReply(enabled: enabled, detail: d.rawValue, directory: capture.directory))
+    }
+
     /// Stops the poller and closes the capture and the ring (after the engine stopped).
     public func stop() {
         poller?.stop()

@@ -1,14 +1,33 @@
 // Capture settings, flushing and pruning: the observer's work off the per-packet path.
 import Core
 import Capture
+import Glibc
 import LiveFeed
 import Store
 
 extension PacketObserver {
     /// Hands a capture settings change to the data path (any thread); applied at the next tick.
-    public func requestCapture(_ change: CaptureSettingsChange) {
-        pendingSettings.withLock { $0 = change }
+    /// Returns the request's number for `waitForCapture`.
+    @discardableResult
+    public func requestCapture(_ change: CaptureSettingsChange) -> UInt64 {
+        let number = pendingSettings.withLock { pending in
+            pending = change
+            return settingsRequested.wrappingAdd(1, ordering: .relaxed).newValue
+        }
         hasPendingSettings.store(true, ordering: .releasing)
+        return number
+    }
+
+    /// Waits (any thread but the timer thread) until the timer thread has applied request
+    /// `number` of `requestCapture` or a later one; false after `timeoutMilliseconds`.
+    public func waitForCapture(_ number: UInt64, timeoutMilliseconds: Int) -> Bool {
+        var waited = 0
+        while settingsApplied.load(ordering: .acquiring) < number {
+            guard waited < timeoutMilliseconds else { return false }
+            usleep(2_000)
+            waited += 2
+        }
+        return true
     }
 
     /// The timer thread's call, flow lock held: applies a pending settings change, refreshes the
@@ -17,7 +36,9 @@ extension PacketObserver {
     public func tick() {
         if hasPendingSettings.load(ordering: .acquiring) {
             hasPendingSettings.store(false, ordering: .relaxed)
-            if let change = pendingSettings.withLock({ $0 }) { apply(change) }
+            let (change, number) = pendingSettings.withLock { ($0, settingsRequested.load(ordering: .relaxed)) }
+            if let change { apply(change) }
+            settingsApplied.store(number, ordering: .releasing)
         }
         beginBatch()
         let now = wallNanoseconds != 0 ? wallNanoseconds : PacketObserver.realtimeNanoseconds()

@@ -62,13 +62,8 @@ extension PacketObserver {
 
     /// Notes a flow's first captured packet: the flow index, and the map for readers.
     func firstCaptured(_ entry: FlowEntry, location: CaptureLocation) {
-        let a = entry.originator
-        let b = entry.responder
-        let key = CaptureFlowKey(
-            ipVersion: a.isIPv6 ? 6 : 4, ipProtocol: entry.key.proto.rawValue, aHigh: a.high, aLow: a.low,
-            aPort: entry.originatorPort, bHigh: b.high, bLow: b.low, bPort: entry.responderPort)
         flowIndex?.append(CaptureFlowIndex.Entry(
-            flowID: entry.id, key: key, location: location, timeNanoseconds: wallNanoseconds))
+            flowID: entry.id, key: CaptureFlowKey(entry), location: location, timeNanoseconds: wallNanoseconds))
         firstLocations.withLock { $0[entry.id] = location }
     }
 

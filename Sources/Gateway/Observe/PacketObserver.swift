@@ -28,8 +28,8 @@ import Synchronization
 /// Publishes the data path's packets and flow events to the live ring and the capture files.
 ///
 /// `@unchecked Sendable`: every method except `noteRefusal`, `noteHandshake`, `requestCapture`,
-/// `captureSequenceInUse` and `firstCaptureLocation(flowID:)` must be called with the engine's
-/// flow lock held (one caller at a time); those five use their own mutex or atomics.
+/// `waitForCapture`, `captureSequenceInUse` and `firstCaptureLocation(flowID:)` must be called
+/// with the engine's flow lock held (one caller at a time); those six use their own mutex or atomics.
 public final class PacketObserver: @unchecked Sendable {
     /// The ring producer (nil when the ring could not be created: the daemon runs without a live feed).
     public let ring: RingProducer?
@@ -54,9 +54,13 @@ public final class PacketObserver: @unchecked Sendable {
     /// Events seen outside the flow lock, published at the next batch or tick.
     let queued = Mutex<QueuedEvents>(QueuedEvents())
     let hasQueued = Atomic<Bool>(false)
-    /// Capture settings handed over by the poller.
+    /// Capture settings handed over by the poller or a control request.
     let pendingSettings = Mutex<CaptureSettingsChange?>(nil)
     let hasPendingSettings = Atomic<Bool>(false)
+    /// Number of settings requests made (changed under `pendingSettings`' lock) and the number
+    /// the timer thread has applied: `waitForCapture` compares them.
+    let settingsRequested = Atomic<UInt64>(0)
+    let settingsApplied = Atomic<UInt64>(0)
     /// Sequence of the capture file being written (-1: none), for pruning from another thread.
     let activeSequence = Atomic<Int64>(-1)
     /// First locations by flow id, for readers outside the data path (flow rows, control).
