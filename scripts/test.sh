@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=/opt/swift/usr/bin:$PATH
 scripts/deps.sh
+bash scripts/check-layering.sh   # no module import cycle, no folder-level type-reference cycle
 swift build --build-tests
 swift test --skip-build 2>&1 | tee /tmp/tunnelvision-swift-test.log | grep -vE '^(◇|↳)' || { tail -50 /tmp/tunnelvision-swift-test.log; exit 1; }
 if [ "$(id -u)" -eq 0 ] && [ -d scripts/e2e ]; then
