@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Core
 import Glibc
+import Runtime
 #endif
 
 /// Sends one request to the daemon's control socket and waits for the reply

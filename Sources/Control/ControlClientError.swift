@@ -1,6 +1,7 @@
 /// Why `ControlClient.send` got no reply. `daemonNotRunning` is separate so `tunnelctl` can exit
 /// with code 3 (DESIGN.md §9).
 import Core
+import Runtime
 public enum ControlClientError: Error, Hashable, Sendable, CustomStringConvertible {
     /// No socket file, or nobody accepting on it (`ENOENT`, `ECONNREFUSED`).
     case daemonNotRunning(path: String)

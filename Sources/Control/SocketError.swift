@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Core
 import Glibc
+import Runtime
 #endif
 
 /// A failed socket operation of `ControlServer` or `UAPIServer` (bind, listen, chmod, …): the

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Core
 import Glibc
+import Runtime
 #endif
 
 extension TunnelConfig {

@@ -2,6 +2,7 @@ import Core
 import Control
 import Glibc
 import Packet
+import Runtime
 
 /// `tunneld --selftest-bringup NAME MTU ADDR/LEN... [--route CIDR...] [--hold-after-teardown]`:
 /// a hidden diagnostic mode for scripts/e2e/netlink.sh. It opens TUN interface NAME, configures it

@@ -1,6 +1,7 @@
 import Core
 import CShims
 import Glibc
+import Runtime
 
 /// Notices when the wall clock is set discontinuously (an NTP step, `date -s`, a restored RTC):
 /// a `CLOCK_REALTIME` timerfd armed with `TFD_TIMER_CANCEL_ON_SET` (timerfd_create(2)), whose read

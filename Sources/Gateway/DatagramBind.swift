@@ -6,6 +6,7 @@
 /// thread sends; ``close()`` may be called from any thread and wakes the receiver. Receive and send
 /// never block and never allocate.
 import Core
+import Runtime
 public protocol DatagramBind: AnyObject, Sendable {
     /// The bound UDP port (the actual one when port 0 was asked for).
     var port: UInt16 { get }

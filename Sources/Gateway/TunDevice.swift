@@ -6,6 +6,7 @@
 /// one thread writes (``writePackets(_:)``) at a time; ``close()`` may be called from any thread and
 /// wakes the reader. Reads and writes never block and never allocate.
 import Core
+import Runtime
 public protocol TunDevice: AnyObject, Sendable {
     /// The interface name, e.g. `tv0`.
     var name: String { get }

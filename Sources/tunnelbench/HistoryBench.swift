@@ -3,6 +3,7 @@ import Foundation
 import Gateway
 import Packet
 import Policy
+import Runtime
 import Store
 import WireGuard
 

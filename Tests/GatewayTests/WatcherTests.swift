@@ -1,5 +1,6 @@
 import Core
 import Glibc
+import Runtime
 import Testing
 
 @testable import Gateway

@@ -50,7 +50,7 @@ extension GatewayEngine {
                 continue
             }
             if n == 0 { continue }
-            let now = clock.monotonicNanoseconds()
+            let now = clock.boottimeNanoseconds()
             toNet.count = 0
             rejects.removeAll(keepingCapacity: true)
             flushes.removeAll(keepingCapacity: true)
@@ -219,7 +219,7 @@ extension GatewayEngine {
                 continue
             }
             if n == 0 { continue }
-            let now = clock.monotonicNanoseconds()
+            let now = clock.boottimeNanoseconds()
             let nowMs = Int64(now / 1_000_000)
             let policy = self.policy
             let trie = routes.withLock { $0 }
@@ -309,7 +309,7 @@ extension GatewayEngine {
         defer { valid.deallocate() }
         while running.load(ordering: .relaxed) {
             usleep(UInt32(options.tickMilliseconds) * 1000)
-            let now = clock.monotonicNanoseconds()
+            let now = clock.boottimeNanoseconds()
             control.count = 0
             for action in device.tick(now: now) {
                 if control.count == control.capacity {

@@ -6,6 +6,7 @@ import Foundation
 import Glibc
 import Packet
 import Policy
+import Runtime
 import Store
 import WireGuard
 

@@ -1,6 +1,7 @@
 import Core
 import Foundation
 import Policy
+import Runtime
 import Store
 import WireGuard
 
@@ -87,7 +88,7 @@ public final class DaemonMarkers: @unchecked Sendable {
     private var enqueued = 0
     private var handled = 0
     private var drops: DropWindow
-    private var thread: GatewayThread?
+    private var thread: WorkerThread?
 
     /// Markers written so far (tests).
     public var writtenCount: Int { condition.lock(); defer { condition.unlock() }; return written }
@@ -107,7 +108,7 @@ public final class DaemonMarkers: @unchecked Sendable {
     /// Starts the writing thread.
     public func start() {
         guard thread == nil else { return }
-        thread = GatewayThread(name: "tv-markers") { [self] in loop() }
+        thread = WorkerThread(name: "tv-markers") { [self] in loop() }
     }
 
     /// Writes what is queued (and an open drop window), then stops the thread. Idempotent.

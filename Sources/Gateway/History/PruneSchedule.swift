@@ -1,5 +1,6 @@
 import Core
 import Foundation
+import Runtime
 import Store
 
 /// The daemon's scheduled prune (DESIGN.md §7, issue 6 Deliver 4): the same `Pruner` and
@@ -26,7 +27,7 @@ public final class PruneSchedule: @unchecked Sendable {
     private var stopping = false
     private var runs = 0
     private var lastReport: PruneReport?
-    private var thread: GatewayThread?
+    private var thread: WorkerThread?
 
     /// A schedule on the store at `storePath`, pruning `captureDirectory`'s pcap files too.
     public init(storePath: String, captureDirectory: String, log: Logger, now: @escaping @Sendable () -> Int64,
@@ -58,7 +59,7 @@ public final class PruneSchedule: @unchecked Sendable {
     /// Starts the thread: one prune now, then one every interval.
     public func start() {
         guard thread == nil else { return }
-        thread = GatewayThread(name: "tv-prune") { [self] in loop() }
+        thread = WorkerThread(name: "tv-prune") { [self] in loop() }
     }
 
     /// Stops the thread (waits for a prune in progress to finish its current family's batches).

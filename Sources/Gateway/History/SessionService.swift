@@ -1,6 +1,7 @@
 import Core
 import Control
 import Glibc
+import Runtime
 import Store
 import Synchronization
 

@@ -3,6 +3,7 @@
 import Core
 import Capture
 import Glibc
+import Runtime
 import Store
 import Synchronization
 
@@ -18,7 +19,7 @@ public final class CaptureSettingsPoller: @unchecked Sendable {
     let pruneIntervalMilliseconds: Int
     let log: Logger
     let running = Atomic<Bool>(true)
-    private var thread: GatewayThread?
+    private var thread: WorkerThread?
 
     /// Starts polling `storePath` (missing store: capture stays as configured until it appears).
     public init(storePath: String, observer: PacketObserver, intervalMilliseconds: Int = 2000,
@@ -29,7 +30,7 @@ public final class CaptureSettingsPoller: @unchecked Sendable {
         self.intervalMilliseconds = intervalMilliseconds
         self.pruneIntervalMilliseconds = pruneIntervalMilliseconds
         self.log = log
-        thread = GatewayThread(name: "tv-capture") { [self] in loop() }
+        thread = WorkerThread(name: "tv-capture") { [self] in loop() }
     }
 
     /// Stops the thread and waits for it.

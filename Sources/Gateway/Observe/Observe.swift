@@ -4,6 +4,7 @@ import Capture
 import Control
 import Foundation
 import LiveFeed
+import Runtime
 import Store
 
 /// The live ring, the capture writer and the settings poller of a running daemon.

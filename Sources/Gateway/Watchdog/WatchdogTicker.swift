@@ -1,5 +1,6 @@
 import Core
 import Glibc
+import Runtime
 import Synchronization
 
 /// Runs the watchdog's pass on its own thread: every `intervalMs`, at once when the wall clock is
@@ -8,7 +9,7 @@ import Synchronization
 /// compares the wall clock with the stored dates.
 public final class WatchdogTicker: Sendable {
     private let shutdown: EventNotifier
-    private let thread: Mutex<GatewayThread?>
+    private let thread: Mutex<WorkerThread?>
 
     /// Starts the thread; `body` runs once at once (reason `.interval`) and then on every tick.
     public init(intervalMs: Int64, log: Logger, body: @escaping @Sendable (TickReason) -> Void) throws {
@@ -22,7 +23,7 @@ public final class WatchdogTicker: Sendable {
         }
         self.shutdown = shutdown
         let interval = Int32(clamping: max(1, intervalMs))
-        thread = Mutex(GatewayThread(name: "tv-watchdog") {
+        thread = Mutex(WorkerThread(name: "tv-watchdog") {
             var boot = WatchdogTicker.now(CLOCK_BOOTTIME)
             var mono = WatchdogTicker.now(CLOCK_MONOTONIC)
             body(.interval)

@@ -28,7 +28,7 @@ public struct Logger: Sendable {
         Logger(minimum: minimum) { level, message in
             var line = "<\(level.rawValue)>" + message
             line.append("\n")
-            line.withCString { _ = write(2, $0, strlen($0)) }
+            line.withUTF8 { _ = try? Sys.writeAll(2, UnsafeRawBufferPointer($0), "stderr") }
         }
     }
 
