@@ -93,6 +93,29 @@ extension Sys {
         } catch where error.errno == EEXIST {}
     }
 
+    /// The names in directory `path` (`opendir(3)`/`readdir(3)`), without `.` and `..`, in
+    /// directory order.
+    public static func directoryEntries(_ path: String) throws(SystemError) -> [String] {
+        guard let dir = opendir(path) else {
+            let e = Glibc.errno
+            throw SystemError("opendir(\(path))", errno: e)
+        }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// `access(2)` with `F_OK`: whether `path` exists (for the caller's purposes).
+    public static func exists(_ path: String) -> Bool {
+        access(path, F_OK) == 0
+    }
+
     /// `flock(2)` with `LOCK_NB`: false when another descriptor holds a conflicting lock.
     public static func tryLock(_ fd: Int32, _ operation: Int32, _ what: @autoclosure () -> String) throws(SystemError) -> Bool {
         try callNonblocking("flock(\(what()))") { flockDescriptor(fd, operation | LOCK_NB) } != nil

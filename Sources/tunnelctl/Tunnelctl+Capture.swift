@@ -49,7 +49,7 @@ extension Tunnelctl {
         do {
             files = try CaptureFiles.list(directory: directory, scan: true)
         } catch {
-            if case .system(_, let e, _) = error, e == ENOENT {
+            if case .system(let e) = error, e.errno == ENOENT {
                 files = []
             } else {
                 throw CLIError.failure("\(error)")
