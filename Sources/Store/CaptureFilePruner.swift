@@ -1,5 +1,6 @@
-#if canImport(Glibc)
 import Core
+import Runtime
+#if canImport(Glibc)
 import Glibc
 #endif
 
@@ -33,21 +34,17 @@ public enum CaptureFilePruner {
 
     /// Capture files in `directory`, lowest sequence first; a missing directory is empty.
     public static func list(directory: String) throws -> [File] {
-        guard let dir = opendir(directory) else {
-            let e = errno
-            if e == ENOENT { return [] }
-            throw StoreError.cannotOpen(path: directory, reason: String(cString: strerror(e)))
+        let names: [String]
+        do { names = try Sys.directoryEntries(directory) } catch where error.errno == ENOENT {
+            return []
+        } catch {
+            throw StoreError.system(error)
         }
-        defer { closedir(dir) }
         var files: [File] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
+        for name in names {
             guard let seq = sequence(fromFileName: name) else { continue }
             let path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
-            var st = stat()
-            guard stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { continue }
+            guard let st = Sys.statIfPresent(path), (st.st_mode & S_IFMT) == S_IFREG else { continue }
             files.append(File(sequence: seq, path: path, size: Int64(st.st_size),
                               modifiedMs: Int64(st.st_mtim.tv_sec) * 1000 + Int64(st.st_mtim.tv_nsec) / 1_000_000))
         }
@@ -74,10 +71,14 @@ public enum CaptureFilePruner {
         let victims = due(try list(directory: directory), request)
         var result = CapturePruneResult(files: 0, bytes: 0)
         for f in victims {
-            if !request.dryRun && unlink(f.path) != 0 {
-                let e = errno
-                if e == ENOENT { continue }
-                throw StoreError.cannotOpen(path: f.path, reason: "unlink: \(String(cString: strerror(e)))")
+            if !request.dryRun {
+                do {
+                    _ = try Sys.call("unlink(\(f.path))") { unlink(f.path) }
+                } catch where error.errno == ENOENT {
+                    continue
+                } catch {
+                    throw StoreError.system(error)
+                }
             }
             result.files += 1
             result.bytes += f.size

@@ -1,5 +1,6 @@
 import Core
 import CSQLite
+import Runtime
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -47,7 +48,7 @@ public final class Connection {
         guard rc == SQLITE_OK, let handle else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
             sqlite3_close_v2(handle)
-            let reason = errno != 0 ? "\(message) (\(String(cString: strerror(errno))))" : message
+            let reason = errno != 0 ? "\(message) (\(errnoText(errno)))" : message
             throw StoreError.cannotOpen(path: path, reason: reason)
         }
         db = handle
@@ -57,7 +58,7 @@ public final class Connection {
             let timeoutMs = Int(bitPattern: context)
             let waited = count < 100 ? Int(count) : 100 + (Int(count) - 100) * 5
             if waited >= timeoutMs { return 0 }
-            usleep(count < 100 ? 1000 : 5000)
+            Sys.sleep(milliseconds: count < 100 ? 1 : 5)
             return 1
         }, UnsafeMutableRawPointer(bitPattern: self.busyTimeoutMs))
         do {
@@ -199,7 +200,7 @@ public final class Connection {
             } catch StoreError.busy {
                 attempt += 1
                 if attempt > busyRetries { throw StoreError.busy(path: path, operation: operation) }
-                usleep(UInt32(1000 * attempt))
+                Sys.sleep(milliseconds: attempt)
             }
         }
     }

@@ -1,6 +1,7 @@
 /// Everything the store can fail with. Each case names the store's path and says what to do;
 /// `description` is the sentence a person reads (tunnelctl prints it, tunneld logs it).
 import Core
+import Runtime
 public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The file could not be opened or created (missing directory, permissions, …).
     case cannotOpen(path: String, reason: String)
@@ -24,6 +25,9 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case noOpenAudit
     /// The settings row holds text that is not a JSON object; carries the raw text.
     case settingsNotJSON(raw: String, detail: String)
+    /// A system call on a file beside the database failed (the capture directory's listing or
+    /// unlink); the error names the call and the path.
+    case system(SystemError)
 
     public var description: String {
         switch self {
@@ -49,6 +53,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
             return "no audit session is open"
         case let .settingsNotJSON(raw, detail):
             return "the settings row is not a JSON object (\(detail)); raw text: \(raw)"
+        case let .system(e):
+            return e.description
         }
     }
 }
