@@ -4,6 +4,7 @@ import Glibc
 import LiveFeed
 import Packet
 import Policy
+import Runtime
 import WireGuard
 
 extension GatewayEngine {
@@ -46,7 +47,7 @@ extension GatewayEngine {
                 full = n == rx.capacity
             } catch {
                 log.error("inbound: \(error); retrying in 100 ms")
-                usleep(100_000)
+                Sys.sleep(milliseconds: 100)
                 continue
             }
             if n == 0 { continue }
@@ -215,7 +216,7 @@ extension GatewayEngine {
                 full = n == rd.capacity
             } catch {
                 log.error("outbound: \(error); retrying in 100 ms")
-                usleep(100_000)
+                Sys.sleep(milliseconds: 100)
                 continue
             }
             if n == 0 { continue }
@@ -308,7 +309,7 @@ extension GatewayEngine {
         let valid = UnsafeMutablePointer<Bool>.allocate(capacity: 64)
         defer { valid.deallocate() }
         while running.load(ordering: .relaxed) {
-            usleep(UInt32(options.tickMilliseconds) * 1000)
+            Sys.sleep(milliseconds: Int(options.tickMilliseconds))
             let now = clock.boottimeNanoseconds()
             control.count = 0
             for action in device.tick(now: now) {

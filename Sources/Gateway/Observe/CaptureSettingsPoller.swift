@@ -5,20 +5,19 @@ import Capture
 import Glibc
 import Runtime
 import Store
-import Synchronization
 
 /// Polls the settings row (`StateDirectory/state.db`) every `interval` and hands capture changes
 /// to the `PacketObserver`; every `pruneInterval` prunes capture files under the retention
 /// settings (`pcap-bytes`, `pcap-age`).
 public final class CaptureSettingsPoller: @unchecked Sendable {
     // Safe: the thread handle is touched only by init/stop on the owning thread; the rest is
-    // immutable or atomic.
+    // immutable or thread-safe.
     let storePath: String
     let observer: PacketObserver
     let intervalMilliseconds: Int
     let pruneIntervalMilliseconds: Int
     let log: Logger
-    let running = Atomic<Bool>(true)
+    let stopping = StopSignal()
     private var thread: WorkerThread?
 
     /// Starts polling `storePath` (missing store: capture stays as configured until it appears).
@@ -30,13 +29,12 @@ public final class CaptureSettingsPoller: @unchecked Sendable {
         self.intervalMilliseconds = intervalMilliseconds
         self.pruneIntervalMilliseconds = pruneIntervalMilliseconds
         self.log = log
-        thread = WorkerThread(name: "tv-capture") { [self] in loop() }
+        thread = WorkerThread(name: "tv-capture", stopSignal: stopping) { [self] in loop() }
     }
 
     /// Stops the thread and waits for it.
     public func stop() {
-        guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
-        thread?.join()
+        thread?.stop()
         thread = nil
     }
 
@@ -44,7 +42,7 @@ public final class CaptureSettingsPoller: @unchecked Sendable {
         var applied: CaptureSettingsChange? = nil
         var lastError = ""
         var sincePrune = pruneIntervalMilliseconds - 5000  // first prune shortly after start
-        while running.load(ordering: .relaxed) {
+        while !stopping.isStopped {
             var retention: RetentionSettings? = nil
             do {
                 let store = try StateStore(path: storePath, mode: .readOnly, busyTimeoutMs: 200)
@@ -69,7 +67,7 @@ public final class CaptureSettingsPoller: @unchecked Sendable {
             if sincePrune >= pruneIntervalMilliseconds {
                 sincePrune = 0
                 let r = retention ?? .factory
-                let nowMs = Int64(PacketObserver.realtimeNanoseconds() / 1_000_000)
+                let nowMs = observer.clock.wallMilliseconds()
                 do {
                     let result = try observer.pruneCaptures(
                         olderThanMs: r.pcapMaxAgeMs.map { nowMs - $0 }, maxTotalBytes: r.pcapMaxBytes, nowMs: nowMs)
@@ -78,12 +76,8 @@ public final class CaptureSettingsPoller: @unchecked Sendable {
                     log.warning("capture prune: \(error)")
                 }
             }
-            var slept = 0
-            while slept < intervalMilliseconds && running.load(ordering: .relaxed) {
-                usleep(100_000)
-                slept += 100
-            }
-            sincePrune += slept
+            guard stopping.sleep(milliseconds: intervalMilliseconds) else { return }
+            sincePrune += intervalMilliseconds
         }
     }
 }

@@ -20,7 +20,7 @@ extension PacketObserver {
             if let change = pendingSettings.withLock({ $0 }) { apply(change) }
         }
         beginBatch()
-        let now = wallNanoseconds != 0 ? wallNanoseconds : PacketObserver.realtimeNanoseconds()
+        let now = wallNanoseconds != 0 ? wallNanoseconds : UInt64(clamping: clock.wallNanoseconds())
         if now &- lastFlushNanoseconds >= 1_000_000_000 {
             lastFlushNanoseconds = now
             capture?.flush()
