@@ -9,6 +9,7 @@ import Gateway
 import LiveFeed
 import Packet
 import Policy
+import Runtime
 
 enum ObserveBench {
     static func run(_ args: [String]) throws {
@@ -75,7 +76,7 @@ enum ObserveBench {
             let cpu = cpuSeconds() - cpu0
             let wall = now() - start
             stop.set()
-            if drainer != nil { usleep(100_000) }
+            if drainer != nil { Sys.sleep(milliseconds: 100) }
             print(String(format: "  %-17@ %6.1f ns/packet (wall), %6.1f ns/packet (process CPU), allocations in loop %llu, ring dropped %llu, captured %llu",
                          mode as NSString, wall / Double(count) * 1e9, cpu / Double(count) * 1e9, allocations,
                          ring?.dropped ?? 0, capture?.packetsWritten ?? 0))
@@ -92,17 +93,9 @@ enum ObserveBench {
         return [0x45, 0] + be16(UInt16(20 + transport.count)) + [0, 1, 0x40, 0, 64, 17, 0, 0] + be32(src) + be32(dst) + transport
     }
 
-    static func now() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
+    static func now() -> Double { Double(SystemClock().monotonicNanoseconds()) / 1e9 }
 
-    static func cpuSeconds() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
+    static func cpuSeconds() -> Double { Double(SystemClock.processCPUNanoseconds()) / 1e9 }
 }
 
 /// A stop flag shared with the drain thread.
