@@ -40,7 +40,7 @@ public final class Connection {
         self.path = path
         self.mode = mode
         self.busyTimeoutMs = max(0, busyTimeoutMs)
-        if mode == .readOnly && access(path, F_OK) != 0 { throw StoreError.missing(path: path) }
+        if mode == .readOnly && !Sys.exists(path) { throw StoreError.missing(path: path) }
         var handle: OpaquePointer?
         let flags = (mode == .readWrite ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY)
             | SQLITE_OPEN_NOMUTEX
