@@ -29,6 +29,11 @@ let package = Package(
         // (addresses, tier, verdict, direction, durations, sizes, times, endpoints, keys).
         .target(name: "Core", swiftSettings: strict),
 
+        // The runtime every thread of tunneld shares: the syscall layer (`Sys`, `SystemError`,
+        // `errnoText`), the clocks (`TimeSource`, `SystemClock`), `WorkerThread`, `ConditionLock`
+        // and `StopSignal`, `EventNotifier`/`Readiness`, and `Logger`. Knows nothing of the rest.
+        .target(name: "Runtime", dependencies: ["Core", "CShims"], swiftSettings: strict),
+
         // Pure cores: bytes and time in, decisions out, no I/O.
         .target(name: "Packet", dependencies: ["Core"], swiftSettings: strict),
         .target(name: "Policy", dependencies: ["Core", "Packet"], swiftSettings: strict),
@@ -38,44 +43,45 @@ let package = Package(
         .target(name: "Sessions", dependencies: ["Core"], swiftSettings: strict),
 
         // Shared state and I/O shells.
-        .target(name: "Store", dependencies: ["Core", "CSQLite", "Packet"], swiftSettings: strict),
-        .target(name: "LiveFeed", dependencies: ["Core", "CShims"], swiftSettings: strict),
-        .target(name: "Capture", dependencies: ["Core", "CPcap", "Packet"], swiftSettings: strict),
-        .target(name: "Control", dependencies: ["Core", "Packet"], swiftSettings: strict),
+        .target(name: "Store", dependencies: ["Core", "Runtime", "CSQLite", "Packet"], swiftSettings: strict),
+        .target(name: "LiveFeed", dependencies: ["Core", "Runtime", "CShims"], swiftSettings: strict),
+        .target(name: "Capture", dependencies: ["Core", "Runtime", "CPcap", "Packet"], swiftSettings: strict),
+        .target(name: "Control", dependencies: ["Core", "Runtime", "Packet"], swiftSettings: strict),
         .target(
             name: "Gateway",
-            dependencies: ["Core", "Sessions", "Packet", "Policy", "WireGuard", "Store", "LiveFeed", "Capture", "Control", "CShims", "CMNL"],
+            dependencies: ["Core", "Runtime", "Sessions", "Packet", "Policy", "WireGuard", "Store", "LiveFeed", "Capture", "Control", "CShims", "CMNL"],
             swiftSettings: strict),
-        .target(name: "TestSupport", dependencies: ["Core", "Gateway", "Packet"], swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["Core", "Runtime", "Gateway", "Packet"], swiftSettings: strict),
 
         // Executables.
         .executableTarget(name: "tunneld", dependencies: ["Gateway"], swiftSettings: strict),
         .executableTarget(
             name: "tunnelctl",
-            dependencies: ["Core", "Sessions", "Packet", "Policy", "Store", "LiveFeed", "Capture", "Control"],
+            dependencies: ["Core", "Runtime", "Sessions", "Packet", "Policy", "Store", "LiveFeed", "Capture", "Control"],
             swiftSettings: strict),
         .executableTarget(
             name: "tunnelbench",
-            dependencies: ["Core", "Packet", "Policy", "WireGuard", "Store", "LiveFeed", "Capture", "Gateway", "CSodium", "CAllocCounter"],
+            dependencies: ["Core", "Runtime", "Packet", "Policy", "WireGuard", "Store", "LiveFeed", "Capture", "Gateway", "CSodium", "CAllocCounter"],
             swiftSettings: strict),
 
         // Tests: one target per module.
         .testTarget(name: "CoreTests", dependencies: ["Core"], swiftSettings: strict),
         .testTarget(name: "SessionsTests", dependencies: ["Core", "Sessions"], swiftSettings: strict),
+        .testTarget(name: "RuntimeTests", dependencies: ["Core", "Runtime", "CShims"], swiftSettings: strict),
         .testTarget(name: "PacketTests", dependencies: ["Core", "Packet"], swiftSettings: strict),
         .testTarget(name: "PolicyTests", dependencies: ["Core", "Policy", "Packet"], swiftSettings: strict),
         .testTarget(
             name: "WireGuardTests", dependencies: ["Core", "WireGuard", "Packet", "CSodium", "CBlake2"], exclude: ["vectors"],
             swiftSettings: strict),
-        .testTarget(name: "StoreTests", dependencies: ["Core", "Store", "CSQLite"], swiftSettings: strict),
-        .testTarget(name: "LiveFeedTests", dependencies: ["Core", "LiveFeed", "CShims"], swiftSettings: strict),
-        .testTarget(name: "CaptureTests", dependencies: ["Core", "Capture", "CPcap", "Packet"], swiftSettings: strict),
-        .testTarget(name: "ControlTests", dependencies: ["Core", "Control", "Packet"], swiftSettings: strict),
+        .testTarget(name: "StoreTests", dependencies: ["Core", "Runtime", "Store", "CSQLite"], swiftSettings: strict),
+        .testTarget(name: "LiveFeedTests", dependencies: ["Core", "Runtime", "LiveFeed", "CShims"], swiftSettings: strict),
+        .testTarget(name: "CaptureTests", dependencies: ["Core", "Runtime", "Capture", "CPcap", "Packet"], swiftSettings: strict),
+        .testTarget(name: "ControlTests", dependencies: ["Core", "Runtime", "Control", "Packet"], swiftSettings: strict),
         .testTarget(
-            name: "GatewayTests", dependencies: ["Core", "Sessions", "Gateway", "TestSupport", "CMNL", "Control", "Packet", "Policy", "WireGuard", "LiveFeed", "Capture"],
+            name: "GatewayTests", dependencies: ["Core", "Runtime", "Sessions", "Gateway", "TestSupport", "CMNL", "Control", "Packet", "Policy", "WireGuard", "LiveFeed", "Capture"],
             swiftSettings: strict),
         .testTarget(
-            name: "TunnelctlTests", dependencies: ["Core", "Sessions", "tunnelctl", "Packet", "Policy", "Store", "LiveFeed", "Capture", "Control"],
+            name: "TunnelctlTests", dependencies: ["Core", "Runtime", "Sessions", "tunnelctl", "Packet", "Policy", "Store", "LiveFeed", "Capture", "Control"],
             resources: [.copy("Golden")], swiftSettings: strict),
     ]
 )

@@ -1,16 +1,12 @@
-#if canImport(Glibc)
 import Core
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import Runtime
 
 /// What went wrong with a capture file. Messages name the file and say what to do.
 public enum CaptureError: Error, Sendable, Equatable, CustomStringConvertible {
     /// libpcap could not open or create a file (its message is kept).
     case cannotOpen(path: String, message: String)
-    /// A system call failed on a path.
-    case system(call: String, errno: Int32, path: String)
+    /// A system call failed (the error names the call and the path).
+    case system(SystemError)
     /// The BPF expression does not compile (libpcap's message is kept).
     case badFilter(expression: String, message: String)
     /// A capture file is not raw-IP (DLT_RAW), so it was not written by tunneld.
@@ -22,8 +18,8 @@ public enum CaptureError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .cannotOpen(let path, let message):
             return "cannot open capture file \(path): \(message)"
-        case .system(let call, let errno, let path):
-            return "\(call)(\(path)) failed: \(String(cString: strerror(errno))) (errno \(errno))"
+        case .system(let e):
+            return "capture: \(e)"
         case .badFilter(let expression, let message):
             return "invalid BPF filter '\(expression)': \(message) (see pcap-filter(7))"
         case .unexpectedLinkType(let path, let linkType):

@@ -1,3 +1,4 @@
+import Runtime
 #if canImport(Glibc)
 import Core
 import Glibc
@@ -25,21 +26,17 @@ public enum CaptureFiles {
     /// read to fill in packet count and first/last packet times (a file that cannot be read is
     /// listed without them). A missing directory lists as empty.
     public static func list(directory: String, scan: Bool = false) throws(CaptureError) -> [CaptureFileInfo] {
-        guard let dir = opendir(directory) else {
-            let e = errno
-            if e == ENOENT { return [] }
-            throw .system(call: "opendir", errno: e, path: directory)
+        let names: [String]
+        do { names = try Sys.directoryEntries(directory) } catch where error.errno == ENOENT {
+            return []
+        } catch {
+            throw .system(error)
         }
-        defer { closedir(dir) }
         var files: [CaptureFileInfo] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
+        for name in names {
             guard let sequence = sequence(fromFileName: name) else { continue }
             let path = directory.hasSuffix("/") ? directory + name : "\(directory)/\(name)"
-            var st = stat()
-            guard stat(path, &st) == 0 else { continue }  // removed meanwhile
+            guard let st = Sys.statIfPresent(path) else { continue }  // removed meanwhile
             var info = CaptureFileInfo(
                 sequence: sequence, path: path, size: Int(st.st_size),
                 modifiedNanoseconds: UInt64(st.st_mtim.tv_sec) &* 1_000_000_000 &+ UInt64(st.st_mtim.tv_nsec))
@@ -90,10 +87,8 @@ public enum CaptureFiles {
         let victims = due(try list(directory: directory), request, keeping: keeping, keepNewest: keepNewest)
         var result = CapturePruneResult.none
         for file in victims {
-            if !request.dryRun && unlink(file.path) != 0 {
-                let e = errno
-                if e == ENOENT { continue }
-                throw .system(call: "unlink", errno: e, path: file.path)
+            if !request.dryRun {
+                do { try Sys.unlinkIfPresent(file.path) } catch { throw .system(error) }
             }
             result.files += 1
             result.bytes += Int64(file.size)

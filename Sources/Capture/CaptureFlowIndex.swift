@@ -1,3 +1,4 @@
+import Runtime
 #if canImport(Glibc)
 import Core
 import Glibc
@@ -144,16 +145,10 @@ public final class CaptureFlowIndex: @unchecked Sendable {
 
     /// Deletes index files whose capture file is gone (after `CaptureFiles.prune`).
     public static func removeOrphans(directory: String) {
-        guard let dir = opendir(directory) else { return }
-        var names: [String] = []
-        while let e = readdir(dir) {
-            let name = withUnsafeBytes(of: e.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if name.hasPrefix("capture-"), name.hasSuffix(".flows") { names.append(name) }
-        }
-        closedir(dir)
-        for name in names {
+        guard let names = try? Sys.directoryEntries(directory) else { return }
+        for name in names where name.hasPrefix("capture-") && name.hasSuffix(".flows") {
             let pcap = String(name.dropLast(6)) + ".pcap"
-            if access("\(directory)/\(pcap)", F_OK) != 0 { unlink("\(directory)/\(name)") }
+            if !Sys.exists("\(directory)/\(pcap)") { try? Sys.unlinkIfPresent("\(directory)/\(name)") }
         }
     }
 }

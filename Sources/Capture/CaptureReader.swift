@@ -1,5 +1,6 @@
 import Core
 import CPcap
+import Runtime
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -131,7 +132,7 @@ final class PcapOutput {
         self.dumper = nil
         let failed = pcap_dump_flush(dumper) != 0
         pcap_dump_close(dumper)
-        if failed { throw .writeFailed(path: path, message: String(cString: strerror(errno))) }
+        if failed { throw .writeFailed(path: path, message: errnoText(errno)) }
     }
 
     deinit {

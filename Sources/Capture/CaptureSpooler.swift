@@ -1,6 +1,6 @@
 import Core
 import CPcap
-import Dispatch
+import Runtime
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -14,8 +14,8 @@ import Darwin
 /// `write` (data-path thread, allocation-free after warm-up) lays the 16-byte pcap record header
 /// and the packet bytes into an in-memory chunk (1 MiB) and returns the record's location at once:
 /// rotation and offsets are decided here, by size, exactly as the file will be laid out. Full
-/// chunks — and the partial one at each `flush()` — go through a queue (a mutex held only to
-/// append) to a spool thread, which creates each file with libpcap
+/// chunks — and the partial one at each `flush()` — go through a queue (a `ConditionLock` held only
+/// to append) to a spool thread (a `WorkerThread`), which creates each file with libpcap
 /// (`pcap_open_dead_with_tstamp_precision(DLT_RAW, snaplen, NANO)` + `pcap_dump_fopen`, so libpcap
 /// writes the global header) and appends the chunks' records to it. When no chunk is free (the
 /// disk is slower than the traffic) the packet is not captured and is counted in `dropped`; the
@@ -23,7 +23,7 @@ import Darwin
 ///
 /// `@unchecked Sendable`: `write`, `setEnabled`, `setDetail`, `flush`, `close` and the data-path
 /// state belong to one thread at a time (the caller's lock); the queue and counters shared with
-/// the spool thread are behind `Mutex`/atomics.
+/// the spool thread are behind `lock`/atomics.
 public final class CaptureSpooler: @unchecked Sendable {
     /// A run of complete pcap records for one file.
     /// `@unchecked Sendable`: owned by one side at a time — the data path while it fills it, the
@@ -83,19 +83,18 @@ public final class CaptureSpooler: @unchecked Sendable {
     private var offset: UInt64 = 0
     private var packetsInFile = 0
     private var chunk: Chunk?
-    private let queue = Mutex<Queue>(Queue())
-    private let wake = DispatchSemaphore(value: 0)
+    /// Guards `queue`; the spool thread sleeps on it for work, `sync()` for the queue to drain.
+    private let lock = ConditionLock()
+    private var queue = Queue()
     private let failureCount = Atomic<UInt64>(0)
     private let errorText = Mutex<CaptureError?>(nil)
-    private var thread: pthread_t?
+    private var thread: WorkerThread?
 
     /// A spooler for `directory` (created if missing); the first file's sequence is one past the
     /// highest already there. Starts the spool thread.
     public init(directory: String, detail: CaptureDetail = .full, maxFileBytes: Int = 64 << 20,
                 enabled: Bool = true, chunkBytes: Int = 1 << 20, maxChunks: Int = 16) throws(CaptureError) {
-        if mkdir(directory, 0o750) != 0 && errno != EEXIST {
-            throw .system(call: "mkdir", errno: errno, path: directory)
-        }
+        do { try Sys.mkdirIfMissing(directory, 0o750) } catch { throw .system(error) }
         self.directory = directory
         self.detail = detail
         self.maxFileBytes = maxFileBytes
@@ -103,17 +102,8 @@ public final class CaptureSpooler: @unchecked Sendable {
         self.chunkBytes = max(chunkBytes, Int(CaptureDetail.full.snaplen) + 16)
         self.maxChunks = max(2, maxChunks)
         nextSequence = try CaptureFiles.nextSequence(directory: directory)
-        let box = Unmanaged.passRetained(SpoolBox(self))
-        var t = pthread_t()
-        guard pthread_create(&t, nil, { raw in
-            let box = Unmanaged<SpoolBox>.fromOpaque(raw!).takeRetainedValue()
-            box.spooler?.spool()
-            return nil
-        }, box.toOpaque()) == 0 else {
-            box.release()
-            throw .system(call: "pthread_create", errno: errno, path: directory)
-        }
-        thread = t
+        // Unretained: the spooler's `close()` (also from `deinit`) joins the thread.
+        thread = WorkerThread(name: "tv-spool") { [unowned(unsafe) self] in self.spool() }
     }
 
     deinit { close() }
@@ -195,16 +185,20 @@ public final class CaptureSpooler: @unchecked Sendable {
     /// Flushes, waits until everything handed over is on disk (tests, shutdown).
     public func sync() {
         flush()
-        while queue.withLock({ !$0.full.isEmpty || $0.busy }) { usleep(1000) }
+        lock.withLock {
+            while !queue.full.isEmpty || queue.busy { lock.wait() }
+        }
     }
 
     /// Ends the current file, writes everything out and stops the spool thread.
     public func close() {
         guard let t = thread else { return }
         endFile()
-        queue.withLock { $0.stopping = true }
-        wake.signal()
-        pthread_join(t, nil)
+        lock.withLock {
+            queue.stopping = true
+            lock.broadcast()
+        }
+        t.join()
         thread = nil
     }
 
@@ -221,10 +215,10 @@ public final class CaptureSpooler: @unchecked Sendable {
     }
 
     private func takeChunk(force: Bool = false) -> Chunk? {
-        let (c, allocate): (Chunk?, Bool) = queue.withLock { q in
-            if let c = q.free.popLast() { return (c, false) }
-            if q.allocated < maxChunks || force {
-                q.allocated += 1
+        let (c, allocate): (Chunk?, Bool) = lock.withLock {
+            if let c = queue.free.popLast() { return (c, false) }
+            if queue.allocated < maxChunks || force {
+                queue.allocated += 1
                 return (nil, true)
             }
             return (nil, false)
@@ -237,8 +231,10 @@ public final class CaptureSpooler: @unchecked Sendable {
     }
 
     private func submit(_ c: Chunk) {
-        queue.withLock { $0.full.append(c) }
-        wake.signal()
+        lock.withLock {
+            queue.full.append(c)
+            lock.broadcast()  // one condition for two kinds of waiter: the spool thread and sync()
+        }
     }
 
     // MARK: spool thread
@@ -258,57 +254,49 @@ public final class CaptureSpooler: @unchecked Sendable {
             errorText.withLock { $0 = e }
         }
         while true {
-            _ = wake.wait(timeout: .now() + .milliseconds(200))
-            while true {
-                let next: Chunk? = queue.withLock { q in
-                    if q.full.isEmpty { return nil }
-                    q.busy = true
-                    return q.full.removeFirst()
-                }
-                guard let c = next else { break }
-                if c.opensFile {
-                    closeFile()
-                    let path = "\(directory)/\(CaptureFiles.fileName(sequence: c.sequence))"
-                    if let p = pcap_open_dead_with_tstamp_precision(DLT_RAW, c.snaplen, UInt32(PCAP_TSTAMP_PRECISION_NANO)),
-                       let f = fopen(path, "we")
-                    {
-                        pcap = p
-                        dumper = pcap_dump_fopen(p, f)
-                        if dumper == nil {
-                            fail(.cannotOpen(path: path, message: String(cString: pcap_geterr(p))))
-                            fclose(f)
-                        } else {
-                            openSequence = c.sequence
-                        }
+            let next: Chunk? = lock.withLock {
+                while queue.full.isEmpty && !queue.stopping { lock.wait() }
+                if queue.full.isEmpty { return nil }  // stopping, and everything is written
+                queue.busy = true
+                return queue.full.removeFirst()
+            }
+            guard let c = next else { break }
+            if c.opensFile {
+                closeFile()
+                let path = "\(directory)/\(CaptureFiles.fileName(sequence: c.sequence))"
+                if let p = pcap_open_dead_with_tstamp_precision(DLT_RAW, c.snaplen, UInt32(PCAP_TSTAMP_PRECISION_NANO)),
+                   let f = fopen(path, "we")
+                {
+                    pcap = p
+                    dumper = pcap_dump_fopen(p, f)
+                    if dumper == nil {
+                        fail(.cannotOpen(path: path, message: String(cString: pcap_geterr(p))))
+                        fclose(f)
                     } else {
-                        fail(.cannotOpen(path: path, message: String(cString: strerror(errno))))
+                        openSequence = c.sequence
                     }
-                }
-                if let d = dumper, openSequence == c.sequence {
-                    if c.used > 0, fwrite(c.bytes, 1, c.used, pcap_dump_file(d)) != c.used {
-                        fail(.writeFailed(path: "\(directory)/\(CaptureFiles.fileName(sequence: c.sequence))",
-                                          message: String(cString: strerror(errno))))
-                    }
-                    if c.closesFile {
-                        closeFile()
-                    } else if pcap_dump_flush(d) != 0 {
-                        fail(.writeFailed(path: "\(directory)/\(CaptureFiles.fileName(sequence: c.sequence))",
-                                          message: String(cString: strerror(errno))))
-                    }
-                }
-                queue.withLock { q in
-                    q.free.append(c)
-                    q.busy = false
+                } else {
+                    fail(.cannotOpen(path: path, message: errnoText(errno)))
                 }
             }
-            if queue.withLock({ $0.stopping && $0.full.isEmpty }) { break }
+            if let d = dumper, openSequence == c.sequence {
+                if c.used > 0, fwrite(c.bytes, 1, c.used, pcap_dump_file(d)) != c.used {
+                    fail(.writeFailed(path: "\(directory)/\(CaptureFiles.fileName(sequence: c.sequence))",
+                                      message: errnoText(errno)))
+                }
+                if c.closesFile {
+                    closeFile()
+                } else if pcap_dump_flush(d) != 0 {
+                    fail(.writeFailed(path: "\(directory)/\(CaptureFiles.fileName(sequence: c.sequence))",
+                                      message: errnoText(errno)))
+                }
+            }
+            lock.withLock {
+                queue.free.append(c)
+                queue.busy = false
+                lock.broadcast()
+            }
         }
         closeFile()
     }
-}
-
-/// Hands the spooler to its thread without keeping it alive (the spooler's `close()` joins it).
-private final class SpoolBox {
-    unowned(unsafe) let spooler: CaptureSpooler?
-    init(_ s: CaptureSpooler) { spooler = s }
 }

@@ -1,5 +1,6 @@
 import Core
 import CPcap
+import Runtime
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -63,9 +64,7 @@ public final class CaptureWriter: @unchecked Sendable {
     /// highest already there.
     public init(directory: String, detail: CaptureDetail = .full, maxFileBytes: Int = 64 << 20,
                 flushIntervalNanoseconds: UInt64 = 1_000_000_000, enabled: Bool = true) throws(CaptureError) {
-        if mkdir(directory, 0o750) != 0 && errno != EEXIST {
-            throw .system(call: "mkdir", errno: errno, path: directory)
-        }
+        do { try Sys.mkdirIfMissing(directory, 0o750) } catch { throw .system(error) }
         self.directory = directory
         self.detail = detail
         self.maxFileBytes = maxFileBytes
@@ -143,7 +142,7 @@ public final class CaptureWriter: @unchecked Sendable {
         guard let dumper, unflushed else { return }
         unflushed = false
         if pcap_dump_flush(dumper) != 0 {
-            lastError = .writeFailed(path: currentPath, message: String(cString: strerror(errno)))
+            lastError = .writeFailed(path: currentPath, message: errnoText(errno))
         }
     }
 
@@ -161,7 +160,7 @@ public final class CaptureWriter: @unchecked Sendable {
         // Our own FILE with a large buffer (before any I/O on it, as setvbuf requires): one
         // write(2) per `streamBufferSize` bytes instead of one per 4 KiB.
         guard let stream = fopen(path, "we") else {
-            lastError = .cannotOpen(path: path, message: String(cString: strerror(errno)))
+            lastError = .cannotOpen(path: path, message: errnoText(errno))
             pcap_close(pcap)
             return false
         }
@@ -188,7 +187,7 @@ public final class CaptureWriter: @unchecked Sendable {
     private func closeFile() {
         if let dumper {
             if unflushed, pcap_dump_flush(dumper) != 0 {
-                lastError = .writeFailed(path: currentPath, message: String(cString: strerror(errno)))
+                lastError = .writeFailed(path: currentPath, message: errnoText(errno))
             }
             pcap_dump_close(dumper)
         }

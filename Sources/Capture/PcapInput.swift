@@ -1,5 +1,6 @@
 import Core
 import CPcap
+import Runtime
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -44,7 +45,7 @@ final class PcapInput {
     /// Moves to the record at byte `offset` (a `CaptureLocation.offset`).
     func seek(to offset: UInt64) throws(CaptureError) {
         guard let file = pcap_file(handle), fseeko(file, off_t(offset), SEEK_SET) == 0 else {
-            throw .system(call: "fseeko", errno: errno, path: path)
+            throw .system(SystemError("fseeko(\(path))", errno: errno))
         }
     }
 

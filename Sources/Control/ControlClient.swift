@@ -1,5 +1,6 @@
-#if canImport(Glibc)
 import Core
+import Runtime
+#if canImport(Glibc)
 import Glibc
 #endif
 
@@ -34,28 +35,33 @@ public struct ControlClient: Sendable {
     public func exchange(_ bytes: [UInt8]) throws(ControlClientError) -> [UInt8] {
         let deadline = SocketIO.nowMs() + SocketIO.ms(timeout)
         let fd: Int32
-        switch SocketIO.connect(path: socketPath) {
-        case .success(let f): fd = f
-        case .failure(let e):
-            switch e.code {
+        do {
+            fd = try SocketIO.connect(path: socketPath)
+        } catch {
+            switch error.errno {
             case ENOENT, ECONNREFUSED, ENOTDIR: throw .daemonNotRunning(path: socketPath)
-            case EACCES, EPERM: throw .permissionDenied(path: socketPath, message: errnoText(e.code))
-            default: throw .io(operation: "connect", path: socketPath, errno: e.code)
+            case EACCES, EPERM: throw .permissionDenied(path: socketPath, message: error.errnoText)
+            default: throw .system(error)
             }
         }
-        defer { close(fd) }
-        let w = SocketIO.writeAll(fd, bytes, deadlineMs: deadline)
-        // EPIPE/ECONNRESET: the server may have answered (e.g. "too large") and closed; read it.
-        if w == ETIMEDOUT { throw .timedOut(path: socketPath, seconds: Double(SocketIO.ms(timeout)) / 1000) }
-        if w != 0 && w != EPIPE && w != ECONNRESET { throw .io(operation: "send", path: socketPath, errno: w) }
-        _ = shutdown(fd, Int32(SHUT_WR))
-        var reader = LineReader(fd: fd, limit: ControlWire.maxResponseBytes)
+        defer { Sys.close(fd) }
+        let written: Bool
+        do {
+            written = try SocketIO.writeAll(fd, bytes, deadlineMs: deadline, path: socketPath)
+        } catch where error.errno == EPIPE || error.errno == ECONNRESET {
+            written = true  // the server may have answered (e.g. "too large") and closed; read it
+        } catch {
+            throw .system(error)
+        }
+        guard written else { throw .timedOut(path: socketPath, seconds: Double(SocketIO.ms(timeout)) / 1000) }
+        try? Sys.shutdown(fd, Int32(SHUT_WR), socketPath)
+        var reader = LineReader(fd: fd, limit: ControlWire.maxResponseBytes, name: socketPath)
         switch reader.readLine(deadlineMs: deadline) {
         case .success(let line): return line
         case .failure(.timedOut): throw .timedOut(path: socketPath, seconds: Double(SocketIO.ms(timeout)) / 1000)
         case .failure(.closed): throw .badReply("the daemon closed the connection without a reply")
         case .failure(.tooLong): throw .badReply("reply larger than \(ControlWire.maxResponseBytes) bytes")
-        case .failure(.failed(let e)): throw .io(operation: "recv", path: socketPath, errno: e)
+        case .failure(.failed(let e)): throw .system(e)
         }
     }
 }

@@ -1,4 +1,5 @@
 import Core
+import Runtime
 /// Why `ControlClient.send` got no reply. `daemonNotRunning` is separate so `tunnelctl` can exit
 /// with code 3 (DESIGN.md §9).
 public enum ControlClientError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -9,8 +10,8 @@ public enum ControlClientError: Error, Hashable, Sendable, CustomStringConvertib
     case permissionDenied(path: String, message: String)
     /// No complete reply before the timeout.
     case timedOut(path: String, seconds: Double)
-    /// A system call failed.
-    case io(operation: String, path: String, errno: Int32)
+    /// A system call failed (the error names the call and the socket path).
+    case system(SystemError)
     /// The reply was not a valid response.
     case badReply(String)
 
@@ -23,8 +24,8 @@ public enum ControlClientError: Error, Hashable, Sendable, CustomStringConvertib
             return "permission denied on \(path): \(message); run as root, as the daemon's user, or as a member of its ControlGroup"
         case .timedOut(let path, let seconds):
             return "tunneld did not answer on \(path) within \(seconds)s; it may be overloaded or stuck (see `journalctl -u tunneld`)"
-        case .io(let operation, let path, let e):
-            return "\(operation) \(path): \(errnoText(e))"
+        case .system(let e):
+            return e.description
         case .badReply(let m):
             return "unexpected reply from tunneld: \(m); are tunnelctl and tunneld the same version?"
         }

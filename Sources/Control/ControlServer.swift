@@ -1,5 +1,6 @@
-#if canImport(Glibc)
 import Core
+import Runtime
+#if canImport(Glibc)
 import Glibc
 #endif
 
@@ -31,10 +32,10 @@ public final class ControlServer: @unchecked Sendable {
     ///   - group: gid for `ControlGroup` (socket 0660); nil for 0600.
     ///   - ioTimeout: per-connection deadline for reading the request and writing the reply.
     ///   - handler: answers requests.
-    ///   - log: receives one line per refused caller (for the daemon's log), e.g.
+    ///   - log: the daemon's logger; gets a warning per refused caller, e.g.
     ///     `control.sock: refused uid 1001 (pid 4242)`.
     public init(
-        path: String, group: UInt32? = nil, ioTimeout: Duration = .seconds(2), log: (@Sendable (String) -> Void)? = nil,
+        path: String, group: UInt32? = nil, ioTimeout: Duration = .seconds(2), log: Logger? = nil,
         handler: @escaping Handler
     ) throws(SocketError) {
         self.path = path
@@ -67,11 +68,11 @@ public final class ControlServer: @unchecked Sendable {
     }
 
     static func serve(
-        fd: Int32, creds: PeerCredentials?, ownUID: UInt32, group: UInt32?, timeoutMs: Int64, log: (@Sendable (String) -> Void)?,
+        fd: Int32, creds: PeerCredentials?, ownUID: UInt32, group: UInt32?, timeoutMs: Int64, log: Logger?,
         handler: Handler
     ) {
         let deadline = SocketIO.nowMs() + timeoutMs
-        func reply(_ r: ControlResponse) { _ = SocketIO.writeAll(fd, ControlWire.encode(r), deadlineMs: deadline) }
+        func reply(_ r: ControlResponse) { _ = try? SocketIO.writeAll(fd, ControlWire.encode(r), deadlineMs: deadline, path: "control.sock") }
         var reader = LineReader(fd: fd, limit: ControlWire.maxRequestBytes)
         let line: [UInt8]
         switch reader.readLine(deadlineMs: deadline) {
@@ -95,7 +96,7 @@ public final class ControlServer: @unchecked Sendable {
             return
         }
         guard isAuthorized(creds, ownUID: ownUID, group: group) else {
-            log?("control.sock: refused uid \(creds.uid) (pid \(creds.pid))")
+            log?.warning("control.sock: refused uid \(creds.uid) (pid \(creds.pid))")
             reply(.failure(.permissionDenied, "uid \(creds.uid) may not use the control socket"))
             return
         }

@@ -1,5 +1,6 @@
-#if canImport(Glibc)
 import Core
+import Runtime
+#if canImport(Glibc)
 import Glibc
 #endif
 
@@ -14,18 +15,21 @@ struct LineReader {
         case tooLong
         /// The deadline passed.
         case timedOut
-        /// A read error (errno).
-        case failed(Int32)
+        /// A read error.
+        case failed(SystemError)
     }
 
     let fd: Int32
+    /// What the socket is, for errors (its path when known).
+    let name: String
     var buffer: [UInt8] = []
     var limit: Int
     var total = 0
 
-    init(fd: Int32, limit: Int) {
+    init(fd: Int32, limit: Int, name: String = "socket") {
         self.fd = fd
         self.limit = limit
+        self.name = name
     }
 
     /// Starts a new byte budget (for the next operation on a kept-open connection).
@@ -44,11 +48,14 @@ struct LineReader {
             guard total < limit else { return .failure(.tooLong) }
             guard SocketIO.wait(fd, events: Int16(POLLIN), deadlineMs: deadlineMs) else { return .failure(.timedOut) }
             var chunk = [UInt8](repeating: 0, count: min(16384, limit - total + 1))
-            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
-            if n < 0 {
-                let e = errno
-                if e == EINTR || e == EAGAIN || e == EWOULDBLOCK { continue }
-                return .failure(.failed(e))
+            let received = chunk.withUnsafeMutableBytes { p in
+                Result { () throws(SystemError) in try Sys.receiveNonblocking(fd, p, name) }
+            }
+            let n: Int
+            switch received {
+            case .success(let r?): n = r
+            case .success(nil): continue
+            case .failure(let e): return .failure(.failed(e))
             }
             if n == 0 { return .failure(.closed(partial: !buffer.isEmpty)) }
             total += n

@@ -1,33 +1,40 @@
-#if canImport(Glibc)
 import Core
+import Runtime
+#if canImport(Glibc)
 import Glibc
 #endif
 
-/// A failed socket operation of `ControlServer` or `UAPIServer` (bind, listen, chmod, …): the
-/// call, the path and the errno, printed as `bind /run/tunnelvision/control.sock: Permission denied`.
-public struct SocketError: Error, Hashable, Sendable, CustomStringConvertible {
-    /// The system call or step that failed.
-    public var operation: String
-    /// The socket path concerned.
-    public var path: String
-    /// The errno value (0 when the failure is not a system call's).
-    public var errno: Int32
-    /// Extra explanation (e.g. "another tunneld is running").
-    public var detail: String?
+/// Why `ControlServer` or `UAPIServer` could not create its socket: a failed system call
+/// (``SystemError`` names the call and the path) or a refusal of ours, printed as
+/// `bind /run/tunnelvision/control.sock: Address already in use (another process is listening …)`.
+public enum SocketError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// A system call failed (socket, bind, chmod, listen, mkdir, …).
+    case system(SystemError)
+    /// The path does not fit `sun_path` (107 bytes).
+    case pathTooLong(path: String)
+    /// A file that is not a socket is in the way; it is never removed.
+    case notASocket(path: String)
+    /// Another process is listening on the socket.
+    case inUse(path: String)
+    /// The UAPI socket's interface name is not a valid interface name.
+    case badInterfaceName(String, path: String)
+    /// A component of the socket directory exists and is not a directory.
+    case notADirectory(path: String)
 
-    /// A failure of `operation` on `path`.
-    public init(operation: String, path: String, errno: Int32, detail: String? = nil) {
-        self.operation = operation
-        self.path = path
-        self.errno = errno
-        self.detail = detail
-    }
-
-    /// `OPERATION PATH: ERRNO TEXT (DETAIL)`.
     public var description: String {
-        var s = "\(operation) \(path)"
-        if errno != 0 { s += ": " + errnoText(errno) }
-        if let detail { s += errno != 0 ? " (\(detail))" : ": \(detail)" }
-        return s
+        switch self {
+        case .system(let e):
+            return e.description
+        case .pathTooLong(let path):
+            return "bind \(path): \(errnoText(ENAMETOOLONG)) (socket paths are limited to 107 bytes)"
+        case .notASocket(let path):
+            return "bind \(path): \(errnoText(EEXIST)) (a file that is not a socket is in the way; remove it)"
+        case .inUse(let path):
+            return "bind \(path): \(errnoText(EADDRINUSE)) (another process is listening on it; is tunneld already running?)"
+        case .badInterfaceName(let name, let path):
+            return "bind \(path): \(errnoText(EINVAL)) ('\(name)' is not an interface name)"
+        case .notADirectory(let path):
+            return "mkdir \(path): \(errnoText(ENOTDIR))"
+        }
     }
 }

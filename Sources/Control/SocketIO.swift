@@ -1,22 +1,15 @@
-#if canImport(Glibc)
 import Core
+import Runtime
+#if canImport(Glibc)
 import Glibc
 #endif
 
-/// The thin syscall layer under the control and UAPI sockets: every call retries `EINTR`, waits
-/// with `poll` against a monotonic deadline, and reports errno values instead of crashing.
+/// The control and UAPI sockets' use of `Sys`: every call retries `EINTR` and throws
+/// `SystemError`; waits use `poll` against a monotonic deadline.
 enum SocketIO {
-    /// An errno value as an `Error`.
-    struct Errno: Error, Equatable {
-        var code: Int32
-        init(_ code: Int32) { self.code = code }
-    }
-
     /// Milliseconds on the monotonic clock.
     static func nowMs() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+        Int64(SystemClock().monotonicNanoseconds() / 1_000_000)
     }
 
     /// Milliseconds in a `Duration` (saturating at Int64 range).
@@ -39,32 +32,22 @@ enum SocketIO {
         return addr
     }
 
-    /// A new `AF_UNIX` stream socket with close-on-exec, or the errno.
-    static func streamSocket() -> Result<Int32, Errno> {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        return fd >= 0 ? .success(fd) : .failure(Errno(errno))
+    /// A new `AF_UNIX` stream socket with close-on-exec.
+    static func streamSocket(_ path: String) throws(SystemError) -> Int32 {
+        try Sys.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), path)
     }
 
-    /// Connects a new socket to `path`; returns the descriptor or the errno (`ENAMETOOLONG` when
-    /// the path does not fit).
-    static func connect(path: String) -> Result<Int32, Errno> {
-        guard var addr = address(path) else { return .failure(Errno(ENAMETOOLONG)) }
-        let fd: Int32
-        switch streamSocket() {
-        case .success(let f): fd = f
-        case .failure(let e): return .failure(e)
+    /// Connects a new socket to `path` and returns it (`ENAMETOOLONG` when the path does not fit).
+    static func connect(path: String) throws(SystemError) -> Int32 {
+        guard let addr = address(path) else { throw SystemError("connect(\(path))", errno: ENAMETOOLONG) }
+        let fd = try streamSocket(path)
+        do {
+            try Sys.connect(fd, addr, path)
+        } catch {
+            Sys.close(fd)
+            throw error
         }
-        let len = socklen_t(MemoryLayout<sockaddr_un>.size)
-        while true {
-            let rc = withUnsafePointer(to: &addr) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, len) }
-            }
-            if rc == 0 { return .success(fd) }
-            let e = errno
-            if e == EINTR { continue }
-            close(fd)
-            return .failure(Errno(e))
-        }
+        return fd
     }
 
     /// Creates a listening socket at `path` with mode `mode` (and group `gid` when given).
@@ -77,53 +60,36 @@ enum SocketIO {
     /// then the file is chmod'ed to `mode`. The process umask is left alone: changing it would
     /// race with files other threads create.
     static func listen(path: String, mode: mode_t, gid: UInt32?, backlog: Int32 = 16) throws(SocketError) -> Int32 {
-        guard var addr = address(path) else {
-            throw SocketError(operation: "bind", path: path, errno: ENAMETOOLONG, detail: "socket paths are limited to 107 bytes")
-        }
-        var st = stat()
-        if lstat(path, &st) == 0 {
-            guard st.st_mode & S_IFMT == S_IFSOCK else {
-                throw SocketError(operation: "bind", path: path, errno: EEXIST, detail: "a file that is not a socket is in the way; remove it")
-            }
-            switch connect(path: path) {
+        guard let addr = address(path) else { throw .pathTooLong(path: path) }
+        if let st = try? Sys.lstat(path) {
+            guard st.st_mode & S_IFMT == S_IFSOCK else { throw .notASocket(path: path) }
+            switch Result(catching: { () throws(SystemError) in try connect(path: path) }) {
             case .success(let fd):
-                close(fd)
-                throw SocketError(operation: "bind", path: path, errno: EADDRINUSE, detail: "another process is listening on it; is tunneld already running?")
-            case .failure(let e) where e.code == ECONNREFUSED || e.code == ENOENT:
-                unlink(path)  // stale: left behind by a process that died
+                Sys.close(fd)
+                throw .inUse(path: path)
+            case .failure(let e) where e.errno == ECONNREFUSED || e.errno == ENOENT:
+                try? Sys.unlinkIfPresent(path)  // stale: left behind by a process that died
             case .failure(let e):
-                throw SocketError(operation: "connect (stale check)", path: path, errno: e.code)
+                throw .system(e)
             }
         }
         let fd: Int32
-        switch streamSocket() {
-        case .success(let f): fd = f
-        case .failure(let e): throw SocketError(operation: "socket", path: path, errno: e.code)
+        do { fd = try streamSocket(path) } catch { throw .system(error) }
+        try? Sys.fchmod(fd, 0o600, path)
+        do {
+            try Sys.bind(fd, addr, path)
+        } catch {
+            Sys.close(fd)
+            throw .system(error)
         }
-        let len = socklen_t(MemoryLayout<sockaddr_un>.size)
-        _ = fchmod(fd, 0o600)
-        let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) }
-        }
-        let bindErrno = errno
-        guard rc == 0 else {
-            close(fd)
-            throw SocketError(operation: "bind", path: path, errno: bindErrno)
-        }
-        if let gid, chown(path, uid_t.max, gid) != 0 {
-            let e = errno
-            close(fd); unlink(path)
-            throw SocketError(operation: "chown", path: path, errno: e)
-        }
-        if chmod(path, mode) != 0 {
-            let e = errno
-            close(fd); unlink(path)
-            throw SocketError(operation: "chmod", path: path, errno: e)
-        }
-        guard Glibc.listen(fd, backlog) == 0 else {
-            let e = errno
-            close(fd); unlink(path)
-            throw SocketError(operation: "listen", path: path, errno: e)
+        do {
+            if let gid { try Sys.chgrp(path, gid) }
+            try Sys.chmod(path, mode)
+            try Sys.listen(fd, backlog: backlog, path)
+        } catch {
+            Sys.close(fd)
+            try? Sys.unlinkIfPresent(path)
+            throw .system(error)
         }
         return fd
     }
@@ -134,29 +100,25 @@ enum SocketIO {
         while true {
             let left = deadlineMs - nowMs()
             if left <= 0 { return false }
-            var p = pollfd(fd: fd, events: events, revents: 0)
-            let rc = poll(&p, 1, Int32(min(left, 60_000)))
-            if rc > 0 { return true }
-            if rc < 0 && errno != EINTR { return true }  // let the next call report the error
+            do {
+                if try Sys.poll(fd, events: events, timeoutMilliseconds: Int32(min(left, 60_000)), "socket") { return true }
+            } catch {
+                return true  // let the next call report the error
+            }
         }
     }
 
-    /// Writes all of `bytes` before the deadline; returns 0 or the errno (`ETIMEDOUT` on timeout).
-    static func writeAll(_ fd: Int32, _ bytes: [UInt8], deadlineMs: Int64) -> Int32 {
+    /// Writes all of `bytes` to the socket at `path` before the deadline; false on timeout.
+    static func writeAll(_ fd: Int32, _ bytes: [UInt8], deadlineMs: Int64, path: String) throws(SystemError) -> Bool {
         var offset = 0
         while offset < bytes.count {
-            guard wait(fd, events: Int16(POLLOUT), deadlineMs: deadlineMs) else { return ETIMEDOUT }
-            let n = bytes.withUnsafeBytes { p in
-                send(fd, p.baseAddress! + offset, p.count - offset, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+            guard wait(fd, events: Int16(POLLOUT), deadlineMs: deadlineMs) else { return false }
+            let sent = bytes.withUnsafeBytes { p in
+                Result { () throws(SystemError) in try Sys.sendNonblocking(fd, UnsafeRawBufferPointer(rebasing: p[offset...]), path) }
             }
-            if n < 0 {
-                let e = errno
-                if e == EINTR || e == EAGAIN || e == EWOULDBLOCK { continue }
-                return e
-            }
-            offset += n
+            offset += try sent.get() ?? 0
         }
-        return 0
+        return true
     }
 
     /// The `SO_PEERCRED` credentials of a connected socket, or nil.
@@ -165,20 +127,8 @@ enum SocketIO {
         // Glibc exposes it only under _GNU_SOURCE.
         var raw: (Int32, UInt32, UInt32) = (0, 0, 0)
         var len = socklen_t(MemoryLayout<(Int32, UInt32, UInt32)>.size)
-        guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &raw, &len) == 0, len == 12 else { return nil }
+        guard (try? Sys.call("getsockopt(SO_PEERCRED)") { getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &raw, &len) }) != nil,
+              len == 12 else { return nil }
         return PeerCredentials(pid: raw.0, uid: raw.1, gid: raw.2)
-    }
-
-    /// Accepts one connection (close-on-exec), or nil on error (`EAGAIN`, `ECONNABORTED`, …).
-    static func accept(_ fd: Int32) -> Int32? {
-        while true {
-            let c = Glibc.accept(fd, nil, nil)
-            if c >= 0 {
-                _ = fcntl(c, F_SETFD, FD_CLOEXEC)
-                return c
-            }
-            if errno == EINTR { continue }
-            return nil
-        }
     }
 }

@@ -1,5 +1,6 @@
-#if canImport(Glibc)
 import Core
+import Runtime
+#if canImport(Glibc)
 import Glibc
 #endif
 
@@ -50,12 +51,13 @@ extension TunnelConfig {
     /// Reads a private key file: a regular file, mode without group/other bits, holding one base64
     /// key (surrounding whitespace ignored).
     static func readPrivateKeyFile(_ path: String) -> Result<WireGuardKey, ValueError> {
-        var st = stat()
-        guard stat(path, &st) == 0 else {
-            let e = errno
+        let st: stat
+        do {
+            st = try Sys.stat(path)
+        } catch {
             return .failure(ValueError(
-                "cannot read '\(path)': \(errnoText(e))",
-                hint: e == ENOENT ? "create it with: umask 077; wg genkey > \(path)" : nil))
+                "cannot read '\(path)': \(error.errnoText)",
+                hint: error.errno == ENOENT ? "create it with: umask 077; wg genkey > \(path)" : nil))
         }
         guard st.st_mode & S_IFMT == S_IFREG else {
             return .failure(ValueError("'\(path)' is not a regular file", hint: "point it at the file `wg genkey` wrote"))
@@ -82,21 +84,23 @@ extension TunnelConfig {
 
     /// Whole file contents, at most `limit` bytes (more is an error).
     static func readSmallFile(_ path: String, limit: Int) -> Result<[UInt8], ValueError> {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            let e = errno
+        let fd: Int32
+        do {
+            fd = try Sys.open(path, O_RDONLY | O_CLOEXEC)
+        } catch {
+            let e = error.errno
             return .failure(ValueError(
-                "cannot read: \(errnoText(e))",
+                "cannot read: \(error.errnoText)",
                 hint: e == EACCES ? "run as root or fix the file's permissions" : (e == ENOENT ? "check the path (--config PATH)" : nil)))
         }
-        defer { close(fd) }
+        defer { Sys.close(fd) }
         var out: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                return .failure(ValueError("cannot read: \(errnoText(errno))", hint: nil))
+            let n: Int
+            switch buffer.withUnsafeMutableBytes({ p in Result { () throws(SystemError) in try Sys.read(fd, p, path) } }) {
+            case .success(let r): n = r
+            case .failure(let e): return .failure(ValueError("cannot read: \(e.errnoText)", hint: nil))
             }
             if n == 0 { break }
             out.append(contentsOf: buffer[0..<n])

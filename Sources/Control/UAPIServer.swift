@@ -1,5 +1,6 @@
-#if canImport(Glibc)
 import Core
+import Runtime
+#if canImport(Glibc)
 import Glibc
 #endif
 
@@ -43,7 +44,7 @@ public final class UAPIServer: @unchecked Sendable {
     ) throws(SocketError) {
         let path = directory + "/" + interfaceName + ".sock"
         guard (1...15).contains(interfaceName.utf8.count), !interfaceName.contains("/"), interfaceName != ".", interfaceName != ".." else {
-            throw SocketError(operation: "bind", path: path, errno: EINVAL, detail: "'\(interfaceName)' is not an interface name")
+            throw .badInterfaceName(interfaceName, path: path)
         }
         try UAPIServer.makeDirectory(directory)
         self.path = path
@@ -63,19 +64,14 @@ public final class UAPIServer: @unchecked Sendable {
 
     /// `mkdir -p` with mode 0755 for the missing components.
     static func makeDirectory(_ directory: String) throws(SocketError) {
-        var st = stat()
-        if stat(directory, &st) == 0 {
-            guard st.st_mode & S_IFMT == S_IFDIR else {
-                throw SocketError(operation: "mkdir", path: directory, errno: ENOTDIR)
-            }
+        if let st = Sys.statIfPresent(directory) {
+            guard st.st_mode & S_IFMT == S_IFDIR else { throw .notADirectory(path: directory) }
             return
         }
         if let slash = directory.lastIndex(of: "/"), slash != directory.startIndex {
             try makeDirectory(String(directory[..<slash]))
         }
-        if mkdir(directory, 0o755) != 0 && errno != EEXIST {
-            throw SocketError(operation: "mkdir", path: directory, errno: errno)
-        }
+        do { try Sys.mkdirIfMissing(directory, 0o755) } catch { throw .system(error) }
     }
 
     /// Serves operations on one connection until EOF, an error, or an unknown operation.
@@ -124,13 +120,13 @@ public final class UAPIServer: @unchecked Sendable {
                 if let failure { log?(failure) }
                 reply = UAPICodec.statusLine(failure)
                 if failure?.message.hasPrefix("set operation larger") == true {
-                    _ = SocketIO.writeAll(fd, Array(reply.utf8), deadlineMs: deadline)
+                    _ = try? SocketIO.writeAll(fd, Array(reply.utf8), deadlineMs: deadline, path: "uapi")
                     return
                 }
             default:
                 return
             }
-            guard SocketIO.writeAll(fd, Array(reply.utf8), deadlineMs: deadline) == 0 else { return }
+            guard (try? SocketIO.writeAll(fd, Array(reply.utf8), deadlineMs: deadline, path: "uapi")) == true else { return }
         }
     }
 }

@@ -2,6 +2,7 @@ import Core
 import Control
 import Glibc
 import Packet
+import Runtime
 
 /// `tunneld --selftest-bringup NAME MTU ADDR/LEN... [--route CIDR...] [--hold-after-teardown]`:
 /// a hidden diagnostic mode for scripts/e2e/netlink.sh. It opens TUN interface NAME, configures it
@@ -97,15 +98,7 @@ public enum BringUpSelfTest {
     /// Unbuffered write, so a script reading our pipe sees each line at once.
     private static func emit(_ fd: Int32, _ text: String) {
         var text = text
-        text.withUTF8 { bytes in
-            var done = 0
-            while done < bytes.count {
-                let n = write(fd, bytes.baseAddress! + done, bytes.count - done)
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 { return }
-                done += n
-            }
-        }
+        text.withUTF8 { bytes in _ = try? Sys.writeAll(fd, UnsafeRawBufferPointer(bytes), "fd \(fd)") }
     }
 
     private static func usage(_ problem: String) -> Int32 {

@@ -1,6 +1,7 @@
 import Core
 import CShims
 import Glibc
+import Runtime
 
 /// Notices when the wall clock is set discontinuously (an NTP step, `date -s`, a restored RTC):
 /// a `CLOCK_REALTIME` timerfd armed with `TFD_TIMER_CANCEL_ON_SET` (timerfd_create(2)), whose read
@@ -23,13 +24,14 @@ public final class ClockChangeWatcher: Sendable {
     /// True (and re-armed) when the wall clock was set since the last call; false when not.
     public func consumeChange() throws(SystemError) -> Bool {
         var expirations: UInt64 = 0
-        let r = Glibc.read(descriptor, &expirations, 8)
-        if r >= 0 { return false }  // the far-future expiry itself: not a clock step
-        let e = errno
-        if e == EAGAIN || e == EINTR { return false }
-        guard e == ECANCELED else { try Sys.fail("read(clock change timerfd)", e) }
-        _ = try Sys.shim("timerfd_settime(clock change)") { tv_clock_change_rearm(descriptor) }
-        return true
+        do {
+            // A read (the far-future expiry itself) or nothing to read: not a clock step.
+            _ = try Sys.callNonblocking("read(clock change timerfd)") { Glibc.read(descriptor, &expirations, 8) }
+            return false
+        } catch where error.errno == ECANCELED {
+            _ = try Sys.shim("timerfd_settime(clock change)") { tv_clock_change_rearm(descriptor) }
+            return true
+        }
     }
 
     /// Waits until the clock is set, `shutdown` fires, or the timeout passes (-1 = forever); returns

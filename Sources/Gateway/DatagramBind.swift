@@ -1,4 +1,5 @@
 import Core
+import Runtime
 /// The gateway's UDP side: where WireGuard datagrams arrive from and leave to peers. The Linux
 /// implementation is ``LinuxDatagramBind`` (one IPv4 and one IPv6 socket); tests use
 /// `TestSupport.ChannelBind` (binds connected in memory, like wireguard-go's `conn/bindtest`).

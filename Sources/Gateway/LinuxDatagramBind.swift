@@ -2,6 +2,7 @@ import Core
 import CShims
 import Glibc
 import Packet
+import Runtime
 import Synchronization
 
 /// The Linux UDP bind: one IPv4 socket and one IPv6 socket (`IPV6_V6ONLY`) on the same port,

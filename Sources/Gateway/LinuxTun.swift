@@ -2,6 +2,7 @@ import Core
 import CShims
 import Glibc
 import Packet
+import Runtime
 import Synchronization
 
 /// The Linux TUN device: `/dev/net/tun` with `IFF_TUN | IFF_NO_PI`, nonblocking, one queue

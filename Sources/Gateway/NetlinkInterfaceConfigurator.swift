@@ -2,6 +2,7 @@ import Core
 import Control
 import Glibc
 import Packet
+import Runtime
 
 /// Brings a TUN interface into service over rtnetlink (no `ip` commands) and takes it out again,
 /// undoing exactly what it did.

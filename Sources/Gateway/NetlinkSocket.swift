@@ -1,6 +1,7 @@
 import Core
 import CMNL
 import Glibc
+import Runtime
 
 /// A `NETLINK_ROUTE` socket through libmnl: one request at a time, each acknowledged
 /// (the call sequence of wireguard-tools' `embeddable-wg-library/wireguard.c`: open, bind, put

@@ -1,6 +1,7 @@
 import Core
 import CShims
 import Glibc
+import Runtime
 
 /// Turns SIGHUP/SIGTERM/SIGINT (or any set) into readable bytes on a self-pipe, so the daemon's
 /// control thread waits for them with `poll` like for anything else.

@@ -1,4 +1,5 @@
 import Core
+import Runtime
 /// A layer-3 packet device: the gateway's side of the kernel's TUN interface, or an in-memory fake
 /// (`TestSupport.ChannelTun`). Packets are raw IPv4/IPv6 datagrams with no extra header
 /// (`IFF_NO_PI`).

@@ -1,5 +1,6 @@
 import Core
 import CShims
+import Runtime
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -92,12 +93,9 @@ public final class RingConsumer: @unchecked Sendable {
 
     private static func lockedAttach(path: String) throws(RingError) -> RingFile {
         let file = try RingFile.attach(path: path)
-        while flock(file.fd, LOCK_EX | LOCK_NB) != 0 {
-            let e = errno
-            if e == EINTR { continue }
-            if e == EWOULDBLOCK { throw .busy(path: path) }
-            throw .system(call: "flock", errno: e, path: path)
-        }
+        let locked: Bool
+        do { locked = try Sys.tryLock(file.fd, LOCK_EX, path) } catch { throw .system(error) }
+        guard locked else { throw .busy(path: path) }
         tv_store_release_u32(file.pointer(RingLayout.consumerPIDOffset), UInt32(bitPattern: getpid()))
         return file
     }
@@ -171,10 +169,10 @@ public final class RingConsumer: @unchecked Sendable {
                 tv_cpu_relax()
             }
         }
-        let deadline = Clock.monotonicNanoseconds() &+ timeoutNanoseconds
+        let deadline = SystemClock().monotonicNanoseconds() &+ timeoutNanoseconds
         while true {
             if available > 0 { return .ready }
-            let now = Clock.monotonicNanoseconds()
+            let now = SystemClock().monotonicNanoseconds()
             if file == nil || file!.isClosed || now &- lastCheck >= pollNanoseconds {
                 lastCheck = now
                 if let result = checkReplacement() { return result }
@@ -183,7 +181,7 @@ public final class RingConsumer: @unchecked Sendable {
             guard now < deadline else { return .timedOut }
             let slice = min(deadline - now, pollNanoseconds)
             guard let file, !file.isClosed else {
-                Clock.sleep(nanoseconds: slice)
+                Sys.sleep(nanoseconds: slice)
                 continue
             }
             let futex = file.pointer(RingLayout.futexOffset)
@@ -204,7 +202,7 @@ public final class RingConsumer: @unchecked Sendable {
     /// Keeps the old mapping until it is drained. Returns `.reattached` when it switched files.
     public func checkReplacement() -> WaitResult? {
         if file != nil, available > 0 { return nil }  // drain the old file first
-        let identity = Sys.identity(path)
+        let identity = RingFile.identity(path)
         if let file, let identity, identity.device == file.device, identity.inode == file.inode {
             status = file.isClosed ? .producerClosed : .attached
             return nil

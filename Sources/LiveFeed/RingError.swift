@@ -1,9 +1,5 @@
-#if canImport(Glibc)
 import Core
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import Runtime
 
 /// Why a ring file could not be created or attached. Each case names the file and says what to do.
 public enum RingError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -19,8 +15,8 @@ public enum RingError: Error, Sendable, Equatable, CustomStringConvertible {
     case badGeometry(path: String, reason: String)
     /// Another consumer already holds the ring (one watcher per ring).
     case busy(path: String)
-    /// A system call failed.
-    case system(call: String, errno: Int32, path: String)
+    /// A system call failed (the error names the call and the file).
+    case system(SystemError)
 
     public var description: String {
         switch self {
@@ -36,8 +32,8 @@ public enum RingError: Error, Sendable, Equatable, CustomStringConvertible {
             return "live ring \(path) has an invalid geometry: \(reason); restart tunneld to recreate it"
         case .busy(let path):
             return "live ring \(path) is already being watched by another process; stop it first"
-        case .system(let call, let errno, let path):
-            return "\(call)(\(path)) failed: \(String(cString: strerror(errno))) (errno \(errno))"
+        case .system(let e):
+            return "live ring: \(e)"
         }
     }
 }

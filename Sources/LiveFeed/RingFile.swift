@@ -1,13 +1,10 @@
 import Core
 import CShims
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import Runtime
 
-/// An open, mapped ring file: the one place LiveFeed talks to the kernel. System calls retry
-/// `EINTR` and fail with `RingError.system` naming the call and the path.
+/// An open, mapped ring file: the one place LiveFeed talks to the kernel, through `Sys`
+/// (`EINTR` retried; a failure is `RingError.system` with the `SystemError` naming call and path).
 final class RingFile {
     let path: String
     let fd: Int32
@@ -26,8 +23,8 @@ final class RingFile {
     }
 
     deinit {
-        munmap(base, length)
-        close(fd)
+        Sys.unmap(base, length: length)
+        Sys.close(fd)
     }
 
     // MARK: Header fields
@@ -51,22 +48,28 @@ final class RingFile {
 
     /// Opens and maps an existing ring after checking its header against its size.
     static func attach(path: String) throws(RingError) -> RingFile {
-        let fd = try Sys.open(path, O_RDWR | O_CLOEXEC)
-        var st = stat()
-        guard fstat(fd, &st) == 0 else {
-            let e = errno
-            close(fd)
-            throw .system(call: "fstat", errno: e, path: path)
+        let fd: Int32
+        do {
+            fd = try Sys.open(path, O_RDWR | O_CLOEXEC)
+        } catch where error.errno == ENOENT {
+            throw .notFound(path: path)
+        } catch {
+            throw .system(error)
+        }
+        let st: stat
+        do { st = try Sys.fstat(fd, path) } catch {
+            Sys.close(fd)
+            throw .system(error)
         }
         let size = Int(st.st_size)
         guard size >= RingLayout.headerSize else {
-            close(fd)
+            Sys.close(fd)
             throw .truncated(path: path, size: size, expected: RingLayout.headerSize)
         }
         let base: UnsafeMutableRawPointer
-        do { base = try Sys.map(fd, length: size, path: path) } catch {
-            close(fd)
-            throw error
+        do { base = try Sys.mapShared(fd, length: size, path) } catch {
+            Sys.close(fd)
+            throw .system(error)
         }
         let file = RingFile(path: path, fd: fd, base: base, length: size, device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
         try validate(header: UnsafeRawPointer(base), fileSize: size, path: path)
@@ -106,27 +109,21 @@ final class RingFile {
     /// a half-initialised header. Returns the mapped new file.
     static func create(path: String, slotCount: Int, generation: UInt64, mode: mode_t) throws(RingError) -> RingFile {
         let temporary = "\(path).tmp.\(getpid())"
+        // A missing directory is a creation error (.system), not "the ring does not exist".
         let fd: Int32
-        do { fd = try Sys.open(temporary, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, mode: mode) } catch {
-            // A missing directory is a creation error, not "the ring does not exist".
-            if case .notFound = error { throw .system(call: "open", errno: ENOENT, path: temporary) }
-            throw error
-        }
+        do { fd = try Sys.open(temporary, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, mode: mode) } catch { throw .system(error) }
         let size = RingLayout.fileSize(slotCount: slotCount)
-        func fail(_ call: String, _ e: Int32) -> RingError {
-            close(fd)
-            unlink(temporary)
-            return .system(call: call, errno: e, path: temporary)
-        }
-        guard fchmod(fd, mode) == 0 else { throw fail("fchmod", errno) }
-        guard ftruncate(fd, off_t(size)) == 0 else { throw fail("ftruncate", errno) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw fail("fstat", errno) }
+        let st: stat
         let base: UnsafeMutableRawPointer
-        do { base = try Sys.map(fd, length: size, path: temporary) } catch {
-            close(fd)
-            unlink(temporary)
-            throw error
+        do {
+            try Sys.fchmod(fd, mode, temporary)
+            try Sys.ftruncate(fd, size, temporary)
+            st = try Sys.fstat(fd, temporary)
+            base = try Sys.mapShared(fd, length: size, temporary)
+        } catch {
+            Sys.close(fd)
+            try? Sys.unlinkIfPresent(temporary)
+            throw .system(error)
         }
         let file = RingFile(path: path, fd: fd, base: base, length: size, device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
         // ftruncate gives zeros: head, tail, dropped, futex, state and waiting start at 0.
@@ -139,62 +136,19 @@ final class RingFile {
         put32(RingLayout.flagsOffset, 0)
         put64(RingLayout.generationOffset, generation)
         put32(RingLayout.producerPIDOffset, UInt32(bitPattern: getpid()))
-        put64(RingLayout.creationTimeOffset, Clock.realtimeNanoseconds())
+        put64(RingLayout.creationTimeOffset, UInt64(clamping: SystemClock().wallNanoseconds()))
         tv_store_release_u32(base + RingLayout.magicOffset, RingLayout.magic.littleEndian)
-        guard rename(temporary, path) == 0 else {
-            let e = errno
-            unlink(temporary)
-            throw .system(call: "rename", errno: e, path: path)
+        do { try Sys.rename(temporary, path) } catch {
+            try? Sys.unlinkIfPresent(temporary)
+            throw .system(error)
         }
         return file
     }
 }
 
-/// Thin system-call wrappers (EINTR retried).
-enum Sys {
-    static func open(_ path: String, _ flags: Int32, mode: mode_t = 0) throws(RingError) -> Int32 {
-        while true {
-            let fd = Glibc.open(path, flags, mode)
-            if fd >= 0 { return fd }
-            let e = errno
-            if e == EINTR { continue }
-            if e == ENOENT { throw .notFound(path: path) }
-            throw .system(call: "open", errno: e, path: path)
-        }
-    }
-
-    static func map(_ fd: Int32, length: Int, path: String) throws(RingError) -> UnsafeMutableRawPointer {
-        guard let p = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), p != MAP_FAILED else {
-            throw .system(call: "mmap", errno: errno, path: path)
-        }
-        return p
-    }
-
+extension RingFile {
     /// `stat` of a path: (device, inode), nil when it does not exist.
     static func identity(_ path: String) -> (device: UInt64, inode: UInt64)? {
-        var st = stat()
-        guard stat(path, &st) == 0 else { return nil }
-        return (UInt64(st.st_dev), UInt64(st.st_ino))
-    }
-}
-
-/// Clock readings (the only clock LiveFeed reads; records carry the caller's time).
-enum Clock {
-    static func realtimeNanoseconds() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
-    }
-
-    static func monotonicNanoseconds() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
-    }
-
-    static func sleep(nanoseconds: UInt64) {
-        var ts = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
-        var remaining = timespec()
-        while nanosleep(&ts, &remaining) != 0 && errno == EINTR { ts = remaining }
+        Sys.statIfPresent(path).map { (UInt64($0.st_dev), UInt64($0.st_ino)) }
     }
 }

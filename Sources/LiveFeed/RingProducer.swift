@@ -1,5 +1,6 @@
 import Core
 import CShims
+import Runtime
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -60,7 +61,7 @@ public final class RingProducer: @unchecked Sendable {
         }
         let path = directory.hasSuffix("/") ? directory + fileName : "\(directory)/\(fileName)"
         let previous = try? RingFile.attach(path: path)
-        let generation = previous.map { $0.generation &+ 1 } ?? Clock.realtimeNanoseconds()
+        let generation = previous.map { $0.generation &+ 1 } ?? UInt64(clamping: SystemClock().wallNanoseconds())
         let file = try RingFile.create(path: path, slotCount: slotCount, generation: generation, mode: mode_t(mode))
         previous?.markClosedAndWake()
         self.path = path

@@ -1,5 +1,6 @@
 import Core
 import CShims
+import Runtime
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -40,14 +41,14 @@ extension RingSelfTest {
     public static func runProducer(directory: String, count: UInt64, slots: Int, batch: Int,
                                    lossless: Bool) throws(RingError) -> ProducerReport {
         let producer = try RingProducer(directory: directory, slotCount: slots)
-        let waitStart = Clock.monotonicNanoseconds()
-        while !producer.hasConsumer, Clock.monotonicNanoseconds() - waitStart < 30_000_000_000 {
-            Clock.sleep(nanoseconds: 1_000_000)
+        let waitStart = SystemClock().monotonicNanoseconds()
+        while !producer.hasConsumer, SystemClock().monotonicNanoseconds() - waitStart < 30_000_000_000 {
+            Sys.sleep(nanoseconds: 1_000_000)
         }
         let buffer = UnsafeMutableBufferPointer<LiveRecord>.allocate(capacity: max(1, batch))
         defer { buffer.deallocate() }
         var sequence: UInt64 = 0
-        let start = Clock.monotonicNanoseconds()
+        let start = SystemClock().monotonicNanoseconds()
         while sequence < count {
             let n = Int(min(UInt64(buffer.count), count - sequence))
             for i in 0..<n { buffer[i] = record(sequence: sequence + UInt64(i)) }
@@ -61,7 +62,7 @@ extension RingSelfTest {
             producer.publish(batch: UnsafeBufferPointer(rebasing: buffer[0..<n]))
             sequence += UInt64(n)
         }
-        let seconds = Double(Clock.monotonicNanoseconds() - start) / 1e9
+        let seconds = Double(SystemClock().monotonicNanoseconds() - start) / 1e9
         let report = ProducerReport(offered: count, dropped: producer.dropped, seconds: seconds)
         producer.close()
         return report
@@ -70,10 +71,10 @@ extension RingSelfTest {
     /// Attaches to `path` (waiting up to 30 s for it to appear) and reads until the producer has
     /// closed the ring and it is drained, checking every record.
     public static func runConsumer(path: String) throws(RingError) -> ConsumerReport {
-        let waitStart = Clock.monotonicNanoseconds()
+        let waitStart = SystemClock().monotonicNanoseconds()
         var attached: Result<RingConsumer, RingError> = Result { () throws(RingError) in try RingConsumer(path: path) }
-        while case .failure(.notFound) = attached, Clock.monotonicNanoseconds() - waitStart < 30_000_000_000 {
-            Clock.sleep(nanoseconds: 1_000_000)
+        while case .failure(.notFound) = attached, SystemClock().monotonicNanoseconds() - waitStart < 30_000_000_000 {
+            Sys.sleep(nanoseconds: 1_000_000)
             attached = Result { () throws(RingError) in try RingConsumer(path: path) }
         }
         let consumer = try attached.get()
@@ -91,7 +92,7 @@ extension RingSelfTest {
                    consumer.status == .producerClosed, consumer.available == 0 { break }
                 continue
             }
-            if report.received == 0 { first = Clock.monotonicNanoseconds() }
+            if report.received == 0 { first = SystemClock().monotonicNanoseconds() }
             for i in 0..<n {
                 let r = buffer[i]
                 if !isIntact(r) { report.corrupt += 1 }
@@ -99,7 +100,7 @@ extension RingSelfTest {
                 last = r.flowID
             }
             report.received += UInt64(n)
-            lastRead = Clock.monotonicNanoseconds()
+            lastRead = SystemClock().monotonicNanoseconds()
         }
         report.seconds = Double(lastRead &- first) / 1e9
         report.dropped = consumer.dropped

@@ -1,5 +1,6 @@
 import Core
 import CSQLite
+import Runtime
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -57,7 +58,7 @@ public final class Connection {
             if systemErrno == EACCES || systemErrno == EPERM {
                 throw StoreError.permissionDenied(path: path, errno: systemErrno)
             }
-            let reason = systemErrno != 0 ? "\(message) (\(String(cString: strerror(systemErrno))))" : message
+            let reason = systemErrno != 0 ? "\(message) (\(errnoText(systemErrno)))" : message
             throw StoreError.cannotOpen(path: path, reason: reason)
         }
         db = handle
@@ -67,7 +68,7 @@ public final class Connection {
             let timeoutMs = Int(bitPattern: context)
             let waited = count < 100 ? Int(count) : 100 + (Int(count) - 100) * 5
             if waited >= timeoutMs { return 0 }
-            usleep(count < 100 ? 1000 : 5000)
+            Sys.sleep(milliseconds: count < 100 ? 1 : 5)
             return 1
         }, UnsafeMutableRawPointer(bitPattern: self.busyTimeoutMs))
         do {
@@ -214,7 +215,7 @@ public final class Connection {
             } catch StoreError.busy {
                 attempt += 1
                 if attempt > busyRetries { throw StoreError.busy(path: path, operation: operation) }
-                usleep(UInt32(1000 * attempt))
+                Sys.sleep(milliseconds: attempt)
             }
         }
     }

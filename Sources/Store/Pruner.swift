@@ -1,3 +1,4 @@
+import Runtime
 #if canImport(Glibc)
 import Core
 import Glibc
@@ -132,13 +133,11 @@ public final class Pruner {
     /// most a second), so writers waiting on the busy handler get the lock in between.
     private func pause(after tookMicros: UInt64) {
         let p = max(UInt64(options.pauseMicros), min(tookMicros / 2, 1_000_000))
-        if p > 0 { usleep(UInt32(p)) }
+        if p > 0 { Sys.sleep(nanoseconds: p * 1000) }
     }
 
     static func micros() -> UInt64 {
-        var t = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &t)
-        return UInt64(t.tv_sec) * 1_000_000 + UInt64(t.tv_nsec) / 1000
+        SystemClock().monotonicNanoseconds() / 1000
     }
 
     /// Gives free pages back to the file system in steps of `vacuumPagesPerStep` pages, each in

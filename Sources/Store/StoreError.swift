@@ -1,4 +1,5 @@
 import Core
+import Runtime
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -30,6 +31,9 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case noOpenAudit
     /// The settings row holds text that is not a JSON object; carries the raw text.
     case settingsNotJSON(raw: String, detail: String)
+    /// A system call on a file beside the database failed (the capture directory's listing or
+    /// unlink); the error names the call and the path.
+    case system(SystemError)
 
     public var description: String {
         switch self {
@@ -58,6 +62,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
             return "no audit session is open"
         case let .settingsNotJSON(raw, detail):
             return "the settings row is not a JSON object (\(detail)); raw text: \(raw)"
+        case let .system(e):
+            return e.description
         }
     }
 }

@@ -1,5 +1,5 @@
 import Core
-import Foundation
+import Runtime
 import Synchronization
 
 /// The daemon's store writer (DESIGN.md §7, issue 5 Deliver 1): one dedicated thread owns a
@@ -13,9 +13,9 @@ import Synchronization
 /// `flushIntervalMs`, writes what it took in transactions of at most `maxBatch` records, and
 /// coalesces flow updates within a transaction (only the newest update of a flow is written).
 public final class StoreWriter: @unchecked Sendable {
-    // Safe because: `pending`, `accepted`, `committed`, `stopping`, `finished`, `flushRequested`
-    // and `statsValue` are only touched with `mutex` held; `store`, `batch` and `updates` only by
-    // the writer thread once it started; `dropped` is atomic.
+    // Safe because: `pending`, `accepted`, `committed`, `stopping`, `finished`, `flushRequested`,
+    // `statsValue` and `thread` are only touched with `lock` held; `store`, `batch` and `updates`
+    // only by the writer thread once it started; `dropped` is atomic.
 
     /// Tuning.
     public struct Options: Sendable {
@@ -62,9 +62,10 @@ public final class StoreWriter: @unchecked Sendable {
     public let options: Options
     private let store: StateStore
     private let onError: (@Sendable (StoreError) -> Void)?
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private let wake = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-    private let done = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    /// Guards the queue and counters. Its one condition wakes the writer (work, flush, stop) and
+    /// the callers of `flush`/`close` (a batch committed), so it is always broadcast.
+    private let lock = ConditionLock()
+    private var thread: WorkerThread?
     private var pending: [StoreRecord]
     private var batch: [StoreRecord]
     private var updates: [Int64: FlowUpdate] = [:]
@@ -90,42 +91,25 @@ public final class StoreWriter: @unchecked Sendable {
         batch = []
         batch.reserveCapacity(options.capacity)
         updates.reserveCapacity(options.maxBatch)
-        pthread_mutex_init(mutex, nil)
-        var attr = pthread_condattr_t()
-        pthread_condattr_init(&attr)
-        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC)
-        pthread_cond_init(wake, &attr)
-        pthread_cond_init(done, &attr)
-        pthread_condattr_destroy(&attr)
-        let thread = Thread { [self] in run() }
-        thread.name = "tv-store-writer"
-        thread.start()
-    }
-
-    deinit {
-        pthread_cond_destroy(wake)
-        pthread_cond_destroy(done)
-        pthread_mutex_destroy(mutex)
-        wake.deallocate()
-        done.deallocate()
-        mutex.deallocate()
+        let thread = WorkerThread(name: "tv-store-writer") { [self] in run() }
+        lock.withLock { self.thread = thread }
     }
 
     /// Queues `record`; false (and `droppedCount` + 1) when the queue is full or closed.
     /// Never waits for disk, never allocates.
     @discardableResult
     public func submit(_ record: StoreRecord) -> Bool {
-        pthread_mutex_lock(mutex)
+        lock.lock()
         guard !stopping, pending.count < options.capacity else {
-            pthread_mutex_unlock(mutex)
+            lock.unlock()
             dropped.wrappingAdd(1, ordering: .relaxed)
             return false
         }
         pending.append(record)
         accepted &+= 1
         let wakeNow = pending.count == options.maxBatch
-        pthread_mutex_unlock(mutex)
-        if wakeNow { pthread_cond_signal(wake) }
+        lock.unlock()
+        if wakeNow { lock.broadcast() }
         return true
     }
 
@@ -134,58 +118,57 @@ public final class StoreWriter: @unchecked Sendable {
 
     /// A snapshot of the writer's counters.
     public func stats() -> Stats {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return statsValue
+        lock.withLock { statsValue }
     }
 
     /// Returns once every record accepted before the call is committed (or its batch failed).
     public func flush() {
-        pthread_mutex_lock(mutex)
-        let target = accepted
-        flushRequested = true
-        pthread_cond_signal(wake)
-        while committed < target && !finished { pthread_cond_wait(done, mutex) }
-        pthread_mutex_unlock(mutex)
+        lock.withLock {
+            let target = accepted
+            flushRequested = true
+            lock.broadcast()
+            while committed < target && !finished { lock.wait() }
+        }
     }
 
-    /// Writes everything queued, then stops the thread. Later submits are dropped. Idempotent.
+    /// Writes everything queued, then stops and joins the thread. Later submits are dropped.
+    /// Idempotent.
     public func close() {
-        pthread_mutex_lock(mutex)
-        stopping = true
-        pthread_cond_signal(wake)
-        while !finished { pthread_cond_wait(done, mutex) }
-        pthread_mutex_unlock(mutex)
+        let writer: WorkerThread? = lock.withLock {
+            stopping = true
+            lock.broadcast()
+            while !finished { lock.wait() }
+            defer { thread = nil }
+            return thread
+        }
+        writer?.join()
     }
 
     // MARK: - Writer thread
 
     private func run() {
         while true {
-            pthread_mutex_lock(mutex)
-            var deadline = StoreWriter.monotonicNow()
-            deadline.tv_nsec += options.flushIntervalMs % 1000 * 1_000_000
-            deadline.tv_sec += options.flushIntervalMs / 1000 + deadline.tv_nsec / 1_000_000_000
-            deadline.tv_nsec %= 1_000_000_000
+            lock.lock()
+            let deadline = StoreWriter.nanos() + UInt64(options.flushIntervalMs) * 1_000_000
             while !stopping && !flushRequested && pending.count < options.maxBatch {
-                if pthread_cond_timedwait(wake, mutex, &deadline) == ETIMEDOUT { break }
+                if !lock.wait(untilMonotonic: deadline) { break }
             }
             if pending.isEmpty {
                 flushRequested = false
                 committed = accepted
-                pthread_cond_broadcast(done)
+                lock.broadcast()
                 if stopping {
                     finished = true
-                    pthread_mutex_unlock(mutex)
+                    lock.unlock()
                     return
                 }
-                pthread_mutex_unlock(mutex)
+                lock.unlock()
                 continue
             }
             swap(&pending, &batch)
             let through = accepted
             flushRequested = false
-            pthread_mutex_unlock(mutex)
+            lock.unlock()
 
             var start = 0
             while start < batch.count {
@@ -195,16 +178,16 @@ public final class StoreWriter: @unchecked Sendable {
             }
             batch.removeAll(keepingCapacity: true)
 
-            pthread_mutex_lock(mutex)
-            committed = through
-            pthread_cond_broadcast(done)
-            pthread_mutex_unlock(mutex)
+            lock.withLock {
+                committed = through
+                lock.broadcast()
+            }
         }
     }
 
     private func write(_ range: Range<Int>) {
         let t0 = StoreWriter.nanos()
-        let cpu0 = StoreWriter.nanos(CLOCK_THREAD_CPUTIME_ID)
+        let cpu0 = SystemClock.threadCPUNanoseconds()
         var lockedAt = t0
         do {
             try store.connection.transaction {
@@ -214,21 +197,22 @@ public final class StoreWriter: @unchecked Sendable {
             }
             updates.removeAll(keepingCapacity: true)
             let t1 = StoreWriter.nanos()
-            pthread_mutex_lock(mutex)
-            statsValue.batches += 1
-            statsValue.recordsWritten += UInt64(range.count)
-            statsValue.longestLockWaitNs = max(statsValue.longestLockWaitNs, lockedAt - t0)
-            statsValue.longestBatchNs = max(statsValue.longestBatchNs, t1 - t0)
-            statsValue.cpuNs += StoreWriter.nanos(CLOCK_THREAD_CPUTIME_ID) - cpu0
-            pthread_mutex_unlock(mutex)
+            let cpu = SystemClock.threadCPUNanoseconds() - cpu0
+            lock.withLock {
+                statsValue.batches += 1
+                statsValue.recordsWritten += UInt64(range.count)
+                statsValue.longestLockWaitNs = max(statsValue.longestLockWaitNs, lockedAt - t0)
+                statsValue.longestBatchNs = max(statsValue.longestBatchNs, t1 - t0)
+                statsValue.cpuNs += cpu
+            }
         } catch {
             updates.removeAll(keepingCapacity: true)
             let e = error as? StoreError ?? .sqlite(path: store.connection.path, operation: "write batch", code: 0, message: "\(error)")
-            pthread_mutex_lock(mutex)
-            statsValue.failedBatches += 1
-            statsValue.recordsLost += UInt64(range.count)
-            statsValue.lastError = e.description
-            pthread_mutex_unlock(mutex)
+            lock.withLock {
+                statsValue.failedBatches += 1
+                statsValue.recordsLost += UInt64(range.count)
+                statsValue.lastError = e.description
+            }
             onError?(e)
         }
     }
@@ -252,14 +236,6 @@ public final class StoreWriter: @unchecked Sendable {
         }
     }
 
-    static func monotonicNow(_ clock: clockid_t = CLOCK_MONOTONIC) -> timespec {
-        var t = timespec()
-        clock_gettime(clock, &t)
-        return t
-    }
-
-    static func nanos(_ clock: clockid_t = CLOCK_MONOTONIC) -> UInt64 {
-        let t = monotonicNow(clock)
-        return UInt64(t.tv_sec) * 1_000_000_000 + UInt64(t.tv_nsec)
-    }
+    /// Monotonic nanoseconds (batch timings and the flush deadline).
+    static func nanos() -> UInt64 { SystemClock().monotonicNanoseconds() }
 }

@@ -1,6 +1,7 @@
 import Core
 import Gateway
 import Packet
+import Runtime
 import Synchronization
 
 /// In-memory UDP binds connected through a ``ChannelNetwork`` (like wireguard-go's

@@ -1,5 +1,6 @@
 import Core
 import Gateway
+import Runtime
 import Synchronization
 
 /// An in-memory ``TunDevice`` (like wireguard-go's `tun/tuntest`): packets the test ``inject(_:)``s

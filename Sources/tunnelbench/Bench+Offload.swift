@@ -89,10 +89,10 @@ enum OffloadBench {
         func measure(_ label: String, packetsPerRound: Int, _ body: () -> Int) {
             _ = body()  // warm up
             let allocBefore = allocationCount()
-            let cpuStart = benchClock(CLOCK_THREAD_CPUTIME_ID)
+            let cpuStart = benchCPUClock()
             var bytes = 0
             for _ in 0..<rounds { bytes &+= body() }
-            let cpu = Double(benchClock(CLOCK_THREAD_CPUTIME_ID) - cpuStart)
+            let cpu = Double(benchCPUClock() - cpuStart)
             let allocs = allocationCount() - allocBefore
             let total = Double(rounds * packetsPerRound)
             print(String(format: "offload: %@: %.2f M packets/s per core (%.1f ns/packet), %.2f GB/s, allocations in loop: %llu",

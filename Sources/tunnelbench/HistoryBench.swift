@@ -3,6 +3,7 @@ import Foundation
 import Gateway
 import Packet
 import Policy
+import Runtime
 import Store
 import WireGuard
 
@@ -32,7 +33,7 @@ enum HistoryBench {
             let holder = try StateStore(path: dir + "/state.db")
             try holder.connection.execute("BEGIN IMMEDIATE")
             writer.submit(.heartbeat(at: 1))
-            usleep(50_000)
+            Sys.sleep(milliseconds: 50)
             let k = FlowKey.oriented(proto: .tcp, source: src, sourcePort: 1, destination: dst, destinationPort: 443)
             let t = table.track(k.key, reversed: k.reversed, length: 100, now: 0)
             let entry = table[t.handle]
@@ -60,9 +61,9 @@ enum HistoryBench {
                 let port = UInt16(truncatingIfNeeded: 1024 + i % 60000)
                 let k = FlowKey.oriented(proto: .tcp, source: src, sourcePort: port, destination: IPAddress(v4: dst.v4 &+ UInt32(i / 60000)), destinationPort: 443)
                 let t = table.track(k.key, reversed: k.reversed, length: 100, now: mono)
-                let c0 = DispatchTime.now().uptimeNanoseconds
+                let c0 = SystemClock().monotonicNanoseconds()
                 h.flowDecided(table[t.handle], peer: 1, verdict: verdict, policy: policy, opened: t.opened)
-                hookNs += DispatchTime.now().uptimeNanoseconds - c0
+                hookNs += SystemClock().monotonicNanoseconds() - c0
             }
             mono += 10
             h.timerTick(flows: table, monoMs: mono)

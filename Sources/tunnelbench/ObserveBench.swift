@@ -9,6 +9,7 @@ import Gateway
 import LiveFeed
 import Packet
 import Policy
+import Runtime
 
 enum ObserveBench {
     static func run(_ args: [String]) throws {
@@ -31,20 +32,19 @@ enum ObserveBench {
             let capture = mode.contains("capture") ? try CaptureSpooler(directory: dir + "/capture", detail: .full) : nil
             let observer = mode == "none" ? nil : PacketObserver(ring: ring, capture: capture, flowCapacity: 4096)
             var consumer: RingConsumer? = nil
-            let stop = StopFlag()
-            var drainer: Thread? = nil
+            let stop = StopSignal()
+            var drainer: WorkerThread? = nil
             if mode.contains("watching"), let ring {
                 let c = try RingConsumer(path: ring.path)
                 consumer = c
                 let box = ConsumerBox(c)
-                drainer = Thread {
+                drainer = WorkerThread(name: "bench-drainer", stopSignal: stop) {
                     var buffer = [LiveRecord](repeating: LiveRecord(), count: 1024)
-                    while !stop.isSet {
+                    while !stop.isStopped {
                         _ = box.consumer.wait(timeoutNanoseconds: 50_000_000)
                         _ = buffer.withUnsafeMutableBufferPointer { box.consumer.read(into: $0) }
                     }
                 }
-                drainer?.start()
             }
             let table = FlowTable(capacity: 4096)
             let start = now()
@@ -74,8 +74,8 @@ enum ObserveBench {
             if sink == UInt64.max { print(sink) }
             let cpu = cpuSeconds() - cpu0
             let wall = now() - start
-            stop.set()
-            if drainer != nil { usleep(100_000) }
+            stop.stop()
+            drainer?.join()
             print(String(format: "  %-17@ %6.1f ns/packet (wall), %6.1f ns/packet (process CPU), allocations in loop %llu, ring dropped %llu, captured %llu",
                          mode as NSString, wall / Double(count) * 1e9, cpu / Double(count) * 1e9, allocations,
                          ring?.dropped ?? 0, capture?.packetsWritten ?? 0))
@@ -92,27 +92,9 @@ enum ObserveBench {
         return [0x45, 0] + be16(UInt16(20 + transport.count)) + [0, 1, 0x40, 0, 64, 17, 0, 0] + be32(src) + be32(dst) + transport
     }
 
-    static func now() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
+    static func now() -> Double { Double(SystemClock().monotonicNanoseconds()) / 1e9 }
 
-    static func cpuSeconds() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
-}
-
-/// A stop flag shared with the drain thread.
-final class StopFlag: @unchecked Sendable {
-    // Safe: a single word written once by the main thread and polled by the drainer; a late
-    // read only delays the drainer's exit by one wait.
-    private var flag = false
-    private let lock = NSLock()
-    var isSet: Bool { lock.lock(); defer { lock.unlock() }; return flag }
-    func set() { lock.lock(); flag = true; lock.unlock() }
+    static func cpuSeconds() -> Double { Double(SystemClock.processCPUNanoseconds()) / 1e9 }
 }
 
 /// Hands the consumer to the drain thread.

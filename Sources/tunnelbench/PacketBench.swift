@@ -2,6 +2,7 @@
 import Core
 import Foundation
 import Packet
+import Runtime
 
 /// Packet parse + FlowTable.track packets/s, single thread, with the allocation count of the
 /// measured loop. Options: `--flows N` (10000), `--capacity N` (65536), `--packets N` (65536
@@ -80,11 +81,11 @@ func packetBench(_ args: [String]) throws {
 
     for (label, track) in [("parse only", false), ("parse + flow lookup", true)] {
         let allocBefore = allocationCount()
-        let wallStart = benchClock(CLOCK_MONOTONIC)
-        let cpuStart = benchClock(CLOCK_THREAD_CPUTIME_ID)
+        let wallStart = benchWallClock()
+        let cpuStart = benchCPUClock()
         for round in 0..<rounds { pass(now: Int64(1 + round), track: track) }
-        let cpu = Double(benchClock(CLOCK_THREAD_CPUTIME_ID) - cpuStart)
-        let wall = Double(benchClock(CLOCK_MONOTONIC) - wallStart)
+        let cpu = Double(benchCPUClock() - cpuStart)
+        let wall = Double(benchWallClock() - wallStart)
         let allocs = allocationCount() - allocBefore
         let total = Double(rounds * packets)
         print(String(format: "packet: %@ (burst %d): %.1f M packets/s per core (%.1f ns CPU/packet; wall %.1f M/s), %d packets, allocations in loop: %llu",
@@ -93,12 +94,11 @@ func packetBench(_ args: [String]) throws {
     print("packet: \(flows) flows, table capacity \(capacity), \(table.count) live, evicted \(table.stats.evicted), parse errors \(errors) (sink \(sink & 1))")
 }
 
-/// Nanoseconds of `clock`.
-func benchClock(_ clock: clockid_t) -> Int64 {
-    var ts = timespec()
-    clock_gettime(clock, &ts)
-    return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
-}
+/// Monotonic nanoseconds.
+func benchWallClock() -> Int64 { Int64(SystemClock().monotonicNanoseconds()) }
+
+/// CPU nanoseconds of the calling thread.
+func benchCPUClock() -> Int64 { Int64(SystemClock.threadCPUNanoseconds()) }
 
 /// Writes one IPv4/IPv6 TCP/UDP packet of flow `flow` (its original or reply direction) and
 /// returns its length. Checksums are left zero: the parser does not verify them.

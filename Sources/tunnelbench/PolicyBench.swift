@@ -3,6 +3,7 @@ import Core
 import Foundation
 import Packet
 import Policy
+import Runtime
 
 /// Realistic rule sets (blocklists of /24s and /32s, per-peer exceptions, port and tier rules,
 /// host rules, a few time windows, private networks at the end) written as rule text and parsed,
@@ -109,8 +110,4 @@ enum PolicyBench {
 }
 
 /// CPU time consumed by the calling thread, in nanoseconds.
-func threadCPUNanoseconds() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
-    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-}
+func threadCPUNanoseconds() -> UInt64 { SystemClock.threadCPUNanoseconds() }

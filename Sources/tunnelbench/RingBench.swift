@@ -7,6 +7,7 @@ import Core
 import Foundation
 import Capture
 import LiveFeed
+import Runtime
 
 enum RingBench {
     static let usage = """
@@ -68,11 +69,7 @@ enum RingBench {
         }
     }
 
-    static func now() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
+    static func now() -> Double { Double(SystemClock().monotonicNanoseconds()) / 1e9 }
 
     static func produce(_ o: Options) throws {
         let allocationsBefore = allocationCount()

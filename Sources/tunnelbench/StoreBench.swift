@@ -1,5 +1,6 @@
 import Core
 import Foundation
+import Runtime
 import Store
 import Synchronization
 
@@ -37,11 +38,7 @@ enum StoreBench {
         return dir
     }
 
-    static func seconds() -> Double {
-        var t = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &t)
-        return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
-    }
+    static func seconds() -> Double { Double(SystemClock().monotonicNanoseconds()) / 1e9 }
 
     static func flow(_ id: Int64, at: Int64) -> FlowOpen {
         FlowOpen(id: id, proto: 6, src: IPAddress(v4: 0x0A63_0002), srcPort: UInt16(truncatingIfNeeded: id),
@@ -53,7 +50,7 @@ enum StoreBench {
     static func submitWaiting(_ w: StoreWriter, _ record: StoreRecord, _ full: inout Int) {
         while !w.submit(record) {
             full += 1
-            usleep(50)
+            Sys.sleep(nanoseconds: 50_000)
         }
     }
 
@@ -69,7 +66,7 @@ enum StoreBench {
             let holder = try StateStore(path: dir + "/state.db")
             try holder.connection.execute("BEGIN IMMEDIATE")
             w.submit(.heartbeat(at: now))  // the writer takes this one and waits for the lock
-            usleep(50_000)
+            Sys.sleep(milliseconds: 50)
             let record = StoreRecord.flowOpened(flow(1, at: now))
             let a0 = allocationCount()
             for _ in 0..<10_000 { w.submit(record) }
@@ -137,8 +134,7 @@ enum StoreBench {
         let w = try StoreWriter(path: path, options: .init(flushIntervalMs: 20))
         let stop = Atomic<Bool>(false)
         let submitted = Atomic<Int>(0)
-        let done = DispatchSemaphore(value: 0)
-        let producer = Thread {
+        let producer = WorkerThread(name: "bench-producer") {
             var id = Int64(rows) + 1_000_000
             while !stop.load(ordering: .relaxed) {
                 for _ in 0..<100 {
@@ -146,12 +142,10 @@ enum StoreBench {
                     id += 1
                 }
                 submitted.add(100, ordering: .relaxed)
-                usleep(5000)
+                Sys.sleep(milliseconds: 5)
             }
-            done.signal()
         }
-        producer.start()
-        usleep(200_000)
+        Sys.sleep(milliseconds: 200)
         let before = w.stats()
 
         let store = try StateStore(path: path)
@@ -169,9 +163,9 @@ enum StoreBench {
             }
         })
         let elapsed = seconds() - t0
-        usleep(200_000)
+        Sys.sleep(milliseconds: 200)
         stop.store(true, ordering: .relaxed)
-        done.wait()
+        producer.join()
         w.close()
         let s = w.stats()
         let removed = report.rows[.flows] ?? 0

@@ -9,6 +9,7 @@ import Core
 import Foundation
 import Gateway
 import Packet
+import Runtime
 import Synchronization
 
 enum UDPBench {
@@ -18,7 +19,6 @@ enum UDPBench {
         let stop = Atomic<Bool>(false)
         let received = Atomic<Int>(0)
         let sent = Atomic<Int>(0)
-        let done = DispatchSemaphore(value: 0)
     }
 
     static func run(_ arguments: [String]) throws {
@@ -88,9 +88,9 @@ enum UDPBench {
             var queued = 0
             while queued < 8192 { queued += (try? sender.send(out)) ?? 0 }
             let a0 = allocationCount()
-            let t0 = DispatchTime.now().uptimeNanoseconds
+            let t0 = SystemClock().monotonicNanoseconds()
             received += receiveAll(mode, receiver, batch, buffer)
-            nanos += DispatchTime.now().uptimeNanoseconds - t0
+            nanos += SystemClock().monotonicNanoseconds() - t0
             allocations += allocationCount() - a0
         }
         let expected = cycles * 8192
@@ -107,7 +107,7 @@ enum UDPBench {
         let target = Endpoint(address: loopback, port: receiver.port)
         let shared = Shared()
 
-        Thread.detachNewThread {
+        let sending = WorkerThread(name: "bench-send") {
             let batch = PacketBatch(capacity: 64, slotSize: 2048)
             let payload = [UInt8](repeating: 0x5A, count: 64)
             for i in 0..<64 { batch.set(i, bytes: payload, endpoint: target) }
@@ -117,9 +117,8 @@ enum UDPBench {
                 shared.sent.add(n, ordering: .relaxed)
                 if n < 64 { sched_yield() }
             }
-            shared.done.signal()
         }
-        Thread.detachNewThread {
+        let receiving = WorkerThread(name: "bench-receive") {
             switch mode {
             case .batched:
                 let batch = PacketBatch(capacity: 64, slotSize: 2048)
@@ -146,22 +145,21 @@ enum UDPBench {
                 }
                 buffer.deallocate()
             }
-            shared.done.signal()
         }
 
-        Thread.sleep(forTimeInterval: 0.3)  // warm up
+        Sys.sleep(milliseconds: 300)  // warm up
         let r0 = shared.received.load(ordering: .relaxed)
         let s0 = shared.sent.load(ordering: .relaxed)
         let a0 = allocationCount()
-        let t0 = DispatchTime.now().uptimeNanoseconds
-        Thread.sleep(forTimeInterval: seconds)
+        let t0 = SystemClock().monotonicNanoseconds()
+        Sys.sleep(nanoseconds: UInt64(seconds * 1e9))
         let r1 = shared.received.load(ordering: .relaxed)
         let s1 = shared.sent.load(ordering: .relaxed)
         let a1 = allocationCount()
-        let t1 = DispatchTime.now().uptimeNanoseconds
+        let t1 = SystemClock().monotonicNanoseconds()
         shared.stop.store(true, ordering: .relaxed)
-        shared.done.wait()
-        shared.done.wait()
+        sending.join()
+        receiving.join()
         let elapsed = Double(t1 - t0) / 1e9
         let received = r1 - r0
         let sent = s1 - s0

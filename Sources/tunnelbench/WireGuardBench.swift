@@ -4,20 +4,13 @@ import Core
 import CSodium
 import Foundation
 import Packet
+import Runtime
 import WireGuard
 
-private func monotonicNanoseconds() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-}
+private func monotonicNanoseconds() -> UInt64 { SystemClock().monotonicNanoseconds() }
 
 /// CPU time of this thread: "per core" figures stay meaningful on a shared, loaded machine.
-private func cpuNanoseconds() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
-    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-}
+private func cpuNanoseconds() -> UInt64 { SystemClock.threadCPUNanoseconds() }
 
 private let benchA = Endpoint(address: IPAddress("192.0.2.1")!, port: 51820)
 private let benchB = Endpoint(address: IPAddress("192.0.2.2")!, port: 51820)

@@ -1,6 +1,7 @@
 import Core
 import Control
 import Foundation
+import Runtime
 import Store
 import Synchronization
 
@@ -183,7 +184,7 @@ extension Tunnelctl {
             } catch StoreError.busy(let path, let operation) {
                 attempt += 1
                 if attempt > 5 { throw StoreError.busy(path: path, operation: operation) }
-                usleep(50_000)
+                Sys.sleep(milliseconds: 50)
             }
         }
     }

@@ -85,9 +85,9 @@ extension Tunnelctl {
         do {
             files = try CaptureFiles.list(directory: directory, scan: true)
         } catch {
-            if case .system(_, let e, _) = error, e == ENOENT {
+            if case .system(let e) = error, e.errno == ENOENT {
                 files = []
-            } else if case .system(_, let e, _) = error {
+            } else if case .system(let s) = error { let e = s.errno
                 throw CLIError.failure("\(error)\(accessHint(e, directory))")
             } else {
                 throw CLIError.failure("\(error)")
@@ -131,7 +131,7 @@ extension Tunnelctl {
                     from = e.location
                 }
             } catch {
-                if case .system(_, let e, _) = error { throw CLIError.failure("\(error)\(accessHint(e, directory))") }
+                if case .system(let s) = error { throw CLIError.failure("\(error)\(accessHint(s.errno, directory))") }
                 throw CLIError.failure("\(error)")
             }
         }

@@ -3,6 +3,7 @@ import Control
 import Foundation
 import LiveFeed
 import Packet
+import Runtime
 import Synchronization
 
 /// `tunnelctl watch`: the live feed of `RuntimeDirectory/live.ring` (DESIGN.md §8, docs/ring.md).
@@ -83,12 +84,12 @@ extension Tunnelctl {
                 switch error {
                 case .notFound:
                     note("no live feed at \(o.ringPath): is tunneld running? waiting for it (Ctrl-C to stop)")
-                    Thread.sleep(forTimeInterval: 0.2)
+                    Sys.sleep(milliseconds: 200)
                 case .busy:
                     throw CLIError.failure("\(error)")
                 default:
                     note("\(error); retrying")
-                    Thread.sleep(forTimeInterval: 0.5)
+                    Sys.sleep(milliseconds: 500)
                 }
             }
         }
@@ -105,12 +106,12 @@ extension Tunnelctl {
         // Poll instead of `wait`: a watcher that sleeps on the futex makes the daemon pay a wake-up
         // syscall per data-path batch, and batches are small at moderate rates. Polling every
         // 10 ms (50 ms for the view) costs the daemon nothing; the ring holds 65,536 records.
-        let poll: TimeInterval = live ? 0.05 : 0.01
-        var lastCheck = DispatchTime.now().uptimeNanoseconds
+        let pollMs = live ? 50 : 10
+        var lastCheck = SystemClock().monotonicNanoseconds()
         while !interrupted.load(ordering: .relaxed) {
             if consumer.available == 0 {
-                Thread.sleep(forTimeInterval: poll)
-                let now = DispatchTime.now().uptimeNanoseconds
+                Sys.sleep(milliseconds: pollMs)
+                let now = SystemClock().monotonicNanoseconds()
                 if consumer.available == 0, consumer.isProducerClosed || now &- lastCheck >= 100_000_000 {
                     lastCheck = now
                     if case .reattached(let generation) = consumer.checkReplacement() {
@@ -145,7 +146,7 @@ extension Tunnelctl {
                 if n < buffer.count { break }
             }
             if live {
-                let now = DispatchTime.now().uptimeNanoseconds
+                let now = SystemClock().monotonicNanoseconds()
                 if now &- lastDraw >= 1_000_000_000 {
                     view.dropped = consumer.dropped
                     console.print(view.render(nowNanoseconds: wallNanoseconds()))
@@ -158,9 +159,7 @@ extension Tunnelctl {
     }
 
     static func wallNanoseconds() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
+        UInt64(clamping: SystemClock().wallNanoseconds())
     }
 
     // MARK: formats

@@ -1,5 +1,6 @@
 import Core
 import Foundation
+import Runtime
 import Testing
 @testable import Control
 
@@ -9,7 +10,7 @@ import Glibc
 
 /// Client and server over a socket in a temporary directory; no root needed.
 @Suite struct ControlSocketTests {
-    let logged = Locked<[String]>([])
+    let logged = LogCapture()
 
     /// A server answering status with `sampleStatus` and kick per name; records what it saw.
     func withServer(
@@ -20,7 +21,7 @@ import Glibc
         defer { cleanup() }
         let path = dir + "/control.sock"
         let seen = Locked<[(ControlRequest, PeerCredentials)]>([])
-        let server = try ControlServer(path: path, group: group, log: { line in logged.mutate { $0.append(line) } }) { request, creds in
+        let server = try ControlServer(path: path, group: group, log: logged.logger) { request, creds in
             seen.mutate { $0.append((request, creds)) }
             if let handler { return handler(request, creds) }
             switch request {
@@ -153,7 +154,7 @@ import Glibc
     @Test func aLiveSocketIsNotStolen() throws {
         try withServer { (path: String, _) throws in
             let e = #expect(throws: SocketError.self) { try ControlServer(path: path) { _, _ in .status(sampleStatus) } }
-            #expect(e?.errno == EADDRINUSE)
+            #expect(e == .inUse(path: path))
             #expect(e?.description == "bind \(path): Address already in use (another process is listening on it; is tunneld already running?)")
             #expect(try ControlClient(socketPath: path).send(.status) == .status(sampleStatus))
         }
@@ -165,7 +166,7 @@ import Glibc
         let path = dir + "/control.sock"
         writeFile(path, "precious")
         let e = #expect(throws: SocketError.self) { try ControlServer(path: path) { _, _ in .status(sampleStatus) } }
-        #expect(e?.errno == EEXIST)
+        #expect(e == .notASocket(path: path))
         #expect((try? String(contentsOfFile: path, encoding: .utf8)) == "precious")
     }
 
@@ -183,7 +184,7 @@ import Glibc
     @Test func tooLongAPath() {
         let path = "/tmp/" + String(repeating: "x", count: 120)
         let e = #expect(throws: SocketError.self) { try ControlServer(path: path) { _, _ in .status(sampleStatus) } }
-        #expect(e?.errno == ENAMETOOLONG)
+        #expect(e == .pathTooLong(path: path))
     }
 
     @Test func groupLookup() {
@@ -213,8 +214,8 @@ import Glibc
             #expect(out.contains(#""code":"permissionDenied""#), "got: \(out)")
             #expect(out.contains("uid 65534 may not use the control socket"))
             #expect(seen.get().isEmpty)
-            #expect(logged.get().count == 1)
-            #expect(logged.get().first?.hasPrefix("control.sock: refused uid 65534 (pid ") == true)
+            #expect(logged.all.count == 1)
+            #expect(logged.all.first?.hasPrefix("<4>control.sock: refused uid 65534 (pid ") == true)
         }
     }
 }

@@ -15,10 +15,10 @@ import Glibc
     /// Sends `text` on one connection and returns the reply lines up to and including the blank
     /// line after each `errno=` line, for `operations` operations.
     func converse(_ path: String, _ text: String, operations: Int = 1) throws -> [String] {
-        let fd = try SocketIO.connect(path: path).get()
+        let fd = try SocketIO.connect(path: path)
         defer { close(fd) }
         let deadline = SocketIO.nowMs() + 5000
-        #expect(SocketIO.writeAll(fd, Array(text.utf8), deadlineMs: deadline) == 0)
+        #expect(try SocketIO.writeAll(fd, Array(text.utf8), deadlineMs: deadline, path: path))
         shutdown(fd, Int32(SHUT_WR))  // EOF after the input, as a closing client does
         var reader = LineReader(fd: fd, limit: 1 << 20)
         var lines: [String] = []

@@ -1,5 +1,6 @@
 import Core
 import Foundation
+import Runtime
 import Store
 import Synchronization
 import Testing

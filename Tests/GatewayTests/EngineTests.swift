@@ -3,6 +3,7 @@ import Foundation
 import Gateway
 import Packet
 import Policy
+import Runtime
 import Synchronization
 import Testing
 import TestSupport
@@ -62,7 +63,7 @@ import WireGuard
             output.deallocate()
         }
 
-        var nowNs: UInt64 { SystemClock().monotonicNanoseconds() }
+        var nowNs: UInt64 { SystemClock().boottimeNanoseconds() }
 
         /// Sends `bytes` to the gateway from the client's bind.
         func sendToGateway(_ bytes: some Collection<UInt8>) throws {

@@ -1,6 +1,7 @@
 import Core
 import Gateway
 import Packet
+import Runtime
 import Testing
 import TestSupport
 
@@ -111,26 +112,33 @@ import TestSupport
 }
 
 @Suite struct ManualClockTests {
-    @Test func advanceMovesBothClocksAndStepsMoveOnlyWall() {
+    @Test func advanceMovesEveryClockSuspendSkipsMonotonicAndStepsMoveOnlyWall() {
         let clock = ManualClock()
         let mono = clock.monotonicNanoseconds()
+        let boot = clock.boottimeNanoseconds()
         let wall = clock.wallMilliseconds()
         #expect(wall == ManualClock.defaultWallStart)
         clock.advance(by: .seconds(5) + .milliseconds(250))
         #expect(clock.monotonicNanoseconds() - mono == 5_250_000_000)
+        #expect(clock.boottimeNanoseconds() - boot == 5_250_000_000)
         #expect(clock.wallMilliseconds() - wall == 5_250)
         #expect(clock.wallNanoseconds() == clock.wallMilliseconds() * 1_000_000)
+        clock.suspend(for: .seconds(60))
+        #expect(clock.monotonicNanoseconds() - mono == 5_250_000_000)
+        #expect(clock.boottimeNanoseconds() - boot == 65_250_000_000)
+        #expect(clock.wallMilliseconds() - wall == 65_250)
         clock.setWall(milliseconds: wall - 3_600_000)
         #expect(clock.wallMilliseconds() == wall - 3_600_000)
-        #expect(clock.monotonicNanoseconds() - mono == 5_250_000_000)
+        #expect(clock.boottimeNanoseconds() - boot == 65_250_000_000)
         #expect(clock.wallSteps == 1)
     }
 
     @Test func systemClockIsSane() {
-        let c: any GatewayClock = SystemClock()
+        let c: any TimeSource = SystemClock()
         let a = c.monotonicNanoseconds()
         let b = c.monotonicNanoseconds()
         #expect(b >= a)
+        #expect(c.boottimeNanoseconds() >= a)  // boottime = monotonic + time suspended
         // After 2020-01-01 and before 2100-01-01.
         #expect(c.wallMilliseconds() > 1_577_836_800_000 && c.wallMilliseconds() < 4_102_444_800_000)
     }

@@ -36,7 +36,7 @@ import WireGuard
                                     presharedKey: nil, allowedIPs: [], tier: .free, persistentKeepalive: 0)])
         let p = Self.policy("default allow\nblock proto tcp port 22 reason \"no ssh\"\n")
         let table = FlowTable(capacity: 16)
-        let mono = Int64(clock.monotonicNanoseconds() / 1_000_000)
+        let mono = Int64(clock.boottimeNanoseconds() / 1_000_000)
         let src = IPAddress("10.99.0.2")!, web = IPAddress("203.0.113.7")!, lan = IPAddress("192.168.1.5")!
 
         // Allowed web flow: opened, then 10 packets; only the sweep writes counters.

@@ -1,6 +1,7 @@
 import Core
 import Glibc
 import Packet
+import Runtime
 import Testing
 
 @testable import Gateway

@@ -2,6 +2,7 @@ import Core
 import Control
 import Glibc
 import Packet
+import Runtime
 import Testing
 
 @testable import Gateway

@@ -1,4 +1,5 @@
 import Core
+import Runtime
 import Foundation
 import Glibc
 import Testing

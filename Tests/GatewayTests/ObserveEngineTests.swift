@@ -1,4 +1,5 @@
 import Core
+import Runtime
 import Capture
 import Control
 import Foundation

@@ -1,5 +1,6 @@
 import Core
 import Foundation
+import Runtime
 import Testing
 @testable import LiveFeed
 
@@ -71,9 +72,12 @@ import Testing
     @Test func producerInAMissingDirectorySaysOpenFailed() {
         let dir = TemporaryDirectory()
         let missing = dir.file("no/such/dir")
-        #expect(throws: RingError.system(call: "open", errno: ENOENT, path: "\(missing)/live.ring.tmp.\(getpid())")) {
+        let temporary = "\(missing)/live.ring.tmp.\(getpid())"
+        #expect(throws: RingError.system(SystemError("open(\(temporary))", errno: ENOENT))) {
             try RingProducer(directory: missing, slotCount: 8)
         }
+        #expect(RingError.system(SystemError("open(\(temporary))", errno: ENOENT)).description
+            == "live ring: open(\(temporary)): No such file or directory (ENOENT)")
     }
 
     @Test func secondConsumerIsBusy() throws {

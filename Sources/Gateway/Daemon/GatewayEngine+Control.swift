@@ -10,7 +10,7 @@ import WireGuard
 extension GatewayEngine {
     /// Wall-clock milliseconds of a monotonic instant (for handshake times).
     func wallMilliseconds(ofMonotonic t: UInt64) -> Int64 {
-        let nowMono = clock.monotonicNanoseconds()
+        let nowMono = clock.boottimeNanoseconds()
         let ageMs = Int64((nowMono &- t) / 1_000_000)
         return clock.wallMilliseconds() - ageMs
     }

@@ -6,6 +6,7 @@ import Foundation
 import Glibc
 import Packet
 import Policy
+import Runtime
 import Store
 import WireGuard
 
@@ -186,7 +187,7 @@ public enum Tunneld {
         // ── end history ──
 
         let addressTexts = iface.addresses.map(\.description)
-        let control = try ControlServer(path: iface.controlSocketPath) { request, _ in
+        let control = try ControlServer(path: iface.controlSocketPath, log: log) { request, _ in
             switch request {
             case .status:
                 return .status(engine.statusReply(interface: tun.name, addresses: addressTexts, listenPort: bind.port,
@@ -218,7 +219,8 @@ public enum Tunneld {
         let uapi = try UAPIServer(
             interfaceName: tun.name,
             get: { engine.uapiSnapshot(privateKey: key, listenPort: bind.port) },
-            set: { engine.uapiSet($0, listenPort: bind.port) })
+            set: { engine.uapiSet($0, listenPort: bind.port) },
+            log: { log.warning("uapi: \($0)") })
         defer { uapi.stop() }
         log.notice("tunneld \(version) up: interface \(tun.name), \(config.peers.count) peer(s), "
             + "policy generation \(engine.policy.generation) (\(policy.1.rules.count) rules)")

@@ -3,6 +3,7 @@ import Core
 import Glibc
 import Packet
 import Policy
+import Runtime
 import WireGuard
 
 extension GatewayEngine {
@@ -45,11 +46,11 @@ extension GatewayEngine {
                 full = n == rx.capacity
             } catch {
                 log.error("inbound: \(error); retrying in 100 ms")
-                usleep(100_000)
+                Sys.sleep(milliseconds: 100)
                 continue
             }
             if n == 0 { continue }
-            let now = clock.monotonicNanoseconds()
+            let now = clock.boottimeNanoseconds()
             toNet.count = 0
             rejects.removeAll(keepingCapacity: true)
             flushes.removeAll(keepingCapacity: true)
@@ -214,11 +215,11 @@ extension GatewayEngine {
                 full = n == rd.capacity
             } catch {
                 log.error("outbound: \(error); retrying in 100 ms")
-                usleep(100_000)
+                Sys.sleep(milliseconds: 100)
                 continue
             }
             if n == 0 { continue }
-            let now = clock.monotonicNanoseconds()
+            let now = clock.boottimeNanoseconds()
             let nowMs = Int64(now / 1_000_000)
             let policy = self.policy
             let trie = routes.withLock { $0 }
@@ -307,8 +308,8 @@ extension GatewayEngine {
         let valid = UnsafeMutablePointer<Bool>.allocate(capacity: 64)
         defer { valid.deallocate() }
         while running.load(ordering: .relaxed) {
-            usleep(UInt32(options.tickMilliseconds) * 1000)
-            let now = clock.monotonicNanoseconds()
+            Sys.sleep(milliseconds: Int(options.tickMilliseconds))
+            let now = clock.boottimeNanoseconds()
             control.count = 0
             for action in device.tick(now: now) {
                 if control.count == control.capacity {

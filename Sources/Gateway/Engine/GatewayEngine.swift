@@ -23,6 +23,7 @@
 import Core
 import Packet
 import Policy
+import Runtime
 import Synchronization
 import WireGuard
 
@@ -59,7 +60,7 @@ public struct GatewayPeer: Sendable, Hashable {
 }
 
 /// The daemon engine: a WireGuard device, a TUN device and a datagram bind, joined by the flow
-/// table and the policy. Written against `TunDevice`, `DatagramBind` and `GatewayClock`, so tests
+/// table and the policy. Written against `TunDevice`, `DatagramBind` and `TimeSource`, so tests
 /// run it over in-memory fakes (`TestSupport`) and the daemon over Linux.
 public final class GatewayEngine: @unchecked Sendable {
     // Safe: mutable state lives behind the Mutexes below or in atomics; the thread handles are
@@ -67,7 +68,7 @@ public final class GatewayEngine: @unchecked Sendable {
     public let device: WireGuardDevice
     let tun: any TunDevice
     let bind: any DatagramBind
-    let clock: any GatewayClock
+    let clock: any TimeSource
     let log: Logger
     public let options: GatewayOptions
     public let counters = GatewayCounters()
@@ -90,7 +91,7 @@ public final class GatewayEngine: @unchecked Sendable {
     /// Live ring and capture (nil: none). Set before `start()`; the data path reads it unlocked
     /// (so without the per-access exclusivity check).
     @exclusivity(unchecked) public var observer: (any PacketObserving)?
-    private var threads: [GatewayThread] = []
+    private var threads: [WorkerThread] = []
     /// History and watchdog hooks (see `GatewayEvents`); set before `start()`, read-only after
     /// (that ordering is what makes the unsynchronised access safe).
     public var events: (any GatewayEvents)?
@@ -99,7 +100,7 @@ public final class GatewayEngine: @unchecked Sendable {
     public let policyReloadHook = Mutex<(@Sendable (UInt64, Int, String) -> Void)?>(nil)
 
     /// An engine over the given devices. `policy` is the compiled policy to start with (generation 1).
-    public init(device: WireGuardDevice, tun: any TunDevice, bind: any DatagramBind, clock: any GatewayClock,
+    public init(device: WireGuardDevice, tun: any TunDevice, bind: any DatagramBind, clock: any TimeSource,
                 policy: (PolicySet, CompiledPolicy), options: GatewayOptions = GatewayOptions(), log: Logger)
     {
         self.device = device
@@ -217,9 +218,9 @@ public final class GatewayEngine: @unchecked Sendable {
     public func start() {
         guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
         threads = [
-            GatewayThread(name: "tv-inbound") { [self] in inboundLoop() },
-            GatewayThread(name: "tv-outbound") { [self] in outboundLoop() },
-            GatewayThread(name: "tv-timers") { [self] in timerLoop() },
+            WorkerThread(name: "tv-inbound") { [self] in inboundLoop() },
+            WorkerThread(name: "tv-outbound") { [self] in outboundLoop() },
+            WorkerThread(name: "tv-timers") { [self] in timerLoop() },
         ]
     }
 
@@ -231,7 +232,7 @@ public final class GatewayEngine: @unchecked Sendable {
         for t in threads { t.join() }
         threads = []
         if let events {
-            let nowMs = Int64(clock.monotonicNanoseconds() / 1_000_000)
+            let nowMs = Int64(clock.boottimeNanoseconds() / 1_000_000)
             withFlows { events.engineStopping(flows: $0, monoMs: nowMs) }
         }
     }

@@ -1,6 +1,7 @@
 import Core
 import Foundation
 import Policy
+import Runtime
 import Store
 import WireGuard
 
@@ -80,14 +81,14 @@ public final class DaemonMarkers: @unchecked Sendable {
     private let now: @Sendable () -> Int64
     private let droppedCount: (@Sendable () -> UInt64)?
     private let dropCheckIntervalMs: Int
-    private let condition = NSCondition()
+    private let condition = ConditionLock()
     private var pending: [MarkerInput] = []
     private var stopping = false
     private var written = 0
     private var enqueued = 0
     private var handled = 0
     private var drops: DropWindow
-    private var thread: GatewayThread?
+    private var thread: WorkerThread?
 
     /// Markers written so far (tests).
     public var writtenCount: Int { condition.lock(); defer { condition.unlock() }; return written }
@@ -107,7 +108,7 @@ public final class DaemonMarkers: @unchecked Sendable {
     /// Starts the writing thread.
     public func start() {
         guard thread == nil else { return }
-        thread = GatewayThread(name: "tv-markers") { [self] in loop() }
+        thread = WorkerThread(name: "tv-markers") { [self] in loop() }
     }
 
     /// Writes what is queued (and an open drop window), then stops the thread. Idempotent.
@@ -131,7 +132,8 @@ public final class DaemonMarkers: @unchecked Sendable {
     public func flush() {
         condition.lock()
         let target = enqueued
-        while handled < target && thread != nil && !stopping { _ = condition.wait(until: Date(timeIntervalSinceNow: 0.05)) }
+        // The worker broadcasts after every batch and stop() broadcasts too: no need to poll.
+        while handled < target && thread != nil && !stopping { condition.wait() }
         condition.unlock()
     }
 
@@ -173,23 +175,22 @@ public final class DaemonMarkers: @unchecked Sendable {
         condition.lock()
         pending.append(m)
         enqueued += 1
-        condition.signal()
+        condition.broadcast()  // the worker and flush() wait on the same condition
         condition.unlock()
     }
 
     private func loop() {
-        var nextCheck = Date(timeIntervalSinceNow: Double(dropCheckIntervalMs) / 1000)
+        let checkEvery = UInt64(dropCheckIntervalMs) * 1_000_000
+        var nextCheck = SystemClock().monotonicNanoseconds() + checkEvery
         while true {
             condition.lock()
-            while pending.isEmpty && !stopping && Date() < nextCheck {
-                _ = condition.wait(until: nextCheck)
-            }
+            while pending.isEmpty && !stopping && condition.wait(untilMonotonic: nextCheck) {}
             var batch = pending
             pending.removeAll()
             let done = stopping
-            if Date() >= nextCheck, let droppedCount {
+            if SystemClock().monotonicNanoseconds() >= nextCheck, let droppedCount {
                 if let m = drops.observe(total: droppedCount(), now: now()) { batch.append(m) }
-                nextCheck = Date(timeIntervalSinceNow: Double(dropCheckIntervalMs) / 1000)
+                nextCheck = SystemClock().monotonicNanoseconds() + checkEvery
             }
             condition.unlock()
             write(batch)

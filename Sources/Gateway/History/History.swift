@@ -3,6 +3,7 @@ import Control
 import Glibc
 import Packet
 import Policy
+import Runtime
 import Store
 import Synchronization
 import WireGuard
@@ -20,7 +21,7 @@ public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
 
     /// The writer (nil when the store could not be opened: every record is then dropped and counted).
     public let writer: StoreWriter?
-    let clock: any GatewayClock
+    let clock: any TimeSource
     /// Flow ids in the store are `idBase + FlowEntry.id`. The daemon passes 0 and seeds the engine's
     /// flow table above the store's highest id instead, so the id is the same everywhere (store,
     /// live ring, capture flow index).
@@ -54,7 +55,7 @@ public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
     }
 
     /// A recorder writing through `writer` (flow ids above `idBase`).
-    public init(writer: StoreWriter?, clock: any GatewayClock, idBase: Int64, recordFlows: Bool = true,
+    public init(writer: StoreWriter?, clock: any TimeSource, idBase: Int64, recordFlows: Bool = true,
                 flowUpdateIntervalMs: Int64 = 5_000)
     {
         self.writer = writer
@@ -62,7 +63,7 @@ public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
         self.idBase = idBase
         self.recordFlows = recordFlows
         self.flowUpdateIntervalMs = flowUpdateIntervalMs
-        offsetMs = Atomic(clock.wallMilliseconds() - Int64(clock.monotonicNanoseconds() / 1_000_000))
+        offsetMs = Atomic(clock.wallMilliseconds() - Int64(clock.boottimeNanoseconds() / 1_000_000))
     }
 
     /// Connects the watchdog that the handshake hooks feed.

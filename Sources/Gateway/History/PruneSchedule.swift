@@ -1,6 +1,7 @@
 import Capture
 import Core
 import Foundation
+import Runtime
 import Store
 
 /// The daemon's scheduled prune (DESIGN.md §7, issue 6 Deliver 4): the same `Pruner` and
@@ -14,7 +15,8 @@ import Store
 /// the operator's limits are unknown then, and deleting history on factory limits could lose
 /// what they meant to keep — until the row is fixed; missing or bad fields take factory values.
 public final class PruneSchedule: @unchecked Sendable {
-    // Safe: `stopping`, `runs` and `lastReport` are guarded by `condition`; `store` is used
+    // Safe: `stopping`, `runs` and `lastReport` are guarded by `condition` (a `ConditionLock`, so
+    // the wait between runs is on the monotonic clock); `store` is used
     // only by the schedule's thread (or by `runOnce` when the thread is not started).
 
     private let store: StateStore
@@ -23,11 +25,11 @@ public final class PruneSchedule: @unchecked Sendable {
     private let now: @Sendable () -> Int64
     private let intervalMs: Int
     private let options: Pruner.Options
-    private let condition = NSCondition()
+    private let condition = ConditionLock()
     private var stopping = false
     private var runs = 0
     private var lastReport: PruneReport?
-    private var thread: GatewayThread?
+    private var thread: WorkerThread?
 
     /// A schedule on the store at `storePath`, pruning `captureDirectory`'s pcap files too.
     public init(storePath: String, captureDirectory: String, log: Logger, now: @escaping @Sendable () -> Int64,
@@ -59,7 +61,7 @@ public final class PruneSchedule: @unchecked Sendable {
     /// Starts the thread: one prune now, then one every interval.
     public func start() {
         guard thread == nil else { return }
-        thread = GatewayThread(name: "tv-prune") { [self] in loop() }
+        thread = WorkerThread(name: "tv-prune") { [self] in loop() }
     }
 
     /// Stops the thread (waits for a prune in progress to finish its current family's batches).
@@ -97,7 +99,7 @@ public final class PruneSchedule: @unchecked Sendable {
             return nil
         }
         do {
-            let t0 = Date()
+            let t0 = SystemClock().monotonicNanoseconds()
             let report = try Pruner(store: store, options: options).run(
                 retention: settings.retention, now: now(),
                 capture: { [captureDirectory] in try CaptureFiles.prune(directory: captureDirectory, $0, keepNewest: true) })
@@ -105,7 +107,7 @@ public final class PruneSchedule: @unchecked Sendable {
             if report.totalRows > 0 || files > 0 {
                 let parts = PruneFamily.allCases.compactMap { f in (report.rows[f] ?? 0) > 0 ? "\(f.rawValue)=\(report.rows[f]!)" : nil }
                 log.info("prune: removed \(report.totalRows) rows (\(parts.joined(separator: " "))), \(files) pcap files, "
-                    + "\(report.bytesReclaimed) bytes given back, in \(Int(Date().timeIntervalSince(t0) * 1000)) ms")
+                    + "\(report.bytesReclaimed) bytes given back, in \((SystemClock().monotonicNanoseconds() - t0) / 1_000_000) ms")
             }
             condition.lock()
             runs += 1
@@ -126,8 +128,8 @@ public final class PruneSchedule: @unchecked Sendable {
             if done { return }
             runOnce()
             condition.lock()
-            let deadline = Date(timeIntervalSinceNow: Double(intervalMs) / 1000)
-            while !stopping && Date() < deadline { _ = condition.wait(until: deadline) }
+            let deadline = SystemClock().monotonicNanoseconds() + UInt64(intervalMs) * 1_000_000
+            while !stopping && condition.wait(untilMonotonic: deadline) {}
             condition.unlock()
         }
     }

@@ -2,6 +2,7 @@ import Core
 import Sessions
 import Control
 import Glibc
+import Runtime
 import Store
 import Synchronization
 

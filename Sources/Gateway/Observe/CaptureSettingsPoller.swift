@@ -1,10 +1,11 @@
 // Applies the store's capture settings to a running daemon without a restart, and keeps the
 // capture directory under the retention limits. Runs on its own thread, never the data path.
 import Core
+import Synchronization
 import Capture
 import Glibc
+import Runtime
 import Store
-import Synchronization
 
 /// Polls the settings row (`StateDirectory/state.db`) every `interval` and hands capture changes
 /// to the `PacketObserver`; every `pruneInterval` prunes capture files under the retention
@@ -20,10 +21,10 @@ public final class CaptureSettingsPoller: @unchecked Sendable {
     let intervalMilliseconds: Int
     let pruneIntervalMilliseconds: Int
     let log: Logger
-    let running = Atomic<Bool>(true)
+    let stopping = StopSignal()
     /// The settings last handed to the observer (by a poll or by `apply`).
     let applied = Mutex<CaptureSettingsChange?>(nil)
-    private var thread: GatewayThread?
+    private var thread: WorkerThread?
 
     /// Starts polling `storePath` (missing store: capture stays as configured until it appears).
     public init(storePath: String, observer: PacketObserver, intervalMilliseconds: Int = 2000,
@@ -34,13 +35,12 @@ public final class CaptureSettingsPoller: @unchecked Sendable {
         self.intervalMilliseconds = intervalMilliseconds
         self.pruneIntervalMilliseconds = pruneIntervalMilliseconds
         self.log = log
-        thread = GatewayThread(name: "tv-capture") { [self] in loop() }
+        thread = WorkerThread(name: "tv-capture", stopSignal: stopping) { [self] in loop() }
     }
 
     /// Stops the thread and waits for it.
     public func stop() {
-        guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
-        thread?.join()
+        thread?.stop()
         thread = nil
     }
 
@@ -62,7 +62,7 @@ public final class CaptureSettingsPoller: @unchecked Sendable {
         var store: StateStore? = nil  // kept open between polls; reopened after an error
         var lastError = ""
         var sincePrune = pruneIntervalMilliseconds - 5000  // first prune shortly after start
-        while running.load(ordering: .relaxed) {
+        while !stopping.isStopped {
             var retention: RetentionSettings? = nil
             do {
                 if store == nil { store = try StateStore(path: storePath, mode: .readOnly, busyTimeoutMs: 200) }
@@ -89,7 +89,7 @@ public final class CaptureSettingsPoller: @unchecked Sendable {
             if sincePrune >= pruneIntervalMilliseconds {
                 sincePrune = 0
                 let r = retention ?? .factory
-                let nowMs = Int64(PacketObserver.realtimeNanoseconds() / 1_000_000)
+                let nowMs = observer.clock.wallMilliseconds()
                 do {
                     let result = try observer.pruneCaptures(CapturePruneRequest(
                         olderThan: r.pcapMaxAgeMs.map { nowMs - $0 }, maxTotalBytes: r.pcapMaxBytes, dryRun: false))
@@ -98,12 +98,8 @@ public final class CaptureSettingsPoller: @unchecked Sendable {
                     log.warning("capture prune: \(error)")
                 }
             }
-            var slept = 0
-            while slept < intervalMilliseconds && running.load(ordering: .relaxed) {
-                usleep(100_000)
-                slept += 100
-            }
-            sincePrune += slept
+            guard stopping.sleep(milliseconds: intervalMilliseconds) else { return }
+            sincePrune += intervalMilliseconds
         }
     }
 }

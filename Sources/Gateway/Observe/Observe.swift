@@ -4,6 +4,7 @@ import Capture
 import Control
 import Foundation
 import LiveFeed
+import Runtime
 import Store
 
 /// The live ring, the capture writer and the settings poller of a running daemon.
@@ -47,7 +48,7 @@ public struct Observe: Sendable {
             log.error("capture directory \(directory): \(error); capture is unavailable")
         }
         if settings.capture.enabled { log.info("capture: on, detail \(detail.rawValue), files in \(directory)") }
-        let observer = PacketObserver(ring: ring, capture: capture, flowCapacity: engine.options.flowCapacity)
+        let observer = PacketObserver(ring: ring, capture: capture, flowCapacity: engine.options.flowCapacity, clock: engine.clock)
         for p in engine.peers { observer.setPeerName(p.name, for: p.handle.rawValue) }
         engine.observer = observer
         let poller = capture.map { _ in CaptureSettingsPoller(storePath: storePath, observer: observer, log: log) }

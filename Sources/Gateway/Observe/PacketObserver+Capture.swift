@@ -41,7 +41,7 @@ extension PacketObserver {
             settingsApplied.store(number, ordering: .releasing)
         }
         beginBatch()
-        let now = wallNanoseconds != 0 ? wallNanoseconds : PacketObserver.realtimeNanoseconds()
+        let now = wallNanoseconds != 0 ? wallNanoseconds : UInt64(clamping: clock.wallNanoseconds())
         if now &- lastFlushNanoseconds >= 1_000_000_000 {
             lastFlushNanoseconds = now
             capture?.flush()

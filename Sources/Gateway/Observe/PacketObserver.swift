@@ -23,6 +23,7 @@ import Glibc
 import LiveFeed
 import Packet
 import Policy
+import Runtime
 import Synchronization
 
 /// Publishes the data path's packets and flow events to the live ring and the capture files.
@@ -66,11 +67,15 @@ public final class PacketObserver: @unchecked Sendable {
     /// First locations by flow id, for readers outside the data path (flow rows, control).
     let firstLocations = Mutex<[UInt64: CaptureLocation]>([:])
 
+    /// The wall clock stamped on captured packets and ring records (the engine's clock).
+    let clock: any TimeSource
+
     /// Records published / dropped because the ring was full (ring's own count).
     public var ringDropped: UInt64 { ring?.dropped ?? 0 }
 
     /// An observer for a flow table of `flowCapacity` slots. `ring` and `capture` may be nil.
-    public init(ring: RingProducer?, capture: CaptureSpooler?, flowCapacity: Int) {
+    public init(ring: RingProducer?, capture: CaptureSpooler?, flowCapacity: Int, clock: any TimeSource = SystemClock()) {
+        self.clock = clock
         self.ring = ring
         self.capture = capture
         flowIndex = capture.map { CaptureFlowIndex(directory: $0.directory) }
@@ -97,7 +102,7 @@ public final class PacketObserver: @unchecked Sendable {
         watching = ring?.hasConsumer ?? false
         capturing = capture?.isEnabled ?? false
         if watching || capturing {
-            wallNanoseconds = PacketObserver.realtimeNanoseconds()
+            wallNanoseconds = UInt64(clamping: clock.wallNanoseconds())
             if hasQueued.load(ordering: .relaxed) { publishQueued() }
         }
     }
@@ -150,12 +155,6 @@ public final class PacketObserver: @unchecked Sendable {
     /// was not captured or has ended; the flow index and the store keep it after that).
     public func firstCaptureLocation(flowID: UInt64) -> CaptureLocation? {
         firstLocations.withLock { $0[flowID] }
-    }
-
-    static func realtimeNanoseconds() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
     }
 }
 

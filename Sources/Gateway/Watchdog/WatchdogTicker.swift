@@ -1,6 +1,7 @@
 import Core
 import Sessions
 import Glibc
+import Runtime
 import Synchronization
 
 /// Runs the watchdog's pass on its own thread: every `intervalMs`, at once when the wall clock is
@@ -9,10 +10,12 @@ import Synchronization
 /// compares the wall clock with the stored dates.
 public final class WatchdogTicker: Sendable {
     private let shutdown: EventNotifier
-    private let thread: Mutex<GatewayThread?>
+    private let thread: Mutex<WorkerThread?>
 
     /// Starts the thread; `body` runs once at once (reason `.interval`) and then on every tick.
-    public init(intervalMs: Int64, log: Logger, body: @escaping @Sendable (TickReason) -> Void) throws {
+    /// `clock` is read for resume detection (boottime against monotonic).
+    public init(intervalMs: Int64, log: Logger, clock: any TimeSource = SystemClock(),
+                body: @escaping @Sendable (TickReason) -> Void) throws {
         let shutdown = try EventNotifier()
         let watcher: ClockChangeWatcher?
         do {
@@ -23,9 +26,9 @@ public final class WatchdogTicker: Sendable {
         }
         self.shutdown = shutdown
         let interval = Int32(clamping: max(1, intervalMs))
-        thread = Mutex(GatewayThread(name: "tv-watchdog") {
-            var boot = WatchdogTicker.now(CLOCK_BOOTTIME)
-            var mono = WatchdogTicker.now(CLOCK_MONOTONIC)
+        thread = Mutex(WorkerThread(name: "tv-watchdog") {
+            var boot = clock.boottimeNanoseconds()
+            var mono = clock.monotonicNanoseconds()
             body(.interval)
             while true {
                 var reason = TickReason.interval
@@ -40,9 +43,9 @@ public final class WatchdogTicker: Sendable {
                     if r == .readable { reason = .clockChanged }
                 } catch {
                     log.error("watchdog: \(error)")
-                    usleep(UInt32(interval) * 1000)
+                    Sys.sleep(milliseconds: Int(interval))
                 }
-                let b = WatchdogTicker.now(CLOCK_BOOTTIME), m = WatchdogTicker.now(CLOCK_MONOTONIC)
+                let b = clock.boottimeNanoseconds(), m = clock.monotonicNanoseconds()
                 if reason == .interval && TickReason.isResume(bootDeltaNs: b &- boot, monotonicDeltaNs: m &- mono) {
                     reason = .resume
                 }
@@ -60,11 +63,5 @@ public final class WatchdogTicker: Sendable {
             t?.join()
             t = nil
         }
-    }
-
-    static func now(_ clock: clockid_t) -> UInt64 {
-        var ts = timespec()
-        clock_gettime(clock, &ts)
-        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
     }
 }

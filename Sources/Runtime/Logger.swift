@@ -1,4 +1,5 @@
 import Core
+import Runtime
 import Glibc
 import Synchronization
 
@@ -32,7 +33,7 @@ public struct Logger: Sendable {
         return Logger(minimum: minimum) { level, message in
             var line = prefixed ? "<\(level.rawValue)>" + message : message
             line.append("\n")
-            line.withCString { _ = write(fd, $0, strlen($0)) }
+            line.withUTF8 { _ = try? Sys.writeAll(fd, UnsafeRawBufferPointer($0), "stderr") }
         }
     }
 

@@ -1,8 +1,7 @@
 import Core
 import Glibc
+import Runtime
 import Testing
-
-@testable import Gateway
 
 @Suite struct SyscallsTests {
     @Test func retriesEINTR() throws {

@@ -2,7 +2,7 @@ import Core
 import CShims
 import Glibc
 
-/// The one layer every system call of the Gateway module goes through (in the spirit of
+/// The one layer every system call of tunneld and tunnelctl goes through (in the spirit of
 /// swift-system's `Syscalls.swift` and swift-nio's `System.swift`):
 ///
 /// - `EINTR` is retried;
@@ -12,10 +12,10 @@ import Glibc
 ///
 /// Two calling conventions are covered: libc style (`-1` and `errno`) and the CShims style (`-errno`).
 /// The operation text is an autoclosure, so building it costs nothing on the success path.
-enum Sys {
+public enum Sys {
     /// Runs a libc call that returns -1 and sets `errno` on failure.
     @inline(__always)
-    static func call<T: FixedWidthInteger>(
+    public static func call<T: FixedWidthInteger>(
         _ operation: @autoclosure () -> String, _ body: () -> T
     ) throws(SystemError) -> T {
         while true {
@@ -29,7 +29,7 @@ enum Sys {
 
     /// Like ``call(_:_:)`` but returns nil for `EAGAIN`/`EWOULDBLOCK`.
     @inline(__always)
-    static func callNonblocking<T: FixedWidthInteger>(
+    public static func callNonblocking<T: FixedWidthInteger>(
         _ operation: @autoclosure () -> String, _ body: () -> T
     ) throws(SystemError) -> T? {
         while true {
@@ -44,7 +44,7 @@ enum Sys {
 
     /// Runs a CShims call that returns a non-negative value or `-errno`.
     @inline(__always)
-    static func shim(_ operation: @autoclosure () -> String, _ body: () -> Int32) throws(SystemError) -> Int32 {
+    public static func shim(_ operation: @autoclosure () -> String, _ body: () -> Int32) throws(SystemError) -> Int32 {
         while true {
             let r = body()
             if r >= 0 { return r }
@@ -55,7 +55,7 @@ enum Sys {
 
     /// Like ``shim(_:_:)`` but returns nil for `EAGAIN`/`EWOULDBLOCK`.
     @inline(__always)
-    static func shimNonblocking(
+    public static func shimNonblocking(
         _ operation: @autoclosure () -> String, _ body: () -> Int32
     ) throws(SystemError) -> Int32? {
         while true {
@@ -68,32 +68,32 @@ enum Sys {
     }
 
     /// Throws `SystemError(operation, e)`, trapping on errors that can only be our own bug.
-    static func fail(_ operation: String, _ e: Int32) throws(SystemError) -> Never {
+    public static func fail(_ operation: String, _ e: Int32) throws(SystemError) -> Never {
         precondition(e != EBADF && e != EFAULT, "\(operation): \(SystemError.name(e)) (programming error)")
         throw SystemError(operation, errno: e)
     }
 
     /// `close(2)`. EINTR is not retried: on Linux the descriptor is released even then.
-    static func close(_ fd: Int32) {
+    public static func close(_ fd: Int32) {
         _ = Glibc.close(fd)
     }
 
     /// `read(2)` into `buffer`; nil when nothing is available on a nonblocking descriptor.
-    static func readNonblocking(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer, _ what: @autoclosure () -> String)
+    public static func readNonblocking(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer, _ what: @autoclosure () -> String)
         throws(SystemError) -> Int?
     {
         try callNonblocking("read(\(what()))") { Glibc.read(fd, buffer.baseAddress, buffer.count) }
     }
 
     /// `write(2)` from `buffer`; nil when the descriptor would block.
-    static func writeNonblocking(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, _ what: @autoclosure () -> String)
+    public static func writeNonblocking(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, _ what: @autoclosure () -> String)
         throws(SystemError) -> Int?
     {
         try callNonblocking("write(\(what()))") { Glibc.write(fd, buffer.baseAddress, buffer.count) }
     }
 
     /// `setsockopt(2)` for an integer option.
-    static func setIntOption(_ fd: Int32, _ level: Int32, _ name: Int32, _ value: Int32, _ what: @autoclosure () -> String)
+    public static func setIntOption(_ fd: Int32, _ level: Int32, _ name: Int32, _ value: Int32, _ what: @autoclosure () -> String)
         throws(SystemError)
     {
         var v = value
@@ -103,7 +103,7 @@ enum Sys {
     }
 
     /// `getsockopt(2)` for an integer option.
-    static func intOption(_ fd: Int32, _ level: Int32, _ name: Int32, _ what: @autoclosure () -> String)
+    public static func intOption(_ fd: Int32, _ level: Int32, _ name: Int32, _ what: @autoclosure () -> String)
         throws(SystemError) -> Int32
     {
         var v: Int32 = 0
@@ -117,7 +117,7 @@ extension Sys {
     /// Moves the calling thread into a new, empty network namespace (root only). For tests that
     /// exercise TUN and rtnetlink for real without touching the host's network; the namespace goes
     /// away when the thread and every descriptor opened in it are gone.
-    static func enterPrivateNetworkNamespace() throws(SystemError) {
+    public static func enterPrivateNetworkNamespace() throws(SystemError) {
         _ = try shim("unshare(CLONE_NEWNET)") { tv_unshare_network() }
     }
 }

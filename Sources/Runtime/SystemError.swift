@@ -6,7 +6,7 @@ import Glibc
 /// `description` reads `OPERATION: TEXT (NAME)`, e.g.
 /// `netlink: add address fd99::1/64 on tv0: File exists (EEXIST)` — the text from `strerror(3)`,
 /// the symbolic name from `<errno.h>`.
-public struct SystemError: Error, Equatable, Sendable, CustomStringConvertible {
+public struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The call or operation that failed, e.g. `open(/dev/net/tun)` or `netlink: set mtu 1420 on tv0`.
     public var operation: String
     /// The `errno` value.
@@ -18,19 +18,13 @@ public struct SystemError: Error, Equatable, Sendable, CustomStringConvertible {
         self.errno = errno
     }
 
-    /// `strerror(errno)`, e.g. `File exists`.
-    public var errnoText: String { SystemError.text(errno) }
+    /// `strerror(errno)`, e.g. `File exists` (``errnoText(_:)``).
+    public var errnoText: String { Runtime.errnoText(errno) }
 
     /// The symbolic name, e.g. `EEXIST` (or `errno 123` for one not in the table).
     public var errnoName: String { SystemError.name(errno) }
 
     public var description: String { "\(operation): \(errnoText) (\(errnoName))" }
-
-    /// `strerror(3)` for `code`.
-    public static func text(_ code: Int32) -> String {
-        guard let p = strerror(code) else { return "errno \(code)" }
-        return String(cString: p)
-    }
 
     /// The `<errno.h>` name for `code`.
     public static func name(_ code: Int32) -> String {
