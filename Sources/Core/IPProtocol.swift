@@ -45,7 +45,10 @@ public struct IPProtocol: RawRepresentable, Hashable, Sendable, CustomStringConv
     }
 }
 
-extension IPProtocol: Codable {
+extension IPProtocol: NamedValue {
+    /// For decoding errors.
+    public static var kindName: String { "protocol" }
+
     /// Decodes the name (`"tcp"`) or a number.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.singleValueContainer()
@@ -55,11 +58,5 @@ extension IPProtocol: Codable {
             throw DecodingError.dataCorruptedError(in: c, debugDescription: "'\(text)' is not a protocol")
         }
         self = p
-    }
-
-    /// Encodes the name (`"tcp"`, `"proto-47"`).
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.singleValueContainer()
-        try c.encode(name)
     }
 }
