@@ -1,15 +1,15 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # Builds the Control fuzz harness with libFuzzer + AddressSanitizer and runs it.
-#   fuzz/control/run.sh [libFuzzer options…]     e.g. fuzz/control/run.sh -max_total_time=60
-set -eu
-cd "$(dirname "$0")/../.."
-export PATH=/opt/swift/usr/bin:$PATH
-out=.build/fuzz-control
-mkdir -p "$out" "$out/corpus"
-flags="-parse-as-library -sanitize=fuzzer,address -Onone -g -swift-version 6"
-swiftc $flags -emit-library -static -emit-module -module-name Packet -emit-module-path "$out/Packet.swiftmodule" \
-    Sources/Packet/*.swift -o "$out/libPacket.a"
-swiftc $flags -I "$out" -emit-library -static -emit-module -module-name Control -emit-module-path "$out/Control.swiftmodule" \
-    Sources/Control/*.swift -o "$out/libControl.a"
-swiftc $flags -I "$out" fuzz/control/ControlFuzz.swift "$out/libControl.a" "$out/libPacket.a" -o "$out/control-fuzz"
-exec "$out/control-fuzz" "$out/corpus" fuzz/control/corpus "$@"
+#   fuzz/control/run.sh [SECONDS | libFuzzer options…]   e.g. fuzz/control/run.sh -max_total_time=60
+# Core, CShims, Runtime, Packet and Control are built as static libraries (fuzz/lib.sh) in .build/fuzz/control.
+. "$(dirname "$0")/../lib.sh"
+fuzz_init control
+fuzz_module Core
+fuzz_cshims
+fuzz_module Runtime
+fuzz_module Packet
+fuzz_module Control
+# shellcheck disable=SC2086
+swiftc $FUZZ_SWIFT_FLAGS $FUZZ_IMPORTS fuzz/control/ControlFuzz.swift $FUZZ_LIBS -o "$FUZZ_OUT/control-fuzz"
+fuzz_time_args 60 "$@"
+exec "$FUZZ_OUT/control-fuzz" "$FUZZ_OUT/corpus" fuzz/control/corpus "${FUZZ_ARGS[@]}"

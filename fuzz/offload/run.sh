@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Builds and runs the TUN offload fuzzer: fuzz/offload/run.sh [libFuzzer options, e.g. -max_total_time=300]
-# The harness is compiled with Sources/Packet into one module (.build/offload-fuzz); seeds come
-# from make_seeds.py, the growing corpus stays in .build/offload-corpus.
-set -euo pipefail
-cd "$(dirname "$0")/../.."
-export PATH=/opt/swift/usr/bin:$PATH
-mkdir -p .build/offload-corpus
-python3 fuzz/offload/make_seeds.py .build/offload-seeds
-swiftc -parse-as-library -sanitize=fuzzer,address -O -module-name Packet \
-  Sources/Packet/*.swift fuzz/offload/OffloadFuzz.swift -o .build/offload-fuzz
-.build/offload-fuzz .build/offload-corpus .build/offload-seeds -max_len=70000 "${@:--max_total_time=60}"
+# Builds and runs the TUN offload fuzzer: fuzz/offload/run.sh [SECONDS | libFuzzer options, e.g. -max_total_time=300]
+# The harness is compiled with Sources/Packet into one module (it reaches internals); Core comes
+# from a static library built by fuzz/lib.sh. Output in .build/fuzz/offload; seeds from make_seeds.py.
+. "$(dirname "$0")/../lib.sh"
+fuzz_init offload
+fuzz_module Core
+python3 fuzz/offload/make_seeds.py "$FUZZ_OUT/seeds"
+# shellcheck disable=SC2086
+swiftc $FUZZ_SWIFT_FLAGS $FUZZ_IMPORTS -module-name Packet \
+  Sources/Packet/*.swift fuzz/offload/OffloadFuzz.swift $FUZZ_LIBS -o "$FUZZ_OUT/offload-fuzz"
+fuzz_time_args 60 "$@"
+exec "$FUZZ_OUT/offload-fuzz" "$FUZZ_OUT/corpus" "$FUZZ_OUT/seeds" -max_len=70000 "${FUZZ_ARGS[@]}"

@@ -1,7 +1,10 @@
 // libFuzzer harness for the rule parser, the compiler, the evaluator and the FLOW parser.
-// Built by run.sh as one module with the Packet and Policy sources (so no `import` here).
+// Built by run.sh as one module with the Packet and Policy sources (so only Core, built as a library,
+// is imported).
 // The input is read as rule text; when it parses cleanly it is compiled and asked about flows
 // derived from the same bytes, and the compiled answer is checked against a linear scan.
+
+import Core
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func policyFuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {

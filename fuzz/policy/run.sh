@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# Builds and runs the policy fuzzer: fuzz/policy/run.sh [SECONDS]   (default 60)
+# Builds and runs the policy fuzzer: fuzz/policy/run.sh [SECONDS | libFuzzer options]   (default 60 s)
 # The Packet and Policy sources are compiled with the harness into one module (their
-# `import Packet` lines dropped), instrumented for libFuzzer and AddressSanitizer.
-set -euo pipefail
-cd "$(dirname "$0")"
-export PATH=/opt/swift/usr/bin:$PATH
-work=.build
-mkdir -p "$work/src" corpus
-rm -f "$work"/src/*.swift
-for f in ../../Sources/Packet/*.swift ../../Sources/Policy/*.swift; do
-  grep -v '^import Packet$' "$f" > "$work/src/$(basename "$(dirname "$f")")-$(basename "$f")"
+# `import Packet` lines dropped; the harness reaches internals); Core comes from a static library
+# built by fuzz/lib.sh. Output in .build/fuzz/policy.
+. "$(dirname "$0")/../lib.sh"
+fuzz_init policy
+fuzz_module Core
+src=$FUZZ_OUT/src
+mkdir -p "$src"
+rm -f "$src"/*.swift
+for f in Sources/Packet/*.swift Sources/Policy/*.swift; do
+  grep -v '^import Packet$' "$f" > "$src/$(basename "$(dirname "$f")")-$(basename "$f")"
 done
-swiftc -parse-as-library -sanitize=fuzzer,address -O -module-name PolicyFuzz PolicyFuzz.swift "$work"/src/*.swift -o "$work/policy-fuzz"
-"$work/policy-fuzz" corpus seeds -max_total_time="${1:-60}" -max_len=4096 -dict=policy.dict
+# shellcheck disable=SC2086
+swiftc $FUZZ_SWIFT_FLAGS $FUZZ_IMPORTS -module-name PolicyFuzz fuzz/policy/PolicyFuzz.swift "$src"/*.swift \
+  $FUZZ_LIBS -o "$FUZZ_OUT/policy-fuzz"
+fuzz_time_args 60 "$@"
+exec "$FUZZ_OUT/policy-fuzz" "$FUZZ_OUT/corpus" fuzz/policy/seeds -max_len=4096 -dict=fuzz/policy/policy.dict "${FUZZ_ARGS[@]}"

@@ -1,16 +1,15 @@
 #!/usr/bin/env bash
-# Builds and runs the live-ring file fuzzer: fuzz/ring/run.sh [libFuzzer options, e.g. -max_total_time=60]
-# The harness is compiled with the LiveFeed sources into one module; CShims' C file is compiled
-# with clang and its header exposed through a throw-away module map.
-set -euo pipefail
-cd "$(dirname "$0")/../.."
-export PATH=/opt/swift/usr/bin:$PATH
-out=$(mktemp -d /tmp/ringfuzz.XXXXXX)
-trap 'rm -rf "$out"' EXIT
-clang -O1 -g -fsanitize=address,fuzzer-no-link -I Sources/CShims/include -c Sources/CShims/tv_atomic.c -o "$out/tv_atomic.o"
-printf 'module CShims {\n  header "%s/Sources/CShims/include/CShims.h"\n  export *\n}\n' "$PWD" > "$out/module.modulemap"
-swiftc -parse-as-library -sanitize=fuzzer,address -O -module-name LiveFeed \
-  fuzz/ring/RingFuzz.swift Sources/LiveFeed/*.swift \
-  -Xcc -fmodule-map-file="$out/module.modulemap" "$out/tv_atomic.o" -o "$out/ringfuzz"
-mkdir -p "$out/corpus"
-"$out/ringfuzz" "$out/corpus" "${@:--max_total_time=30}"
+# Builds and runs the live-ring file fuzzer: fuzz/ring/run.sh [SECONDS | libFuzzer options, e.g. -max_total_time=60]
+# The harness is compiled with the LiveFeed sources into one module (it reaches internals);
+# Core, CShims and Runtime come from static libraries built by fuzz/lib.sh in .build/fuzz/ring.
+. "$(dirname "$0")/../lib.sh"
+fuzz_init ring
+fuzz_module Core
+fuzz_cshims
+fuzz_module Runtime
+# shellcheck disable=SC2086
+swiftc $FUZZ_SWIFT_FLAGS $FUZZ_IMPORTS -module-name LiveFeed \
+  fuzz/ring/RingFuzz.swift Sources/LiveFeed/*.swift $FUZZ_LIBS -o "$FUZZ_OUT/ringfuzz"
+fuzz_time_args 30 "$@"
+rm -rf "$FUZZ_OUT/corpus"; mkdir -p "$FUZZ_OUT/corpus"
+exec "$FUZZ_OUT/ringfuzz" "$FUZZ_OUT/corpus" "${FUZZ_ARGS[@]}"

@@ -1,5 +1,6 @@
 // libFuzzer harness: arbitrary datagrams, and mutations of valid messages, into WireGuardDevice.receive.
 // Build and run with fuzz/wireguard/run.sh.
+import Core
 import Packet
 import WireGuard
 
