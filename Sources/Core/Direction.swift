@@ -27,7 +27,20 @@ public enum Direction: UInt8, Hashable, Sendable, CaseIterable, CustomStringConv
     public var reversed: Direction { self == .out ? .in : .out }
 }
 
-extension Direction: NamedValue {
-    /// For decoding errors.
-    public static var kindName: String { "direction (in, out)" }
+extension Direction: Codable {
+    /// Decodes `"out"` or `"in"`.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        let text = try c.decode(String.self)
+        guard let d = Direction(name: text) else {
+            throw DecodingError.dataCorruptedError(in: c, debugDescription: "'\(text)' is not a direction (in, out)")
+        }
+        self = d
+    }
+
+    /// Encodes the name.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.singleValueContainer()
+        try c.encode(name)
+    }
 }

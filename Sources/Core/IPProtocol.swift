@@ -45,10 +45,7 @@ public struct IPProtocol: RawRepresentable, Hashable, Sendable, CustomStringConv
     }
 }
 
-extension IPProtocol: NamedValue {
-    /// For decoding errors.
-    public static var kindName: String { "protocol" }
-
+extension IPProtocol: Codable {
     /// Decodes the name (`"tcp"`) or a number.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.singleValueContainer()
@@ -58,5 +55,11 @@ extension IPProtocol: NamedValue {
             throw DecodingError.dataCorruptedError(in: c, debugDescription: "'\(text)' is not a protocol")
         }
         self = p
+    }
+
+    /// Encodes the name (`"tcp"`, `"proto-47"`).
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.singleValueContainer()
+        try c.encode(name)
     }
 }

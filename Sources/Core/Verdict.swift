@@ -44,7 +44,20 @@ public enum Verdict: UInt8, Hashable, Sendable, CaseIterable, CustomStringConver
     }
 }
 
-extension Verdict: NamedValue {
-    /// For decoding errors.
-    public static var kindName: String { "verdict" }
+extension Verdict: Codable {
+    /// Decodes the name.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        let text = try c.decode(String.self)
+        guard let v = Verdict(name: text) else {
+            throw DecodingError.dataCorruptedError(in: c, debugDescription: "'\(text)' is not a verdict")
+        }
+        self = v
+    }
+
+    /// Encodes the name.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.singleValueContainer()
+        try c.encode(name)
+    }
 }
