@@ -17,7 +17,7 @@ public enum DurationFormat {
     /// Milliseconds for `text`; nil for `forever` / `never` when `allowForever`. Zero (`0s`) only
     /// when `allowZero`. Throws a `ValueError` naming what is wrong and the accepted forms.
     public static func parse(_ text: some StringProtocol, allowForever: Bool = false, allowZero: Bool = false) throws(ValueError) -> Int64? {
-        let t = String(text).trimmedSpacesAndTabs.lowercased()
+        let t = String(text).trimmedSpaces().lowercased()
         let example = allowForever ? "e.g. 15m, 1h30m, 7d or forever" : "e.g. 15m, 1h30m or 7d"
         if t == "forever" || t == "never" {
             guard allowForever else { throw ValueError("'\(text)' is not allowed here", hint: "write a duration (\(unitList)), \(example)") }
@@ -96,14 +96,5 @@ public enum DurationFormat {
         if h > 0 { return "\(h)h\(two(m))m\(two(sec))s" }
         if m > 0 { return "\(m)m\(two(sec))s" }
         return "\(sec)s"
-    }
-}
-
-extension String {
-    /// Without leading and trailing spaces, tabs, CR and LF.
-    var trimmedSpacesAndTabs: String {
-        let ws: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }
-        guard let first = firstIndex(where: { !ws($0) }), let last = lastIndex(where: { !ws($0) }) else { return "" }
-        return String(self[first...last])
     }
 }

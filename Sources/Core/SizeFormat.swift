@@ -10,14 +10,14 @@ public enum SizeFormat {
     /// Bytes for `text` (`2GiB`, `500MB`, `1.5GiB`, `4096`); nil for `unlimited` / `none` when
     /// `allowUnlimited`.
     public static func parse(_ text: some StringProtocol, allowUnlimited: Bool = true) throws(ValueError) -> Int64? {
-        let t = String(text).trimmedSpacesAndTabs.lowercased()
+        let t = String(text).trimmedSpaces().lowercased()
         if t == "unlimited" || t == "forever" || t == "none" {
             guard allowUnlimited else { throw ValueError("'\(text)' is not allowed here", hint: "write a size such as 500MB or 2GiB") }
             return nil
         }
         let hint = "write a size like 500MB, 2GiB, 1048576 (units B kB MB GB TB KiB MiB GiB TiB)" + (allowUnlimited ? " or unlimited" : "")
         let number = t.prefix(while: { ($0.isASCII && $0.isNumber) || $0 == "." })
-        let unit = String(t.dropFirst(number.count)).trimmedSpacesAndTabs
+        let unit = String(t.dropFirst(number.count)).trimmedSpaces()
         guard !number.isEmpty, let value = Double(number) else { throw ValueError("'\(text)' is not a size", hint: hint) }
         let multiplier: Int64
         if unit.isEmpty {

@@ -57,7 +57,7 @@ public enum TimeText {
     /// `YYYY-MM-DD[THH:MM[:SS[.mmm]]][Z|±HH:MM]` (a space may replace `T`) in `zone` unless it
     /// names its own.
     public static func since(_ text: some StringProtocol, now: Int64, zone: TimeZone) throws(ValueError) -> Int64 {
-        let t = String(text).trimmedSpacesAndTabs
+        let t = String(text).trimmedSpaces()
         if let first = t.first, first.isNumber, t.contains("-") {
             guard let ms = parseDate(t, zone: zone, requireZone: false) else {
                 throw ValueError("'\(text)' is not a date", hint: "write a duration (10m, 1h, 7d) or a date YYYY-MM-DD[THH:MM[:SS]][Z]")

@@ -27,7 +27,7 @@ extension Settings {
     /// JSON object throws `StoreError.settingsNotJSON` carrying the raw text.
     public static func decode(_ text: String?) throws -> SettingsDecoding {
         var result = SettingsDecoding(settings: .factory, defaulted: [], unknown: [], wasEmpty: false)
-        guard let text, !text.trimmingSpaces.isEmpty else {
+        guard let text, !text.trimmedSpaces().isEmpty else {
             result.wasEmpty = true
             result.defaulted = keys.map { ($0.path, .missing) }
             return result

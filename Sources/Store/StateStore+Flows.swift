@@ -47,8 +47,7 @@ extension StateStore {
         s.bind(10, f.at)
         s.bind(11, f.verdict.name)
         s.bind(12, f.rule)
-        s.bind(13, f.capture.map { Int64($0.fileSequence) })
-        s.bind(14, f.capture.map { Int64(truncatingIfNeeded: $0.offset) })
+        bindCapture(s, 13, f.capture)
         try s.run()
     }
 
@@ -61,8 +60,7 @@ extension StateStore {
         s.bind(7, u.verdict.name)
         s.bind(8, u.rule)
         s.bind(9, u.host)
-        s.bind(10, u.capture.map { Int64($0.fileSequence) })
-        s.bind(11, u.capture.map { Int64(truncatingIfNeeded: $0.offset) })
+        bindCapture(s, 10, u.capture)
         try s.run()
     }
 
@@ -73,8 +71,7 @@ extension StateStore {
         s.bind(2, c.at)
         bindCounters(s, 3, c.counters)
         s.bind(7, c.reason)
-        s.bind(8, c.capture.map { Int64($0.fileSequence) })
-        s.bind(9, c.capture.map { Int64(truncatingIfNeeded: $0.offset) })
+        bindCapture(s, 8, c.capture)
         try s.run()
     }
 
@@ -83,6 +80,12 @@ extension StateStore {
         s.bind(first + 1, Int64(truncatingIfNeeded: c.bytesIn))
         s.bind(first + 2, Int64(truncatingIfNeeded: c.packetsOut))
         s.bind(first + 3, Int64(truncatingIfNeeded: c.packetsIn))
+    }
+
+    /// A capture location as the two columns `capture_file`, `capture_offset` (NULL, NULL for none).
+    private func bindCapture(_ s: Statement, _ first: Int32, _ c: CaptureLocation?) {
+        s.bind(first, c.map { Int64($0.fileSequence) })
+        s.bind(first + 1, c.map { Int64(truncatingIfNeeded: $0.offset) })
     }
 
     /// Flows active at or after `since` (by last_seen), newest first, optionally one peer's,
