@@ -110,7 +110,9 @@ extension GatewayEngine {
             let minute = minutes.minuteOfWeek(epochMs: clock.wallMilliseconds())
             toTun.count = 0
             withFlows { table in
-                observer?.beginBatch()
+                // The observer only when something watches this batch (live ring or capture):
+                // otherwise no per-packet call at all.
+                let watcher = observer.flatMap { $0.beginBatch() ? $0 : nil }
                 for i in 0..<n where dataPeer[i] != 0 {
                     let packet = UnsafeRawBufferPointer(rx.packet(i))
                     let peer = dataPeer[i]
@@ -127,7 +129,7 @@ extension GatewayEngine {
                         counters.drop(.spoofedSource)
                         continue
                     }
-                    switch decide(table, parsed, packet, peer: peer, fromPeer: true, policy: policy,
+                    switch decide(table, parsed, packet, peer: peer, fromPeer: true, policy: policy, watcher: watcher,
                                   minute: minute, nowMs: nowMs)
                     {
                     case .allow:
@@ -228,7 +230,9 @@ extension GatewayEngine {
 
             // 1. Route and decide under the flow lock.
             withFlows { table in
-                observer?.beginBatch()
+                // The observer only when something watches this batch (live ring or capture):
+                // otherwise no per-packet call at all.
+                let watcher = observer.flatMap { $0.beginBatch() ? $0 : nil }
                 for i in 0..<n {
                     sendPeer[i] = 0
                     valid[i] = false
@@ -247,7 +251,7 @@ extension GatewayEngine {
                         continue
                     }
                     switch decide(table, parsed, packet, peer: UInt32(peer), fromPeer: false,
-                                  policy: policy, minute: minute, nowMs: nowMs)
+                                  policy: policy, watcher: watcher, minute: minute, nowMs: nowMs)
                     {
                     case .allow:
                         sendPeer[i] = UInt32(peer)
@@ -362,8 +366,9 @@ extension GatewayEngine {
     /// flow's verdict, so return traffic of an allowed flow passes even under `default in block`.
     @inline(__always)
     func decide(_ table: FlowTable, _ p: ParsedPacket, _ packet: UnsafeRawBufferPointer, peer: UInt32, fromPeer: Bool,
-                policy: ActivePolicy, minute: Int, nowMs: Int64) -> Verdict
+                policy: ActivePolicy, watcher: (any PacketObserving)?, minute: Int, nowMs: Int64) -> Verdict
     {
+        let observer = watcher  // the batch's observer, nil when nothing watches
         if p.isICMPError, p.payloadOffset < packet.count,
             let quoted = try? PacketParser.parseQuoted(UnsafeRawBufferPointer(rebasing: packet[p.payloadOffset...]))
         {

@@ -8,8 +8,9 @@ import Policy
 /// (`noteRefusal`, `noteHandshake`, `tick`). An implementation returns at once when nothing
 /// watches: the engine calls it for every decided packet.
 public protocol PacketObserving: AnyObject, Sendable {
-    /// Starts a batch of packets.
-    func beginBatch()
+    /// Starts a batch of packets; true when anything watches it. When false the engine makes no
+    /// `packet`/`flowEnded` call for the batch.
+    func beginBatch() -> Bool
     /// Ends a batch (wakes a waiting watcher at most once).
     func endBatch()
     /// One packet after its verdict: the IP packet, its parse, its flow after tracking, whether

@@ -96,15 +96,16 @@ public final class PacketObserver: @unchecked Sendable {
 
     // MARK: data path (flow lock held)
 
-    /// Starts a batch: samples whether a watcher is attached and capture is on.
-    @inline(__always)
-    public func beginBatch() {
+    /// Starts a batch: samples whether a watcher is attached and capture is on (and says so).
+    @inline(__always) @discardableResult
+    public func beginBatch() -> Bool {
         watching = ring?.hasConsumer ?? false
         capturing = capture?.isEnabled ?? false
         if watching || capturing {
             wallNanoseconds = UInt64(clamping: clock.wallNanoseconds())
             if hasQueued.load(ordering: .relaxed) { publishQueued() }
         }
+        return watching || capturing
     }
 
     /// Ends a batch: wakes a sleeping watcher (at most once).
