@@ -70,12 +70,12 @@ public final class SessionService: @unchecked Sendable {
             switch start {
             case .trusted: break
             case .behind(let ms):
-                let text = "the wall clock is \(DurationFormat.format(ms: ms)) behind the daemon's last heartbeat; "
+                let text = "the wall clock is \(DurationFormat.format(ms: (ms + 500) / 1000 * 1000)) behind the daemon's last heartbeat; "
                     + "\(windows.count) window(s) moved back with it, so no window or pause gains from the restart"
                 log.warning("watchdog: \(text)")
                 startMarker = ("watchdog: \(text)", "step_ms=\(-ms)")
             case .farAhead(let ms):
-                let text = "the wall clock is \(DurationFormat.format(ms: ms)) ahead of the daemon's last heartbeat; "
+                let text = "the wall clock is \(DurationFormat.format(ms: (ms + 500) / 1000 * 1000)) ahead of the daemon's last heartbeat; "
                     + "if the clock is wrong, pauses end early — check NTP (windows kept as stored)"
                 log.error("watchdog: \(text)")
                 startMarker = ("watchdog: \(text)", "ahead_ms=\(ms)")
@@ -128,7 +128,8 @@ public final class SessionService: @unchecked Sendable {
         guard let step = time.sync() else { return }
         let now = time.now()
         let sign = step < 0 ? "-" : "+"
-        log.notice("watchdog: the wall clock stepped \(sign)\(DurationFormat.format(ms: abs(step))); windows and pauses keep their real time left")
+        log.notice("watchdog: the wall clock stepped \(sign)\(DurationFormat.format(ms: (abs(step) + 500) / 1000 * 1000)); "
+            + "windows and pauses keep their real time left")
         watchdog.clockStepped(by: step, now: now)
         do { try heartbeatStore?.moveHeartbeat(to: now) } catch { log.warning("store: moving the heartbeat after a clock step: \(error)") }
     }

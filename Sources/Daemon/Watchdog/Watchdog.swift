@@ -212,8 +212,9 @@ public final class Watchdog: Sendable {
                 s.sessions[peer] = l
             }
             let sign = stepMs < 0 ? "-" : "+"
+            let shown = (abs(stepMs) + 500) / 1000 * 1000  // to the second; the exact step is in the detail
             sink.record(.marker(
-                at: now, label: "watchdog: wall clock stepped \(sign)\(DurationFormat.format(ms: abs(stepMs))); "
+                at: now, label: "watchdog: wall clock stepped \(sign)\(DurationFormat.format(ms: shown)); "
                     + "\(s.windows.count) window(s) moved with it",
                 detail: "step_ms=\(stepMs)"))
         }
