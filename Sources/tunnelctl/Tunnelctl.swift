@@ -42,7 +42,13 @@ enum Tunnelctl {
         rest.remove(at: found.index)
         // `help` and `version` answer from the table alone, whatever options come with them
         // (an alias `tunnelctl --config X` must not break them).
-        if name == "help" { return help(positionals(rest, valueOptions: valueWords), console) }
+        if name == "help" {
+            if rest.contains("--man") {
+                console.print(ManPage.tunnelctl, terminator: "")
+                return .ok
+            }
+            return help(positionals(rest, valueOptions: valueWords), console)
+        }
         if name == "version" {
             console.print(asksForHelp(rest) ? helpText([name]) : "tunnelctl \(version)")
             return .ok
@@ -180,8 +186,8 @@ final class Console: @unchecked Sendable {
     }
     static func standard() -> Console { Console(capturing: false, isTerminal: isatty(1) == 1) }
 
-    func print(_ s: String) {
-        if capturing { out += s + "\n" } else { FileHandle.standardOutput.write(Data((s + "\n").utf8)) }
+    func print(_ s: String, terminator: String = "\n") {
+        if capturing { out += s + terminator } else { FileHandle.standardOutput.write(Data((s + terminator).utf8)) }
     }
     func error(_ s: String) {
         if capturing { err += s + "\n" } else { FileHandle.standardError.write(Data((s + "\n").utf8)) }
