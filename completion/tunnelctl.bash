@@ -155,7 +155,7 @@ _tunnelctl() {
     local cur=${COMP_WORDS[COMP_CWORD]} eq=0
     COMPREPLY=()
     # `--option=VALUE`: bash splits the word at '=' (COMP_WORDBREAKS); complete after it.
-    if [[ $cur == = ]]; then cur=; eq=1; fi
+    if [[ $cur == = && ${COMP_WORDS[COMP_CWORD-1]} == -* ]]; then cur=; eq=1; fi
     _tunnelctl_reply
     if ((eq)); then COMPREPLY=("${COMPREPLY[@]/#/=}"); fi
 }

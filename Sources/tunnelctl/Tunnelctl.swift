@@ -60,7 +60,9 @@ enum Tunnelctl {
         do {
             var path = [name]
             var spec = command
-            let sub = firstPositional(rest, valueOptions: command.valueOptionWords)
+            // Value options of any command are skipped, as for the command word (`--config PATH` comes
+            // with every invocation, also of a group whose subcommands do not read it).
+            let sub = firstPositional(rest, valueOptions: valueWords)
             if !command.subcommands.isEmpty {
                 if let sub, sub.word == "help" {
                     return help([name] + positionals(Array(rest[(sub.index + 1)...]), valueOptions: valueWords), console)
