@@ -130,6 +130,16 @@ import Testing
         #expect(missing.code == .failure && missing.out.isEmpty && missing.err.contains("cannot read the configuration"))
     }
 
+    /// Every page names the product version (`ProductVersion`, the one both binaries print).
+    @Test func everyPageCarriesTheVersion() throws {
+        let pages = try FileManager.default.contentsOfDirectory(atPath: Self.root.appendingPathComponent("man").path).filter { $0.hasSuffix(".5") || $0.hasSuffix(".8") }
+        #expect(Set(pages) == ["tunneld.8", "tunnelctl.8", "tunneld.conf.5", "tunnelvision-rules.5"])
+        for p in pages {
+            let th = try page("man/" + p).split(separator: "\n").first { $0.hasPrefix(".TH ") }
+            #expect(th?.contains("\"TunnelVision \(ProductVersion.current)\"") == true, "man/\(p): \(th ?? "no .TH line")")
+        }
+    }
+
     /// tunneld.conf(5) describes every key the parser accepts (and the wg-quick keys it refuses).
     @Test func configPageHasEveryKey() throws {
         let text = try page("man/tunneld.conf.5")
