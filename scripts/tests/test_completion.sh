@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The completion scripts: the checked-in copies are what the command table generates; both parse
-# (bash -n, zsh -n); sourcing the bash one registers `complete -F _tunnelctl tunnelctl`; and the
+# (bash -n, zsh -n); sourcing the bash one registers `complete -F _tunnelctl tunnelctl`; the
 # completion functions, driven with COMP_WORDS (bash) and words/CURRENT (zsh, with the completion
 # builtins stubbed to print what they are given), offer the right commands, subcommands, options,
-# peer names from a test configuration, tiers and fixed values.
+# peer names from a test configuration, tiers and fixed values; and a real interactive zsh
+# (compinit, TAB through a pty: lib/zsh-complete.zsh) completes a few lines.
 #   scripts/tests/test_completion.sh [BUILD_DIR]    (default .build/debug)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -95,5 +96,17 @@ got=$(cd "$tmp" && bash -c 'source "'"$REPO"'/completion/tunnelctl.bash"; COMP_W
 [ "$got" = "conf-a.txt conf-b.txt " ] && ok "bash: --config=conf-<TAB> -> files" || bad "bash: --config=conf-<TAB>: '$got'"
 got=$(cd "$tmp" && bash -c 'source "'"$REPO"'/completion/tunnelctl.bash"; COMP_WORDS=(tunnelctl status --config =); COMP_CWORD=3; _tunnelctl; printf "%s " "${COMPREPLY[@]}"')
 case $got in *"=conf-a.txt"*) ok "bash: --config=<TAB> keeps the '='" ;; *) bad "bash: --config=<TAB>: '$got'" ;; esac
+
+# zsh for real: compinit, the script as installed, TAB typed through a pty.
+if command -v zsh >/dev/null; then
+  real() {
+    if timeout 40 zsh -f scripts/tests/lib/zsh-complete.zsh "$REPO" "$CTL" "$1" "$2" >"$tmp/zpty.out" 2>&1; then ok "zsh (compinit, pty): $1<TAB> shows '$2'"
+    else bad "zsh (compinit, pty): $1<TAB> did not show '$2': $(tail -c 300 "$tmp/zpty.out")"; fi
+  }
+  real "tunnelctl pol" "policy"
+  real "tunnelctl policy " "verdict and rule for a hypothetical flow"
+  real "tunnelctl session --config $C " "branch-office"
+  real "tunnelctl capture on --detail=" "metadata"
+fi
 
 [ $fails -eq 0 ] && echo "completion: all passed" || { echo "completion: $fails failed"; exit 1; }
