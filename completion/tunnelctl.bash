@@ -50,46 +50,46 @@ _tunnelctl_reply() {
         local opt=${COMP_WORDS[COMP_CWORD-1]}
         [[ $opt == = ]] && opt=${COMP_WORDS[COMP_CWORD-2]}
         case "$path $opt" in
-            'status --config') compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
-            'peers --config') compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
-            'peer tier --config') compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
-            'kick --config') compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
-            'session --config') compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
-            'explain --policies') compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- "$cur")) ;;
-            'explain --config') compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
-            'refusals --peer') COMPREPLY=($(compgen -W "$(_tunnelctl_peers)" -- "$cur")) ;;
-            'refusals --config') compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
-            'flows --peer') COMPREPLY=($(compgen -W "$(_tunnelctl_peers)" -- "$cur")) ;;
-            'flows --config') compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
-            'timeline --peer') COMPREPLY=($(compgen -W "$(_tunnelctl_peers)" -- "$cur")) ;;
-            'timeline --config') compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
-            'policy check --policies') compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- "$cur")) ;;
-            'policy check --config') compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
-            'policy test --policies') compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- "$cur")) ;;
-            'policy test --config') compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
-            'policy reload --config') compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
-            'policy show --config') compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
-            'audit start --config') compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
-            'audit stop --config') compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
-            'audit mark --config') compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
-            'audit list --config') compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
-            'retention show --config') compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
-            'retention set --config') compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
-            'prune --config') compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
-            'watch --peer') COMPREPLY=($(compgen -W "$(_tunnelctl_peers)" -- "$cur")) ;;
-            'watch --ring') compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
-            'watch --config') compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
-            'capture on --detail') COMPREPLY=($(compgen -W 'metadata full' -- "$cur")) ;;
-            'capture on --config') compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
-            'capture off --config') compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
-            'capture list --config') compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
-            'capture extract -o') compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
-            'capture extract --config') compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
-            *' --config') compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
-            *' --peer') COMPREPLY=($(compgen -W "$(_tunnelctl_peers)" -- "$cur")) ;;
-            *' --policies') compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- "$cur")) ;;
-            *' --ring') compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
-            *' -o') compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
+            'status --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'peers --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'peer tier --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'kick --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'session --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'explain --policies') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -d -- "$cur") ;;
+            'explain --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'refusals --peer') mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_peers)" -- "$cur") ;;
+            'refusals --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'flows --peer') mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_peers)" -- "$cur") ;;
+            'flows --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'timeline --peer') mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_peers)" -- "$cur") ;;
+            'timeline --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'policy check --policies') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -d -- "$cur") ;;
+            'policy check --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'policy test --policies') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -d -- "$cur") ;;
+            'policy test --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'policy reload --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'policy show --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'audit start --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'audit stop --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'audit mark --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'audit list --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'retention show --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'retention set --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'prune --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'watch --peer') mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_peers)" -- "$cur") ;;
+            'watch --ring') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'watch --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'capture on --detail') mapfile -t COMPREPLY < <(compgen -W 'metadata full' -- "$cur") ;;
+            'capture on --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'capture off --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'capture list --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'capture extract -o') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'capture extract --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            *' --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            *' --peer') mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_peers)" -- "$cur") ;;
+            *' --policies') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -d -- "$cur") ;;
+            *' --ring') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            *' -o') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
         esac
         return
     fi
@@ -127,27 +127,27 @@ _tunnelctl_reply() {
             '') w='--config --help --version' ;;
             *) w='--help' ;;
         esac
-        COMPREPLY=($(compgen -W "$w" -- "$cur"))
+        mapfile -t COMPREPLY < <(compgen -W "$w" -- "$cur")
         return
     fi
     if [[ -z $cmd ]]; then
-        COMPREPLY=($(compgen -W "$_tunnelctl_commands" -- "$cur"))
+        mapfile -t COMPREPLY < <(compgen -W "$_tunnelctl_commands" -- "$cur")
         return
     fi
     if [[ " $_tunnelctl_groups " == *" $cmd "* && -z $sub ]]; then
-        COMPREPLY=($(compgen -W "$(_tunnelctl_subcommands "$cmd")" -- "$cur"))
+        mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_subcommands "$cmd")" -- "$cur")
         return
     fi
     case "$path ${#args[@]}" in
-        'peer tier 0') COMPREPLY=($(compgen -W "$(_tunnelctl_peers)" -- "$cur")) ;;
-        'peer tier 1') COMPREPLY=($(compgen -W 'free premium' -- "$cur")) ;;
-        'kick 0') COMPREPLY=($(compgen -W "$(_tunnelctl_peers)" -- "$cur")) ;;
-        'session 0') COMPREPLY=($(compgen -W "$(_tunnelctl_peers)" -- "$cur")) ;;
-        'explain 0') COMPREPLY=($(compgen -W "$(_tunnelctl_peers)" -- "$cur")) ;;
-        'policy check 0') compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- "$cur")) ;;
-        'retention set '*) compopt -o nospace 2>/dev/null; COMPREPLY=($(compgen -W 'flows= refusals= sessions= markers= pcap-bytes= pcap-age= capture= capture-detail=' -- "$cur")) ;;
-        'help 0') COMPREPLY=($(compgen -W "$_tunnelctl_commands" -- "$cur")) ;;
-        'help 1') COMPREPLY=($(compgen -W "$(_tunnelctl_subcommands "${args[${#args[@]}-1]}")" -- "$cur")) ;;
+        'peer tier 0') mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_peers)" -- "$cur") ;;
+        'peer tier 1') mapfile -t COMPREPLY < <(compgen -W 'free premium' -- "$cur") ;;
+        'kick 0') mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_peers)" -- "$cur") ;;
+        'session 0') mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_peers)" -- "$cur") ;;
+        'explain 0') mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_peers)" -- "$cur") ;;
+        'policy check 0') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -d -- "$cur") ;;
+        'retention set '*) compopt -o nospace 2>/dev/null; mapfile -t COMPREPLY < <(compgen -W 'flows= refusals= sessions= markers= pcap-bytes= pcap-age= capture= capture-detail=' -- "$cur") ;;
+        'help 0') mapfile -t COMPREPLY < <(compgen -W "$_tunnelctl_commands" -- "$cur") ;;
+        'help 1') mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_subcommands "${args[${#args[@]}-1]}")" -- "$cur") ;;
     esac
 }
 

@@ -116,15 +116,15 @@ enum CompletionScript {
                         '') w='--config --help --version' ;;
                         *) w='--help' ;;
                     esac
-                    COMPREPLY=($(compgen -W "$w" -- "$cur"))
+                    mapfile -t COMPREPLY < <(compgen -W "$w" -- "$cur")
                     return
                 fi
                 if [[ -z $cmd ]]; then
-                    COMPREPLY=($(compgen -W "$_tunnelctl_commands" -- "$cur"))
+                    mapfile -t COMPREPLY < <(compgen -W "$_tunnelctl_commands" -- "$cur")
                     return
                 fi
                 if [[ " $_tunnelctl_groups " == *" $cmd "* && -z $sub ]]; then
-                    COMPREPLY=($(compgen -W "$(_tunnelctl_subcommands "$cmd")" -- "$cur"))
+                    mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_subcommands "$cmd")" -- "$cur")
                     return
                 fi
                 case "$path ${#args[@]}" in
@@ -159,13 +159,13 @@ enum CompletionScript {
     static func bashOffer(_ w: CompletionWords) -> String {
         switch w {
         case .none: return "COMPREPLY=()"
-        case .peers: return #"COMPREPLY=($(compgen -W "$(_tunnelctl_peers)" -- "$cur"))"#
-        case .files: return #"compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur"))"#
-        case .directories: return #"compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- "$cur"))"#
-        case .commands: return #"COMPREPLY=($(compgen -W "$_tunnelctl_commands" -- "$cur"))"#
-        case .subcommandsOfPrevious: return #"COMPREPLY=($(compgen -W "$(_tunnelctl_subcommands "${args[${#args[@]}-1]}")" -- "$cur"))"#
+        case .peers: return #"mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_peers)" -- "$cur")"#
+        case .files: return #"compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur")"#
+        case .directories: return #"compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -d -- "$cur")"#
+        case .commands: return #"mapfile -t COMPREPLY < <(compgen -W "$_tunnelctl_commands" -- "$cur")"#
+        case .subcommandsOfPrevious: return #"mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_subcommands "${args[${#args[@]}-1]}")" -- "$cur")"#
         case .words(let words, let nospace):
-            return (nospace ? "compopt -o nospace 2>/dev/null; " : "") + "COMPREPLY=($(compgen -W \(shellQuoted(words.joined(separator: " "))) -- \"$cur\"))"
+            return (nospace ? "compopt -o nospace 2>/dev/null; " : "") + "mapfile -t COMPREPLY < <(compgen -W \(shellQuoted(words.joined(separator: " "))) -- \"$cur\")"
         }
     }
 

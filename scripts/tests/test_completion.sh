@@ -97,6 +97,10 @@ got=$(cd "$tmp" && bash -c 'source "'"$REPO"'/completion/tunnelctl.bash"; COMP_W
 got=$(cd "$tmp" && bash -c 'source "'"$REPO"'/completion/tunnelctl.bash"; COMP_WORDS=(tunnelctl status --config =); COMP_CWORD=3; _tunnelctl; printf "%s " "${COMPREPLY[@]}"')
 case $got in *"=conf-a.txt"*) ok "bash: --config=<TAB> keeps the '='" ;; *) bad "bash: --config=<TAB>: '$got'" ;; esac
 
+mkdir "$tmp/sp"; touch "$tmp/sp/a file.conf"
+got=$(bash -c 'source "'"$REPO"'/completion/tunnelctl.bash"; COMP_WORDS=(tunnelctl status --config "$1"); COMP_CWORD=3; _tunnelctl; echo "${#COMPREPLY[@]}:${COMPREPLY[0]}"' _ "$tmp/sp/a")
+[ "$got" = "1:$tmp/sp/a file.conf" ] && ok "bash: a file name with a space is one offer" || bad "bash: file name with a space: '$got'"
+
 # zsh for real: compinit, the script as installed, TAB typed through a pty.
 if command -v zsh >/dev/null; then
   real() {
