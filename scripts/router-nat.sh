@@ -6,8 +6,9 @@
 #   scripts/router-nat.sh down      [--state FILE]  undo exactly what `up` did, forwarding included
 #   scripts/router-nat.sh show                  the table and the rules `up` added elsewhere
 #   scripts/router-nat.sh print     [OPTIONS]   the nft script `up` would apply (changes nothing)
-#   scripts/router-nat.sh install   [OPTIONS] [--dest FILE] [--sysctl-dest FILE]   persist across reboots
-#   scripts/router-nat.sh uninstall [--dest FILE] [--sysctl-dest FILE]
+#   scripts/router-nat.sh install   [OPTIONS] [--dest FILE] [--sysctl-dest FILE] [--unit-dest FILE]
+#                                               persist across reboots
+#   scripts/router-nat.sh uninstall [--dest FILE] [--sysctl-dest FILE] [--unit-dest FILE]
 #
 # Options:
 #   --out IFACE       the uplink to masquerade out of (default: the interface of the default route)
@@ -19,6 +20,7 @@
 #   --state FILE      where `up` records what it changed for `down` (default /run/tunnelvision-nat.state)
 #   --dest FILE       the ruleset `install` writes (default /etc/nftables.d/tunnelvision.nft)
 #   --sysctl-dest FILE  the forwarding settings `install` writes (default /etc/sysctl.d/90-tunnelvision.conf)
+#   --unit-dest FILE  the systemd unit `install` writes (default /etc/systemd/system/tunnelvision-nat.service)
 #
 # What `up` applies, in one transaction: table `inet tunnelvision` (masquerade of the subnets out
 # of the uplink, v4 and v6; forward accept from the subnets and of established/related return
@@ -29,6 +31,9 @@
 # at the top of every such chain (never flushing or changing anything else there);
 # --own-table-only leaves other tables alone. `down` deletes the table and exactly the tagged
 # rules, and puts net.ipv4.ip_forward / net.ipv6.conf.all.forwarding back to what they were.
+# `install` writes the table as an nftables file, the forwarding as a sysctl.d file, and a unit
+# (tunnelvision-nat.service: `up` with the same options at boot, after nftables.service; `down`
+# on stop) — the unit is what brings back the accept rules in other tables' drop chains.
 set -euo pipefail
 
 TABLE="inet tunnelvision"
@@ -37,7 +42,7 @@ ME=router-nat
 
 die() { echo "$ME: $*" >&2; exit 2; }
 fail() { echo "$ME: $*" >&2; exit 1; }
-usage() { sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 
 cmd=${1:-}
 case "$cmd" in
@@ -51,6 +56,8 @@ OUT=""; SUBNETS=(); SUBNETS6=(); MTU=""; OWN_ONLY=0
 STATE=/run/tunnelvision-nat.state
 DEST=/etc/nftables.d/tunnelvision.nft
 SYSCTL_DEST=/etc/sysctl.d/90-tunnelvision.conf
+UNIT_DEST=/etc/systemd/system/tunnelvision-nat.service
+ARGS=()   # the options as given, for the unit's `up`
 
 # The value of option $1, which must be present and not look like another option.
 value() {
@@ -58,15 +65,16 @@ value() {
 }
 while [ $# -gt 0 ]; do
   case "$1" in
-    --out) value "$1" $# "${2:-}" IFACE; OUT=$2; shift 2 ;;
-    --subnet) value "$1" $# "${2:-}" CIDR; SUBNETS+=("$2"); shift 2 ;;
-    --subnet6) value "$1" $# "${2:-}" CIDR; SUBNETS6+=("$2"); shift 2 ;;
-    --mtu) value "$1" $# "${2:-}" N; MTU=$2; shift 2 ;;
-    --state) value "$1" $# "${2:-}" FILE; STATE=$2; shift 2 ;;
+    --out) value "$1" $# "${2:-}" IFACE; OUT=$2; ARGS+=("$1" "$2"); shift 2 ;;
+    --subnet) value "$1" $# "${2:-}" CIDR; SUBNETS+=("$2"); ARGS+=("$1" "$2"); shift 2 ;;
+    --subnet6) value "$1" $# "${2:-}" CIDR; SUBNETS6+=("$2"); ARGS+=("$1" "$2"); shift 2 ;;
+    --mtu) value "$1" $# "${2:-}" N; MTU=$2; ARGS+=("$1" "$2"); shift 2 ;;
+    --state) value "$1" $# "${2:-}" FILE; STATE=$2; ARGS+=("$1" "$2"); shift 2 ;;
     --dest) value "$1" $# "${2:-}" FILE; DEST=$2; shift 2 ;;
     --sysctl-dest) value "$1" $# "${2:-}" FILE; SYSCTL_DEST=$2; shift 2 ;;
-    --own-table-only) OWN_ONLY=1; shift ;;
-    --out=*|--subnet=*|--subnet6=*|--mtu=*|--state=*|--dest=*|--sysctl-dest=*) set -- "${1%%=*}" "${1#*=}" "${@:2}" ;;
+    --unit-dest) value "$1" $# "${2:-}" FILE; UNIT_DEST=$2; shift 2 ;;
+    --own-table-only) OWN_ONLY=1; ARGS+=("$1"); shift ;;
+    --out=*|--subnet=*|--subnet6=*|--mtu=*|--state=*|--dest=*|--sysctl-dest=*|--unit-dest=*) set -- "${1%%=*}" "${1#*=}" "${@:2}" ;;
     -h|--help) usage; exit 0 ;;
     *) die "unknown argument '$1' for '$cmd' (--help lists the options)" ;;
   esac
@@ -94,10 +102,12 @@ settings() {
     die "--out $OUT: no such interface here (ip -br link lists them)"
   fi
   if [ -z "$MTU" ]; then
-    # The route to the first subnet's .1 leads to the tunnel interface (tunneld sets its MTU).
-    local first=${SUBNETS[0]%/*} dev
-    dev=$(ip -o route get "${first%.*}.1" 2>/dev/null | awk '{for (i = 1; i < NF; i++) if ($i == "dev") { print $(i+1); exit }}') || true
-    [ -n "$dev" ] && [ "$dev" != lo ] && MTU=$(cat "/sys/class/net/$dev/mtu" 2>/dev/null || true)
+    # An on-link route to the first subnet's .1 leads to the tunnel interface (tunneld sets its
+    # MTU); a route via a gateway (tunneld not up yet) says nothing about it.
+    local first=${SUBNETS[0]%/*} route dev
+    route=$(ip -o route get "${first%.*}.1" 2>/dev/null || true)
+    dev=$(awk '{for (i = 1; i < NF; i++) if ($i == "dev") { print $(i+1); exit }}' <<<"$route")
+    if [ -n "$dev" ] && [ "$dev" != lo ] && [[ $route != *" via "* ]]; then MTU=$(cat "/sys/class/net/$dev/mtu" 2>/dev/null || true); fi
     [ -n "$MTU" ] || MTU=1420
   fi
   [[ $MTU =~ ^[0-9]+$ ]] && [ "$MTU" -ge 576 ] && [ "$MTU" -le 65535 ] || die "--mtu '$MTU' is not an MTU (576 to 65535; tunneld.conf's MTU, usually 1420)"
@@ -239,7 +249,31 @@ case "$cmd" in
       echo "net.ipv4.ip_forward = 1"
       [ ${#SUBNETS6[@]} -eq 0 ] || echo "net.ipv6.conf.all.forwarding = 1"
     } >"$SYSCTL_DEST.tmp" && mv "$SYSCTL_DEST.tmp" "$SYSCTL_DEST"
-    echo "$ME: wrote $DEST and $SYSCTL_DEST"
+    self=$(readlink -f "$0")
+    # The unit runs before tunneld has made its interface: it gets the MTU found now.
+    [[ " ${ARGS[*]} " == *" --mtu "* ]] || ARGS+=(--mtu "$MTU")
+    mkdir -p "$(dirname "$UNIT_DEST")"
+    {
+      echo "# TunnelVision router rules at boot (written by router-nat.sh install)."
+      echo "[Unit]"
+      echo "Description=TunnelVision forwarding, NAT and MSS clamp (nftables table inet tunnelvision)"
+      echo "Documentation=file://$self"
+      echo "After=nftables.service network-online.target"
+      echo "Wants=network-online.target"
+      echo "Before=tunneld.service"
+      echo ""
+      echo "[Service]"
+      echo "Type=oneshot"
+      echo "RemainAfterExit=yes"
+      args=""; [ ${#ARGS[@]} -eq 0 ] || args=$(printf ' %q' "${ARGS[@]}")
+      echo "ExecStart=$self up$args"
+      echo "ExecStop=$self down$(printf ' %q' "--state" "$STATE")"
+      echo ""
+      echo "[Install]"
+      echo "WantedBy=multi-user.target"
+    } >"$UNIT_DEST.tmp" && mv "$UNIT_DEST.tmp" "$UNIT_DEST"
+    echo "$ME: wrote $DEST, $SYSCTL_DEST and $UNIT_DEST (uplink $OUT, MSS clamped for tunnel MTU $MTU; --mtu N to change)"
+    echo "$ME: at boot: systemctl enable tunnelvision-nat (re-applies all of 'up', also in other tables' drop chains)"
     if [ "$DEST" = /etc/nftables.d/tunnelvision.nft ] && ! grep -qs 'include "/etc/nftables.d/' /etc/nftables.conf; then
       echo "$ME: /etc/nftables.conf does not include /etc/nftables.d: add the line" >&2
       echo "    include \"/etc/nftables.d/*.nft\"" >&2
@@ -247,8 +281,8 @@ case "$cmd" in
     fi
     chains=$(drop_chains || true)
     if [ -n "$chains" ] && [ "$OWN_ONLY" -eq 0 ]; then
-      echo "$ME: these forward chains have policy drop and are not ours; add the accept rules to their" >&2
-      echo "  configuration so they persist too (or run '$0 up' from a unit after nftables.service):" >&2
+      echo "$ME: these forward chains have policy drop and are not ours: enable tunnelvision-nat.service," >&2
+      echo "  or add the accept rules to their own configuration so they persist:" >&2
       while read -r fam tab ch; do
         echo "  table $fam $tab, chain $ch (at its top):" >&2
         accept_rules "$fam" "$tab" "$ch" | sed 's/^insert rule [^ ]* [^ ]* [^ ]* /    /' >&2
@@ -256,7 +290,7 @@ case "$cmd" in
     fi
     ;;
   uninstall)
-    for f in "$DEST" "$SYSCTL_DEST"; do
+    for f in "$DEST" "$SYSCTL_DEST" "$UNIT_DEST"; do
       if [ -e "$f" ]; then
         grep -qs 'router-nat.sh' "$f" || fail "$f was not written by $ME; not removing it"
         rm -f "$f"; echo "$ME: removed $f"

@@ -99,6 +99,8 @@ G ip -6 route add default via $TV_SRV6
 out=$(nat up --subnet 10.99.0.0/24 --subnet6 fd99::/64) || bad "up failed: $out"
 echo "$out"
 case $out in *"out of $VGS"*"MTU 1420"*) ok "up: uplink $VGS and MTU 1420 detected" ;; *) bad "up: $out" ;; esac
+check "MTU not taken from a route via a gateway (subnet not on-link: 1420, not the uplink's 1500)" \
+  bash -c "ip netns exec $TV_NS_G '$NAT' print --subnet 10.50.0.0/24 | grep -q 'tunnel MTU 1420'"
 check "v4 passes after up" reach4
 check "v6 passes after up" reach6
 check "tcp v4 passes after up" connect $TV_SRV
@@ -140,7 +142,15 @@ nat down >/dev/null
 
 echo "--- install / uninstall into a temporary directory"
 ETC=$TV_DIR/etc
-G "$NAT" install --out $VGS --subnet 10.99.0.0/24 --subnet6 fd99::/64 --dest "$ETC/nftables.d/tunnelvision.nft" --sysctl-dest "$ETC/sysctl.d/90-tunnelvision.conf" >/dev/null 2>"$TV_DIR/install.err"
+FILES=(--dest "$ETC/nftables.d/tunnelvision.nft" --sysctl-dest "$ETC/sysctl.d/90-tunnelvision.conf" --unit-dest "$ETC/systemd/tunnelvision-nat.service")
+G "$NAT" install --out $VGS --subnet 10.99.0.0/24 --subnet6 fd99::/64 "${FILES[@]}" >/dev/null 2>"$TV_DIR/install.err"
+UNIT=$ETC/systemd/tunnelvision-nat.service
+check "install wrote the unit, whose ExecStart is 'up' with the same options" grep -qx "ExecStart=$NAT up --out $VGS --subnet 10.99.0.0/24 --subnet6 fd99::/64 --mtu 1420" "$UNIT"
+check "… and whose ExecStop is 'down'" grep -qx "ExecStop=$NAT down --state /run/tunnelvision-nat.state" "$UNIT"
+if command -v systemd-analyze >/dev/null; then
+  out=$(systemd-analyze verify "$UNIT" 2>&1 | grep -v -e 'nftables.service' -e 'tunneld.service' || true)
+  check "systemd-analyze verify accepts the unit${out:+: $out}" test -z "$out"
+fi
 check "install wrote the ruleset" test -s "$ETC/nftables.d/tunnelvision.nft"
 check "install wrote the forwarding settings (v4 and v6)" bash -c "grep -q 'net.ipv4.ip_forward = 1' '$ETC/sysctl.d/90-tunnelvision.conf' && grep -q 'net.ipv6.conf.all.forwarding = 1' '$ETC/sysctl.d/90-tunnelvision.conf'"
 check "install named the operator's drop chain and the rules to add there" grep -q "table inet operator, chain forward" "$TV_DIR/install.err"
@@ -148,10 +158,10 @@ check "the installed ruleset passes nft -c" G nft -c -f "$ETC/nftables.d/tunnelv
 G nft -f "$ETC/nftables.d/tunnelvision.nft"; G nft -f "$ETC/nftables.d/tunnelvision.nft"
 check "loading it twice leaves one table with one forward chain" test "$(G nft list table inet tunnelvision | grep -c 'chain forward')" -eq 1
 G nft delete table inet tunnelvision
-G "$NAT" uninstall --dest "$ETC/nftables.d/tunnelvision.nft" --sysctl-dest "$ETC/sysctl.d/90-tunnelvision.conf" >/dev/null
-check "uninstall removed both files" not test -e "$ETC/nftables.d/tunnelvision.nft" -o -e "$ETC/sysctl.d/90-tunnelvision.conf"
+G "$NAT" uninstall "${FILES[@]}" >/dev/null
+check "uninstall removed the three files" not test -e "$ETC/nftables.d/tunnelvision.nft" -o -e "$ETC/sysctl.d/90-tunnelvision.conf" -o -e "$UNIT"
 echo "not ours" >"$ETC/other.nft"
-check "uninstall refuses a file it did not write" not G "$NAT" uninstall --dest "$ETC/other.nft" --sysctl-dest "$ETC/none.conf"
+check "uninstall refuses a file it did not write" not G "$NAT" uninstall --dest "$ETC/other.nft" --sysctl-dest "$ETC/none.conf" --unit-dest "$ETC/none.service"
 check "… and leaves it" test -e "$ETC/other.nft"
 
 if [ $fails -eq 0 ]; then echo "router-nat e2e: all passed"; else echo "router-nat e2e: $fails failed"; exit 1; fi
