@@ -32,6 +32,7 @@ DESTDIR=${DESTDIR:-}
 DESTDIR=${DESTDIR%/}
 SYSCONFDIR=${SYSCONFDIR:-/etc}
 SYSCONFDIR=${SYSCONFDIR%/}
+BUILD_DIR_GIVEN=${BUILD_DIR:+1}
 BUILD_DIR=${BUILD_DIR:-.build/release}
 MANIFEST=$PREFIX/share/tunnelvision/install-manifest
 
@@ -80,7 +81,9 @@ fi
 
 for b in tunneld tunnelctl; do
   if [ ! -x "$BUILD_DIR/$b" ]; then
-    [ "$build" -eq 1 ] || { echo "$ME: $BUILD_DIR/$b missing (build with: swift build -c release)" >&2; exit 1; }
+    if [ "$build" -eq 0 ] || [ -n "$BUILD_DIR_GIVEN" ]; then
+      echo "$ME: $BUILD_DIR/$b missing (build with: swift build -c release)" >&2; exit 1
+    fi
     export PATH=/opt/swift/usr/bin:$PATH
     echo "$ME: building $b (release)" >&2
     swift build -c release --product "$b" >&2

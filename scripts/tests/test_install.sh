@@ -70,4 +70,6 @@ out=$(DESTDIR=$tmp/c scripts/install.sh --bogus 2>&1) && bad "--bogus accepted" 
 out=$(DESTDIR=$tmp/c scripts/install.sh --uninstall 2>&1) && bad "uninstall without a manifest succeeded" || check "uninstall without a manifest says where it looked" grep -q "no manifest at" <<<"$out"
 out=$(DESTDIR=$tmp/c PREFIX=relative scripts/install.sh --no-build 2>&1) && bad "relative PREFIX accepted" || check "a relative PREFIX is refused" grep -q "absolute" <<<"$out"
 
+out=$(DESTDIR=$tmp/c BUILD_DIR=$tmp/nobuild scripts/install.sh 2>&1) && bad "a BUILD_DIR without binaries was accepted" || check "a given BUILD_DIR without binaries is an error, not a build elsewhere" grep -q "nobuild/tunneld missing" <<<"$out"
+
 [ $fails -eq 0 ] && echo "install: all passed" || { echo "install: $fails failed"; exit 1; }
