@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test: installs missing Debian packages, builds, runs `swift test`, then the
+# Runs every test: installs missing Debian packages, builds, runs `swift test`, the checks of
+# scripts/tests/ (man pages, completion, install.sh), then the
 # end-to-end scripts in scripts/e2e/ (root only: they create their own network namespaces).
 set -euo pipefail
 cd "$(dirname "$0")/.."
