@@ -204,13 +204,13 @@ case "$cmd" in
     [ "$(id -u)" -eq 0 ] || fail "up needs root (or CAP_NET_ADMIN)"
     settings
     script=$(up_script)
+    printf '%s\n' "$script" | nft -f - || fail "nft refused the ruleset (nothing was changed); '$0 print' shows it"
     # Record the forwarding settings before the first `up` only, so `down` restores the original.
     if [ ! -e "$STATE" ]; then
       mkdir -p "$(dirname "$STATE")"
       { echo "ipv4=$(sysctl_get net.ipv4.ip_forward)"; echo "ipv6=$(sysctl_get net.ipv6.conf.all.forwarding)"; } >"$STATE.tmp"
       mv "$STATE.tmp" "$STATE"
     fi
-    printf '%s\n' "$script" | nft -f - || fail "nft refused the ruleset (nothing was changed); '$0 print' shows it"
     sysctl -qw net.ipv4.ip_forward=1
     [ ${#SUBNETS6[@]} -eq 0 ] || sysctl -qw net.ipv6.conf.all.forwarding=1
     others=$(printf '%s\n' "$script" | awk '/^insert rule/ { print $3 " " $4 " " $5 }' | sort -u | tr '\n' ';')
@@ -237,6 +237,7 @@ case "$cmd" in
     fi
     ;;
   show)
+    [ "$(id -u)" -eq 0 ] || fail "show needs root (or CAP_NET_ADMIN) to read the ruleset"
     nft list table $TABLE 2>/dev/null || echo "$ME: table $TABLE is not loaded"
     nft -a list ruleset 2>/dev/null | grep -F "comment \"$TAG\"" || true
     ;;
