@@ -15,7 +15,7 @@
 #   share/man/man8/tunneld.8, tunnelctl.8           man pages (man5: tunneld.conf.5, tunnelvision-rules.5)
 #   share/bash-completion/completions/tunnelctl     bash completion
 #   share/zsh/site-functions/_tunnelctl             zsh completion (share/zsh/vendor-completions for /usr)
-#   share/doc/tunnelvision/                         README.md, tunneld.conf.example, policies/
+#   share/doc/tunnelvision/                         README.md, docs/*.md, tunneld.conf.example, policies/
 #   lib/tunnelvision/router-nat.sh                  forwarding/NAT helper (router-nat.sh --help)
 #   /etc/systemd/system/tunneld.service             the unit, paths set to PREFIX (lib/systemd/system for /usr)
 #   SYSCONFDIR/tunnelvision/tunneld.conf, policies/ the example configuration and rules, only when absent:
@@ -132,6 +132,7 @@ for p in man/*.5; do put 0644 "$p" "$PREFIX/share/man/man5/$(basename "$p")"; do
 put 0644 completion/tunnelctl.bash "$PREFIX/share/bash-completion/completions/tunnelctl"
 put 0644 completion/_tunnelctl "$ZSHDIR/_tunnelctl"
 put 0644 README.md "$PREFIX/share/doc/tunnelvision/README.md"
+for p in docs/*.md; do put 0644 "$p" "$PREFIX/share/doc/tunnelvision/docs/$(basename "$p")"; done
 put 0644 etc/tunneld.conf "$PREFIX/share/doc/tunnelvision/tunneld.conf.example"
 for p in policies/*.rules; do put 0644 "$p" "$PREFIX/share/doc/tunnelvision/policies/$(basename "$p")"; done
 
