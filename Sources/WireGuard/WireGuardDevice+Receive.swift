@@ -16,8 +16,13 @@ extension WireGuardDevice {
     /// - `output`: caller-owned, ≥ 92 bytes; handshake responses and cookie replies are written here.
     /// - `now`: monotonic nanoseconds. `underLoad`: the caller's judgement that handshake processing
     ///   is saturated (wireguard-go: handshake queue more than 1/8 full); enables cookies and rate limit.
+    /// - `admit`: asked once an initiation is authenticated (mac1, a known peer's static key, a fresh
+    ///   timestamp, not a flood) and before any response, keypair or state change is made. False
+    ///   refuses it like a refused peer: `.refused(peer:)`, nothing written to `output`, no state
+    ///   changed (the peer may retry). The caller's policy, e.g. a free peer in its pause.
     public func receive(_ buffer: UnsafeMutableRawBufferPointer, length: Int, from source: Endpoint, now: UInt64,
-                        underLoad: Bool, output: UnsafeMutableRawBufferPointer) -> ReceiveResult
+                        underLoad: Bool, output: UnsafeMutableRawBufferPointer,
+                        admit: (PeerHandle) -> Bool = { _ in true }) -> ReceiveResult
     {
         guard length >= 4, length <= buffer.count, let base = buffer.baseAddress else { return count(.badLength) }
         switch MessageLayout.readLE32(base, 0) {
@@ -27,7 +32,7 @@ extension WireGuardDevice {
             guard length == MessageLayout.Initiation.size else { return count(.badLength) }
             guard output.count >= MessageLayout.Response.size else { return count(.outputTooSmall) }
             let msg = Array(UnsafeRawBufferPointer(rebasing: buffer[0..<length]))
-            return receiveInitiation(msg, source: source, now: now, underLoad: underLoad, output: output)
+            return receiveInitiation(msg, source: source, now: now, underLoad: underLoad, output: output, admit: admit)
         case MessageType.response.rawValue:
             guard length == MessageLayout.Response.size else { return count(.badLength) }
             guard output.count >= MessageLayout.CookieReply.size else { return count(.outputTooSmall) }
@@ -67,7 +72,7 @@ extension WireGuardDevice {
     }
 
     private func receiveInitiation(_ msg: [UInt8], source: Endpoint, now: UInt64, underLoad: Bool,
-                                   output: UnsafeMutableRawBufferPointer) -> ReceiveResult
+                                   output: UnsafeMutableRawBufferPointer, admit: (PeerHandle) -> Bool) -> ReceiveResult
     {
         if let early = admitHandshake(msg, source: source, now: now, underLoad: underLoad, output: output) {
             return early
@@ -101,6 +106,12 @@ extension WireGuardDevice {
             case .replay: return count(.replayedTimestamp)
             default: return count(.initiationFlood)
             }
+        }
+        // The caller's admission, outside every lock (it may call back into the device, e.g.
+        // setRefused or dropKeys). Refused: no response, no keypair, no timestamp consumed.
+        guard admit(peer.handle) else {
+            Sodium.zero(&psk)
+            return .refused(peer: peer.handle)
         }
         // Build the response and the session outside the peer's lock (three X25519 operations).
         var ephemeral = X25519.generatePrivateKey(random)

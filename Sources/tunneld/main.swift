@@ -1,6 +1,6 @@
 // tunneld: the gateway daemon. Everything lives in the Gateway module (Tunneld.swift).
 import Core
-import Gateway
+import Daemon
 import Glibc
 
 let arguments = Array(CommandLine.arguments.dropFirst())

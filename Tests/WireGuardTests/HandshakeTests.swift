@@ -173,6 +173,32 @@ struct HandshakeTests {
         guard case .sendResponse = r2 else { Issue.record("\(r2)"); return }
     }
 
+    @Test func admissionIsAskedBeforeAnyResponseKeypairOrState() {
+        let pair = Pair()
+        let ini = initiation(pair, fromA: true, now: second, wall: second)!
+        let before = pair.b.indexCount
+        var asked: [PeerHandle] = []
+        let (r, _, out) = deliver(ini, to: pair.b, from: endpointA, now: second) { peer in
+            asked.append(peer)
+            return false
+        }
+        #expect(asked == [pair.peerA])
+        #expect(r == .refused(peer: pair.peerA))
+        #expect(out.allSatisfy { $0 == 0 }, "no response written")
+        #expect(pair.b.indexCount == before, "no keypair installed")
+        #expect(pair.b.status(of: pair.peerA)!.endpoint == nil)
+        // Nothing was consumed: the same initiation is answered once admitted.
+        let (r2, _, _) = deliver(ini, to: pair.b, from: endpointA, now: second) { _ in true }
+        guard case .sendResponse = r2 else { Issue.record("\(r2)"); return }
+        // Only authenticated, fresh initiations are put to the caller: a replay is dropped first.
+        var askedAgain = 0
+        let (r3, _, _) = deliver(ini, to: pair.b, from: endpointA, now: 2 * second) { _ in
+            askedAgain += 1
+            return true
+        }
+        #expect(r3 == .drop(.replayedTimestamp) && askedAgain == 0)
+    }
+
     @Test func dropKeysKillsSessionAtOnce() {
         let pair = Pair()
         handshake(pair, initiatorIsA: true, now: second, wall: second)
