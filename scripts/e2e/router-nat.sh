@@ -107,6 +107,8 @@ check "tcp v4 passes after up" connect $TV_SRV
 check "tcp v6 passes after up" connect $TV_SRV6
 check "forwarding on (v4)" test "$(G sysctl -n net.ipv4.ip_forward)" = 1
 check "forwarding on (v6)" test "$(G sysctl -n net.ipv6.conf.all.forwarding)" = 1
+m=$(mss_seen "$TV_NS_G" $VGC "tcp dst port 7000 and dst host $TV_SRV" $TV_SRV)
+check "the client's SYN enters the gateway with MSS 1460 (its link's 1500; got '${m:-none}')" test "$m" = 1460
 m=$(mss_seen "$TV_NS_S" $VS "tcp dst port 7000 and src host $TV_GW_LAN" $TV_SRV)
 check "v4 SYN reaches the server masqueraded (from $TV_GW_LAN) with MSS clamped to 1380 (got '${m:-none}')" test "$m" = 1380
 m=$(mss_seen "$TV_NS_S" $VS "tcp dst port 7000 and src host $TV_GW_LAN6" $TV_SRV6)
