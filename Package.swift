@@ -66,7 +66,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["Core", "Runtime", "Engine", "SystemIO", "Packet", "WireGuard"], swiftSettings: strict),
 
         // Executables.
-        .executableTarget(name: "tunneld", dependencies: ["Daemon"], swiftSettings: strict),
+        .executableTarget(name: "tunneld", dependencies: ["Daemon", "Runtime", "Core"], swiftSettings: strict),
         .executableTarget(
             name: "tunnelctl",
             dependencies: ["Core", "Runtime", "Sessions", "Packet", "Policy", "Store", "LiveFeed", "Capture", "Control"],

@@ -69,7 +69,8 @@ extension GatewayEngine {
                 // handshake is reported anywhere.
                 let result = device.receive(
                     slot, length: length, from: rx.endpoints[i], now: now, underLoad: underLoad,
-                    output: toNet.slot(k), admit: { peer in admission?.admitInitiation(peer: peer) ?? true })
+                    output: toNet.slot(k),
+                    admit: { peer, refused in admission.map { $0.admitInitiation(peer: peer) } ?? !refused })
                 switch result {
                 case .data(let peer, let range, let confirmed):
                     rx.offsets[i] = range.lowerBound

@@ -9,8 +9,10 @@ import WireGuard
 /// own short locks and call back into the engine's peer operations (refuse, drop keys), never block.
 public protocol HandshakeAdmission: AnyObject, Sendable {
     /// An initiation from `peer` was authenticated (mac1, its static key, a fresh timestamp) and the
-    /// device is about to build the response and a keypair. False refuses it: nothing is built or
-    /// sent, no handshake is reported; the engine counts a refusal and calls ``handshakeRefused(peer:)``.
+    /// device is about to build the response and a keypair — also when the device refuses the peer
+    /// (`setRefused`), so the decision is taken at arrival (a pause that just ended lets the peer in
+    /// at once; the implementation lifts the refusal). False refuses it: nothing is built or sent,
+    /// no handshake is reported; the engine counts a refusal and calls ``handshakeRefused(peer:)``.
     func admitInitiation(peer: PeerHandle) -> Bool
     /// A handshake with `peer` completed: its initiation was answered (after ``admitInitiation(peer:)``
     /// said yes), or it answered ours. Return false to refuse it after all (its window ended in

@@ -41,16 +41,18 @@ extension Tunnelctl {
             run: runPeers),
         Command(
             "peer", summary: "change a peer's tier at runtime",
-            help: "Changes a peer's tier without a restart, through the store.",
+            help: "Changes a peer's tier without a restart: through tunneld when it runs, else in the store.",
             subcommands: [
                 Command(
                     "tier", "NAME free|premium", summary: "set a peer's tier (free or premium) at runtime",
                     arguments: [ArgumentSpec("NAME", "a peer of the configuration"), ArgumentSpec("free|premium", "the new tier")],
                     options: [.json("docs/session.md"), .config],
                     help: """
-                        Writes a tier override for NAME into the store (created if missing); tunneld applies it on \
-                        its next watchdog tick (WatchdogInterval), no restart needed. Moving a peer to premium \
-                        removes its window in the same transaction, so a paused peer gets in at once.
+                        With tunneld running, asks it to change NAME's tier: it applies the tier at once and writes \
+                        the override to the store in the same step. With tunneld not running, writes the override \
+                        to the store (created if missing), and tunneld applies it when it starts. The peer's window \
+                        is kept: premium ignores it (a paused peer gets in at once), and a move back to free finds \
+                        the pause it was in.
                         """),
             ],
             run: runPeer),

@@ -1,5 +1,6 @@
 import Core
 import Foundation
+import Runtime
 
 /// `tunnelctl`: the admin CLI. The command table (`CommandTable.swift`) declares every command
 /// and subcommand — usage, arguments, options, help — and names its body (`runStatus`, …), which
@@ -11,7 +12,7 @@ import Foundation
 enum Tunnelctl {
     static func main() {
         let console = Console.standard()
-        let code = run(Array(CommandLine.arguments.dropFirst()), console: console)
+        let code = run(Array(ProcessArguments.current.dropFirst()), console: console)
         console.flush()
         exit(code.rawValue)
     }

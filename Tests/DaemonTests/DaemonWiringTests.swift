@@ -22,12 +22,14 @@ final class DaemonHarness: @unchecked Sendable {
     let observer: PacketObserver
     let consumer: RingConsumer
     let dir: String
+    /// Keep the state directory when the harness goes (a test restarts on it).
+    var keep = false
     var engine: GatewayEngine { base.engine }
     var storePath: String { dir + "/state/state.db" }
 
     /// `windows`: stored before the daemon starts. `peers` run after `alice` is added, before start.
-    init(windows: [SessionWindow] = [], peers: (GatewayEngine) throws -> Void = { _ in }) throws {
-        let dir = FileManager.default.temporaryDirectory
+    init(windows: [SessionWindow] = [], reusing existing: String? = nil, peers: (GatewayEngine) throws -> Void = { _ in }) throws {
+        let dir = existing ?? FileManager.default.temporaryDirectory
             .appendingPathComponent("tv-daemon-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
         var iface = InterfaceConfig()
         iface.stateDirectory = dir + "/state"
@@ -60,7 +62,7 @@ final class DaemonHarness: @unchecked Sendable {
         base.engine.stop()
         sessions.stop()
         observer.close()
-        try? FileManager.default.removeItem(atPath: dir)
+        if !keep { try? FileManager.default.removeItem(atPath: dir) }
     }
 
     /// Ring records until `done` holds for what arrived so far (or 2 s passed).
@@ -175,5 +177,66 @@ final class DaemonHarness: @unchecked Sendable {
         let store = try h.store()
         #expect(try store.flows(peer: name).count == 1)
         #expect(try store.sessions(peer: name).count == 1)
+    }
+}
+
+/// Session-limit integrity with the daemon's wiring (docs/session.md): handshakes decided at
+/// arrival, and tier changes owned by the daemon.
+@Suite(.serialized) struct SessionIntegrityTests {
+    /// A handshake 50 ms after `reconnect_at` is answered at once, not at the next watchdog tick
+    /// (the ticker is not even running here): the admission lifts the pause's refusal.
+    @Test func handshakeJustAfterReconnectAtIsAnsweredAtOnce() throws {
+        let now = SystemClock().wallMilliseconds()
+        let window = SessionWindow(peer: "alice", allowedUntil: now - 60_000, reconnectAt: now + 400)
+        let h = try DaemonHarness(windows: [window])
+        h.sessions.watchdog.tick(now: h.sessions.time.now())
+        let alice = try #require(h.engine.peer(named: "alice")).handle
+        #expect(h.engine.device.status(of: alice)?.refused == true, "paused")
+        // Inside the pause: refused at once, and counted.
+        try h.base.alice.sendInitiation()
+        #expect(try h.base.alice.receiveFromGateway(timeout: 200) == nil)
+        #expect(h.engine.counters.count(.peerRefused) == 1)
+        // reconnect_at + 50 ms: answered within 0.5 s.
+        while SystemClock().wallMilliseconds() < now + 450 { usleep(5_000) }
+        let sent = SystemClock().monotonicNanoseconds()
+        let client = try h.base.client(privateKey: EngineHarness.clientKey, address: IPAddress(v4: 0xC000_0202))
+        try client.handshake()
+        let tookMs = (SystemClock().monotonicNanoseconds() - sent) / 1_000_000
+        #expect(tookMs < 500, "answered after \(tookMs) ms")
+        #expect(h.engine.device.status(of: alice)?.refused == false)
+        #expect(h.sessions.watchdog.view("alice")?.window?.allowedUntil ?? 0 > now, "a new window opened")
+        // The new window is in the store before the handshake returned (no queue involved).
+        let row = try StateStore(path: h.storePath, mode: .readOnly).window(peer: "alice")
+        #expect(row?.allowedUntil == h.sessions.watchdog.view("alice")?.window?.allowedUntil)
+    }
+
+    /// The quick flip of the issue: premium then free inside one WatchdogInterval, in the pause.
+    /// The daemon owns both changes (control request path), the window stays, and a restart
+    /// afterwards finds the same pause: no fresh window.
+    @Test func quickTierFlipInThePauseThenRestartKeepsThePause() throws {
+        let now = SystemClock().wallMilliseconds()
+        let paused = SessionWindow(peer: "alice", allowedUntil: now - 10_000, reconnectAt: now + 3_600_000)
+        var dir = ""
+        do {
+            let h = try DaemonHarness(windows: [paused])
+            dir = h.dir
+            h.sessions.watchdog.tick(now: h.sessions.time.now())
+            guard case .success(.free) = h.sessions.setTier(peer: "alice", .premium) else { Issue.record("premium"); return }
+            #expect(h.sessions.watchdog.view("alice")?.refused == false)
+            guard case .success(.premium) = h.sessions.setTier(peer: "alice", .free) else { Issue.record("free"); return }
+            let v = try #require(h.sessions.watchdog.view("alice"))
+            #expect(v.refused && v.tier == .free && v.window?.reconnectAt == paused.reconnectAt)
+            let store = try StateStore(path: h.storePath, mode: .readOnly)
+            #expect(try store.window(peer: "alice")?.reconnectAt == paused.reconnectAt)
+            #expect(try store.tierOverride(peer: "alice")?.tier == .free)
+            h.keep = true
+        }
+        // A restart on the same state directory: still paused, same dates.
+        let again = try DaemonHarness(reusing: dir)
+        again.sessions.watchdog.tick(now: again.sessions.time.now())
+        let v = try #require(again.sessions.watchdog.view("alice"))
+        #expect(v.refused && v.window?.reconnectAt == paused.reconnectAt)
+        try again.base.alice.sendInitiation()
+        #expect(try again.base.alice.receiveFromGateway(timeout: 300) == nil, "no fresh window after the restart")
     }
 }

@@ -121,29 +121,80 @@ final class CaptureSink: WatchdogSink, Sendable {
         #expect(dev2.isRefused(alice))
     }
 
-    // §6.5 tier changes in every state.
-    @Test func toPremiumMidPauseLetsThePeerInAtOnce() {
-        let (w, dev, sink) = make(windows: ["alice": WindowDates(allowedUntil: t0 - 1, reconnectAt: t0 + 30_000)])
+    // §6.5 tier changes in every state (docs/session.md, "Tier changes": the window is kept).
+    @Test func toPremiumMidPauseLetsThePeerInAtOnceAndBackToFreeKeepsThePause() {
+        let paused = WindowDates(allowedUntil: t0 - 1, reconnectAt: t0 + 30_000)
+        let (w, dev, sink) = make(windows: ["alice": paused])
         w.tick(now: t0)
         #expect(dev.isRefused(alice))
         _ = sink.take()
         w.setOverrides(["alice": .premium], now: t0 + 1)
         #expect(!dev.isRefused(alice))
-        #expect(sink.take() == [.windowDeleted(peer: "alice")])
+        #expect(sink.take().isEmpty, "the window is not deleted")
         #expect(w.handshakeCompleted(alice, now: t0 + 2))
-        #expect(w.view("alice")?.window == nil)
+        #expect(w.view("alice")?.window == paused)
+        #expect(sink.take() == [.sessionOpened(peer: "alice", at: t0 + 2)])
+        // Back to free inside the same pause (the quick flip of the issue): the pause holds, the
+        // live session ends, no fresh window.
+        w.setOverrides([:], now: t0 + 3)
+        #expect(dev.isRefused(alice))
+        let records = sink.take()
+        #expect(!records.contains { if case .windowPut = $0 { return true } else { return false } }, "\(records)")
+        #expect(records.first == .sessionClosed(peer: "alice", at: t0 + 3, reason: .freeLimit, rx: 0, tx: 0))
+        #expect(!w.admitInitiation(alice, now: t0 + 4))
+        #expect(w.view("alice")?.window == paused)
     }
 
-    @Test func toPremiumMidWindowAndWhileDisconnected() {
+    @Test func toPremiumMidWindowAndBackToFreeAfterItEnded() {
         let (w, dev, sink) = make()
         _ = w.handshakeCompleted(alice, now: t0)
         w.setOverrides(["alice": .premium], now: t0 + 1_000)
         _ = sink.take()
-        w.tick(now: t0 + 25_000)  // past the old window: nothing happens
+        w.tick(now: t0 + 25_000)  // past the old window: nothing happens while premium
         #expect(!dev.isRefused(alice) && sink.take().isEmpty)
-        // Back to free while connected: a fresh window starts now.
+        // Back to free while connected, in the old window's pause: that pause applies.
         w.setOverrides([:], now: t0 + 26_000)
-        #expect(sink.take() == [.windowPut(peer: "alice", WindowDates(allowedUntil: t0 + 46_000, reconnectAt: t0 + 76_000))])
+        #expect(sink.take().first == .sessionClosed(peer: "alice", at: t0 + 26_000, reason: .freeLimit, rx: 0, tx: 0))
+        #expect(dev.isRefused(alice))
+        // After the pause a fresh window opens as usual.
+        w.tick(now: t0 + 50_000)
+        #expect(!dev.isRefused(alice))
+        #expect(w.handshakeCompleted(alice, now: t0 + 50_001))
+        #expect(sink.take().contains(.windowPut(peer: "alice", WindowDates(allowedUntil: t0 + 70_001, reconnectAt: t0 + 100_001))))
+    }
+
+    /// A wall-clock step moves every window and live session with it (the remaining real time is
+    /// unchanged), stores the moved windows and leaves a marker.
+    @Test func clockStepMovesWindowsAndSessions() {
+        let (w, dev, sink) = make()
+        #expect(w.handshakeCompleted(alice, now: t0))
+        _ = sink.take()
+        let hour: Int64 = 3_600_000
+        w.clockStepped(by: -hour, now: t0 + 5_000 - hour)
+        let moved = WindowDates(allowedUntil: t0 + 20_000 - hour, reconnectAt: t0 + 50_000 - hour)
+        let records = sink.take()
+        #expect(records.first == .windowPut(peer: "alice", moved))
+        #expect(records.contains { if case .marker(_, let label, _) = $0 { return label.contains("stepped -1h") } else { return false } })
+        // 14 s later on the new clock: still inside the window (6 s of real time left); at 15 s it ends.
+        w.tick(now: t0 + 19_000 - hour)
+        #expect(!dev.isRefused(alice) && w.view("alice")?.session != nil)
+        w.tick(now: t0 + 20_000 - hour)
+        #expect(dev.isRefused(alice) && w.view("alice")?.session == nil)
+        // And the pause lasts its real 30 s on the new clock.
+        #expect(!w.admitInitiation(alice, now: t0 + 49_999 - hour))
+        #expect(w.admitInitiation(alice, now: t0 + 50_000 - hour))
+    }
+
+    /// Checked at arrival: the first initiation after `reconnect_at` is admitted at once (the
+    /// device's refusal from the pause is lifted), one inside the pause is refused at once.
+    @Test func admissionAtArrivalAtTheEndOfThePause() {
+        let (w, dev, _) = make(windows: ["alice": WindowDates(allowedUntil: t0 - 1, reconnectAt: t0 + 30_000)])
+        w.tick(now: t0)
+        #expect(dev.isRefused(alice))
+        #expect(!w.admitInitiation(alice, now: t0 + 29_999))
+        #expect(dev.isRefused(alice))
+        #expect(w.admitInitiation(alice, now: t0 + 30_050))
+        #expect(!dev.isRefused(alice), "un-refused at arrival, not at the next tick")
     }
 
     @Test func toFreeWhileDisconnectedOpensOnNextConnect() {

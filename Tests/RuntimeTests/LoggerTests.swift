@@ -61,3 +61,18 @@ import Testing
         #expect(Self.drain(fds[0]) == "<4>w\n<6>i\n")
     }
 }
+
+/// `ProcessArguments`: the kernel's copy of argv when the runtime's is empty (LD_PRELOAD).
+@Suite struct ProcessArgumentsTests {
+    @Test func parsesNulSeparatedArguments() {
+        #expect(ProcessArguments.parse(Array("tunneld\0--config\0/tmp/x y.conf\0".utf8)) == ["tunneld", "--config", "/tmp/x y.conf"])
+        #expect(ProcessArguments.parse(Array("a\0\0b".utf8)) == ["a", "", "b"])
+        #expect(ProcessArguments.parse([]) == [])
+    }
+
+    @Test func procFileMatchesTheRuntime() {
+        #expect(ProcessArguments.fromProcFile("/proc/self/cmdline") == CommandLine.arguments)
+        #expect(ProcessArguments.current == CommandLine.arguments)
+        #expect(ProcessArguments.fromProcFile("/nonexistent/cmdline") == nil)
+    }
+}

@@ -33,6 +33,9 @@ public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
     public let flowUpdateIntervalMs: Int64
     /// The peers whose names flow rows carry (the engine's registry).
     public let peers: PeerRegistry
+    /// The watchdog's own connection: windows and session refusals are written there at once,
+    /// never through the droppable queue (nil: they go through `writer`, e.g. in benchmarks).
+    public let ledger: WindowLedger?
     private let rules = Mutex<RuleTexts?>(nil)
     private let offsetMs: Atomic<Int64>
     private let lostWithoutWriter = Atomic<UInt64>(0)
@@ -56,11 +59,12 @@ public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
     }
 
     /// A recorder writing through `writer` (flow ids above `idBase`).
-    public init(writer: StoreWriter?, clock: any TimeSource, idBase: Int64, peers: PeerRegistry, recordFlows: Bool = true,
-                flowUpdateIntervalMs: Int64 = 5_000)
+    public init(writer: StoreWriter?, clock: any TimeSource, idBase: Int64, peers: PeerRegistry, ledger: WindowLedger? = nil,
+                recordFlows: Bool = true, flowUpdateIntervalMs: Int64 = 5_000)
     {
         self.writer = writer
         self.peers = peers
+        self.ledger = ledger
         self.clock = clock
         self.idBase = idBase
         self.recordFlows = recordFlows
@@ -87,12 +91,16 @@ public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
     public func record(_ record: WatchdogRecord) {
         switch record {
         case let .windowPut(peer, w):
-            submit(.windowPut(SessionWindow(peer: peer, allowedUntil: w.allowedUntil, reconnectAt: w.reconnectAt)))
-        case let .windowDeleted(peer): submit(.windowDeleted(peer: peer))
+            let row = SessionWindow(peer: peer, allowedUntil: w.allowedUntil, reconnectAt: w.reconnectAt)
+            if let ledger { ledger.putWindow(row, at: clock.wallMilliseconds()) } else { submit(.windowPut(row)) }
+        case let .windowDeleted(peer):
+            if let ledger { ledger.deleteWindow(peer: peer, at: clock.wallMilliseconds()) } else { submit(.windowDeleted(peer: peer)) }
         case let .sessionOpened(peer, at): submit(.sessionOpened(peer: peer, at: at))
         case let .sessionClosed(peer, at, reason, rx, tx):
             submit(.sessionClosed(SessionClose(peer: peer, at: at, reason: reason, rxBytes: rx, txBytes: tx)))
-        case let .refused(peer, windowEnd, at): submit(.refusal(.session(peer: peer, windowEnd: windowEnd, at: at)))
+        case let .refused(peer, windowEnd, at):
+            let event = RefusalEvent.session(peer: peer, windowEnd: windowEnd, at: at)
+            if let ledger { ledger.refusal(event, at: at) } else { submit(.refusal(event)) }
         case let .marker(at, label, detail): submit(.marker(MarkerInput(at: at, label: label, kind: .automatic, detail: detail)))
         }
     }

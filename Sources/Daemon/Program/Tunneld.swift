@@ -213,6 +213,14 @@ public enum Tunneld {
                 return .liveFlows(sessions.liveFlows(peer: peer))
             case .capture(let enabled, let detail):  // tunnelctl capture on|off (docs/capture.md)
                 return observe.capture(enabled: enabled, detail: detail)
+            case .peerTier(let name, let tier):  // tunnelctl peer tier: the daemon owns the change
+                switch sessions.setTier(peer: name, tier) {
+                case .success(let before):
+                    return .peerTier(PeerTierReply(peer: name, tier: tier, previous: before,
+                                                   stored: !(sessions.ledger?.isFailing ?? true)))
+                case .failure(.unknownPeer):
+                    return .failure(.notFound, "no peer named '\(name)' (tunnelctl peers lists them)")
+                }
             case .unknown(let type):
                 return .failure(.unknownRequest, "unknown request '\(type)'")
             }

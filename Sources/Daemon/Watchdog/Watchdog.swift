@@ -104,6 +104,9 @@ public final class Watchdog: Sendable {
                 refuseLocked(&s, p, at: now)
                 return false
             }
+            // Checked at arrival: a pause that ended since the last tick ends now, so the first
+            // initiation after `reconnect_at` is answered (not the one after the next tick).
+            if s.refused.remove(p.name) != nil { device.setRefused(p.handle, false) }
             return true
         }
     }
@@ -170,9 +173,10 @@ public final class Watchdog: Sendable {
         }
     }
 
-    /// New runtime tier overrides (from the store). Moving to premium deletes the window and lets
-    /// a paused peer in at once; moving to free takes effect at the next connect (or now, for a
-    /// connected peer: see `WatchdogRules.onTick`). Returns the peers whose tier changed.
+    /// New runtime tier overrides (control request `peerTier`, or the store at start). The window
+    /// is kept whatever the tier: premium ignores it (a paused peer gets in at once), and a move
+    /// back to free finds the pause it was in, so a quick premium-and-back never hands out a fresh
+    /// window (docs/session.md, "Tier changes"). Returns the peers whose tier changed.
     @discardableResult
     public func setOverrides(_ overrides: [String: PeerTier], now: Int64) -> [(Peer, PeerTier)] {
         let dir = peers.current
@@ -184,13 +188,35 @@ public final class Watchdog: Sendable {
                 if before != after { changed.append((p, after)) }
             }
             s.overrides = overrides
-            for (p, t) in changed where t == .premium {
-                if s.windows.removeValue(forKey: p.name) != nil { sink.record(.windowDeleted(peer: p.name)) }
-            }
             return changed
         }
         tick(now: now)
         return changed
+    }
+
+    /// The wall clock stepped by `stepMs` (positive: forward), seen by `WatchdogTime.sync` at
+    /// `now` (already on the new wall clock). Every stored date moves by the step, so each window
+    /// and pause keeps the real time it had left; the moved windows are stored again and a marker
+    /// says what happened (docs/session.md, "Clock steps").
+    public func clockStepped(by stepMs: Int64, now: Int64) {
+        state.withLock { s in
+            for (peer, w) in s.windows.sorted(by: { $0.key < $1.key }) {
+                let moved = w.shifted(by: stepMs)
+                s.windows[peer] = moved
+                sink.record(.windowPut(peer: peer, moved))
+            }
+            for (peer, live) in s.sessions {
+                var l = live
+                l.startedAt &+= stepMs
+                l.lastHandshake &+= stepMs
+                s.sessions[peer] = l
+            }
+            let sign = stepMs < 0 ? "-" : "+"
+            sink.record(.marker(
+                at: now, label: "watchdog: wall clock stepped \(sign)\(DurationFormat.format(ms: abs(stepMs))); "
+                    + "\(s.windows.count) window(s) moved with it",
+                detail: "step_ms=\(stepMs)"))
+        }
     }
 
     /// One watchdog pass at `now`: refuse peers in their pause, let the others in, end sessions

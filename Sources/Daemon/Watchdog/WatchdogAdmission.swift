@@ -1,29 +1,28 @@
 import Core
 import Engine
-import Runtime
 import WireGuard
 
 /// The watchdog as the engine's ``HandshakeAdmission``: the engine's handshake calls, with the
-/// wall-clock time of `clock` (the watchdog itself takes `now` as an argument everywhere).
+/// watchdog's time (`WatchdogTime`: never steps; the watchdog itself takes `now` as an argument).
 public final class WatchdogAdmission: HandshakeAdmission {
     public let watchdog: Watchdog
-    let clock: any TimeSource
+    let time: WatchdogTime
 
-    /// Admission by `watchdog` at the times of `clock`.
-    public init(_ watchdog: Watchdog, clock: any TimeSource) {
+    /// Admission by `watchdog` at the times of `time`.
+    public init(_ watchdog: Watchdog, time: WatchdogTime) {
         self.watchdog = watchdog
-        self.clock = clock
+        self.time = time
     }
 
     public func admitInitiation(peer: PeerHandle) -> Bool {
-        watchdog.admitInitiation(peer, now: clock.wallMilliseconds())
+        watchdog.admitInitiation(peer, now: time.now())
     }
 
     public func handshakeCompleted(peer: PeerHandle) -> Bool {
-        watchdog.handshakeCompleted(peer, now: clock.wallMilliseconds())
+        watchdog.handshakeCompleted(peer, now: time.now())
     }
 
     public func handshakeRefused(peer: PeerHandle) {
-        watchdog.handshakeRefused(peer, now: clock.wallMilliseconds())
+        watchdog.handshakeRefused(peer, now: time.now())
     }
 }
