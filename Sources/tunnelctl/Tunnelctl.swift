@@ -86,6 +86,10 @@ enum Tunnelctl {
                 console.print(helpText(path))
                 return .ok
             }
+            if let text = ProcessInfo.processInfo.environment["TUNNELCTL_NOW"], nowOverride(text) == nil {
+                throw CLIError.usage("TUNNELCTL_NOW='\(text)' is neither an ISO 8601 time with a zone "
+                    + "(2026-12-02T10:00:00Z) nor Unix epoch milliseconds; fix it or unset it")
+            }
             let checked = try checkOptions(rest, spec, path: path, siblings: command.subcommands.filter { $0.name != spec.name })
             var args = Arguments(optionsLast(checked, valueOptions: spec.valueOptionWords), readable: command.readableOptions)
             return try body(&args, console)
