@@ -14,7 +14,7 @@ import Synchronization
 public final class SessionService: @unchecked Sendable {
     // Safe: `ticker` and `heartbeatStore` are set once in init/`start` (before the ticker thread
     // exists) and then touched only by the ticker thread's body and `stop` (after the thread is
-    // joined); the tier overrides are behind their Mutex.
+    // joined), like `lastPassMs`; the tier overrides are behind their Mutex.
     /// The recorder hooked into the engine.
     public let history: History
     /// The free-session watchdog.
@@ -28,6 +28,8 @@ public final class SessionService: @unchecked Sendable {
     let storePath: String
     private var ticker: WatchdogTicker?
     private var heartbeatStore: StateStore?
+    /// When the watchdog pass last ran (ticker thread only).
+    private var lastPassMs: Int64 = .min
     /// The tier overrides in force: the daemon is their one owner while it runs (control request
     /// `peerTier`); the store's rows are read once, at start.
     private let overrides: Mutex<[String: PeerTier]>
@@ -52,9 +54,12 @@ public final class SessionService: @unchecked Sendable {
         do {
             let store = try StateStore(path: storePath)
             let proven = try store.lastProvenAlive()
-            let closed = try store.closeAllOpenSessionsAsCrash(at: min(proven ?? now, now))
-            if closed > 0 {
-                log.warning("store: \(closed) session(s) left open by a crash closed at \(proven.map(String.init) ?? "now") (end reason crash)")
+            let crashAt = min(proven ?? now, now)
+            let closed = try store.closeAllOpenSessionsAsCrash(at: crashAt)
+            let closedFlows = try store.closeAllOpenFlowsAsCrash(at: crashAt)
+            if closed > 0 || closedFlows > 0 {
+                log.warning("store: \(closed) session(s) and \(closedFlows) flow(s) left open by a crash closed at "
+                    + "\(TimeText.iso(crashAt)) (the last time the store proves tunneld ran; reason crash)")
             }
             // The case table of docs/session.md, "Across a restart".
             // Only the heartbeat: the daemon moves it with a clock step (rows stamped before a
@@ -112,12 +117,20 @@ public final class SessionService: @unchecked Sendable {
     public func start() throws {
         overrides.withLock { applyOverrides($0, log: false) }
         watchdog.tick(now: time.now())
-        ticker = try WatchdogTicker(intervalMs: watchdog.config.intervalMs, log: log) { [self] reason in
+        // The ticker wakes every second (or every WatchdogInterval when shorter): each wake-up
+        // applies a clock step and moves the heartbeat, so crash recovery closes sessions and flows
+        // at most ~1 s before a crash; the watchdog pass runs every WatchdogInterval, and at once
+        // on a clock change or a resume.
+        let interval = watchdog.config.intervalMs
+        ticker = try WatchdogTicker(intervalMs: min(interval, 1_000), log: log) { [self] reason in
             if reason != .interval { log.notice("watchdog: \(reason.rawValue); re-checking windows") }
             syncClock()
             let now = time.now()
             ledger?.retry(now: now)
-            watchdog.tick(now: now)
+            if reason != .interval || now - lastPassMs >= interval - 50 {
+                watchdog.tick(now: now)
+                lastPassMs = now
+            }
             history.heartbeat(now: now)
         }
     }
