@@ -27,8 +27,8 @@ import Synchronization
 public final class StoreWriter: @unchecked Sendable {
     // Safe because: `pending`, `accepted`, `committed`, `stopping`, `finished`, `flushRequested`,
     // `statsValue`, `dropsValue`, `outage`, `retainedCount` and `thread` are only touched with
-    // `lock` held; `store`, `batch`, `updates` and `backoffMs` only by the writer thread once it
-    // started; `dropped` is atomic.
+    // `lock` held; `store`, `batch`, `updates`, `backoffMs`, `unreportedPermanent` and
+    // `lastPermanentReportNs` only by the writer thread once it started; `dropped` is atomic.
 
     /// Tuning.
     public struct Options: Sendable {
@@ -105,6 +105,8 @@ public final class StoreWriter: @unchecked Sendable {
     private var outage: (startMs: Int64, dropsBefore: StoreDrops, error: String)?
     private var retainedCount = 0
     private var backoffMs = 0
+    private var unreportedPermanent = 0
+    private var lastPermanentReportNs: UInt64 = 0
 
     /// Opens its own connection to the store at `path` (migrating it) and starts the thread.
     /// `onError` is called on the writer thread at the first failure of an outage and for a
@@ -295,7 +297,7 @@ public final class StoreWriter: @unchecked Sendable {
                             statsValue.recordsLost += 1
                         }
                         dropped.wrappingAdd(1, ordering: .relaxed)
-                        onError?(e)
+                        reportPermanent(e)
                     }
                 }
                 start = end
@@ -305,6 +307,20 @@ public final class StoreWriter: @unchecked Sendable {
         // An outage whose marker did not ride on a batch (every record of it dropped): end it alone.
         if lock.withLock({ outage != nil }), let e = commit(0..<0), e.isTransient { return false }
         return true
+    }
+
+    /// Reports a record dropped for an error no retry fixes: the first at once (`onError` and
+    /// the log), later ones at most once a minute with their count, so a missing table cannot
+    /// flood the log with a line per record.
+    private func reportPermanent(_ e: StoreError) {
+        unreportedPermanent += 1
+        let now = StoreWriter.nanos()
+        guard lastPermanentReportNs == 0 || now - lastPermanentReportNs >= 60_000_000_000 else { return }
+        let count = unreportedPermanent
+        unreportedPermanent = 0
+        lastPermanentReportNs = now
+        log?.error("store: \(count) record\(count == 1 ? "" : "s") dropped: \(e) (retrying cannot fix this; next report in a minute at the earliest)")
+        onError?(e)
     }
 
     /// Writes `batch[range]` in one transaction — with the outage marker first when an outage

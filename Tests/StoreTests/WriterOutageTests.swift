@@ -113,16 +113,20 @@ import Glibc
     @Test func aBadRecordIsDroppedAloneAndCounted() throws {
         let dir = TempDir()
         defer { withExtendedLifetime(dir) {} }
-        let w = try StoreWriter(path: dir.db, options: .init(flushIntervalMs: 5))
+        let errors = Mutex(0)
+        let w = try StoreWriter(path: dir.db, options: .init(flushIntervalMs: 5), onError: { _ in errors.withLock { $0 += 1 } })
         w.flush()
         let other = try StateStore(path: dir.db)
         try other.connection.execute("DROP TABLE refusals")
         w.submit(.flowOpened(Fixtures.flow(1, at: 1)))
-        w.submit(.refusal(.session(peer: "bob", windowEnd: 5, at: 1000)))
+        for i in 0..<50 { w.submit(.refusal(.session(peer: "bob\(i)", windowEnd: 5, at: 1000))) }
         w.submit(.flowOpened(Fixtures.flow(2, at: 2)))
+        w.flush()
+        for i in 0..<50 { w.submit(.refusal(.session(peer: "carol\(i)", windowEnd: 5, at: 1000))) }
         w.close()
-        #expect(w.drops().refusals == 1)
-        #expect(w.drops().total == 1)
+        #expect(w.drops().refusals == 100)
+        #expect(w.drops().total == 100)
+        #expect(errors.withLock { $0 } == 1)  // reported once (then at most once a minute), not per record
         #expect(try Fixtures.count(other, "flows") == 2)
         #expect(w.health().unavailableSinceMs == nil)  // not an outage
     }
