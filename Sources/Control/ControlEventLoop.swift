@@ -50,9 +50,9 @@ final class ControlEventLoop: @unchecked Sendable {
 
     private var timeoutMs: Int64 { SocketIO.ms(limits.ioTimeout) }
 
-    /// Runs until `shutdown` is signalled; closes every connection on the way out.
+    /// Runs until `shutdown` is signalled; closes every connection on the way out. The listening
+    /// socket must be nonblocking (`ControlServer.init` makes it so): accept runs until EAGAIN.
     func run() {
-        _ = fcntl(listenFD, F_SETFL, fcntl(listenFD, F_GETFL) | O_NONBLOCK)
         defer {
             for c in connections { Sys.close(c.fd) }
             connections.removeAll()

@@ -55,6 +55,8 @@ public final class ControlServer: @unchecked Sendable {
         self.limits = limits
         let fd = try SocketIO.listen(path: path, mode: group == nil ? 0o600 : 0o660, gid: group, backlog: 128)
         do {
+            // The loop accepts until EAGAIN, so the listening socket must not block.
+            _ = try Sys.call("fcntl(\(path), O_NONBLOCK)") { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
             shutdown = try EventNotifier()
         } catch {
             Sys.close(fd)
