@@ -165,7 +165,7 @@ import Glibc
         let store = try StateStore(path: db, mode: .readOnly)
         #expect(try Fixtures.count(store, "flows") == 1 + accepted)
         #expect(try store.markers().count == 1)
-        print("full disk: \(total) flow records submitted, \(accepted) written after the outage, \(total - accepted) dropped and counted")
+        print("full disk: \(total) flow records submitted, \(accepted) reached the store (kept through the outage), \(total - accepted) dropped and counted")
     }
 
     func shell(_ command: String) -> Int32 {
