@@ -87,8 +87,8 @@ struct PeerTierJSON: Encodable {
     var peer: String
     var tier: PeerTier
     var previous: PeerTier
-    /// True when moving to premium removed the peer's window.
-    var windowRemoved: Bool
+    /// True when tunneld applied it now; false when tunneld was not running (applied at its start).
+    var inForce: Bool
 }
 
 /// `policy show --json`.

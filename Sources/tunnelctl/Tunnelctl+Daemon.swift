@@ -22,8 +22,15 @@ extension Tunnelctl {
 
     static let runPeers: Command.Body = { args, console in
         let json = args.flag("--json")
+        let namesOnly = args.flag("--names")
         let config = try cliConfig(&args)
         try args.finish()
+        // --names: the configuration alone (shell completion calls this on every TAB).
+        if namesOnly {
+            let names = config.peers.map(\.name)
+            if json { console.print(try encodeJSON(names)) } else if !names.isEmpty { console.print(names.joined(separator: "\n")) }
+            return .ok
+        }
         // Without the daemon: the configured peers with the store's tiers and windows (exit 0).
         guard let reply = try askIfRunning(config, .peers) else { return try peersFromStore(config, json: json, console) }
         guard case .peers(let peers) = reply else { throw unexpected(reply) }

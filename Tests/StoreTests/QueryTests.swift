@@ -180,7 +180,7 @@ import Testing
         #expect(try store.window(peer: "alice") != nil)
         try store.setTier(peer: "alice", tier: .premium, at: 6)
         #expect(try store.tierOverride(peer: "alice") == TierOverride(peer: "alice", tier: .premium, changedAt: 6))
-        #expect(try store.window(peer: "alice") == nil)  // moving to premium drops the window
+        #expect(try store.window(peer: "alice") != nil)  // kept: premium ignores it, free finds its pause again
         try store.setTier(peer: "bob", tier: .free, at: 7)
         #expect(try store.tierOverrides().map(\.peer) == ["alice", "bob"])
         try store.clearTier(peer: "alice")
