@@ -90,7 +90,7 @@ public final class SessionService: @unchecked Sendable {
             idBase = try store.maxFlowId()
             engine.seedFlowIDs(after: UInt64(max(0, idBase)))
             heartbeatStore = store
-            writer = try StoreWriter(path: storePath) { e in log.error("store: \(e)") }
+            writer = try StoreWriter(path: storePath, log: log)
             ledger = WindowLedger(path: storePath, log: log)
         } catch {
             log.error("store \(interface.storePath): \(error); running without history (windows kept in memory only)")
@@ -205,6 +205,13 @@ public final class SessionService: @unchecked Sendable {
                 history.record(.marker(at: time.now(), label: "tier: \(p.name) \(t.rawValue)", detail: nil))
             }
         }
+    }
+
+    /// The store's health for `status`: the writer's (drops per family, an outage in progress), or,
+    /// without a store, unavailable since the daemon started, with every record counted as lost.
+    public func storeHealth() -> StoreHealth {
+        if let writer = history.writer { return writer.health() }
+        return StoreHealth(unavailableSinceMs: engine.startedAtMs, error: "the store could not be opened at start (see the log)")
     }
 
     /// Why a tier change was not made.
