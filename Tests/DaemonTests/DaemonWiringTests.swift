@@ -210,6 +210,24 @@ final class DaemonHarness: @unchecked Sendable {
         #expect(row?.allowedUntil == h.sessions.watchdog.view("alice")?.window?.allowedUntil)
     }
 
+    /// The running ticker moves the heartbeat every second (issue 13: crash recovery closes
+    /// sessions and flows at most ~1 s before a crash), whatever the WatchdogInterval.
+    @Test func theTickerBeatsEverySecond() throws {
+        let h = try DaemonHarness()
+        try h.sessions.start()
+        let store = try StateStore(path: h.storePath, mode: .readOnly)
+        var beats: Set<Int64> = []
+        let deadline = SystemClock().monotonicNanoseconds() + 4_000_000_000
+        while beats.count < 3 && SystemClock().monotonicNanoseconds() < deadline {
+            h.sessions.history.writer?.flush()
+            if let hb = try store.daemonState()?.heartbeatAt { beats.insert(hb) }
+            usleep(100_000)
+        }
+        #expect(beats.count >= 3, "heartbeats seen: \(beats.sorted())")
+        let now = SystemClock().wallMilliseconds()
+        #expect(now - (beats.max() ?? 0) <= 1_500)
+    }
+
     /// The quick flip of the issue: premium then free inside one WatchdogInterval, in the pause.
     /// The daemon owns both changes (control request path), the window stays, and a restart
     /// afterwards finds the same pause: no fresh window.

@@ -29,7 +29,7 @@ public final class SessionService: @unchecked Sendable {
     private var ticker: WatchdogTicker?
     private var heartbeatStore: StateStore?
     /// When the watchdog pass last ran (ticker thread only).
-    private var lastPassMs: Int64 = .min
+    private var lastPassMs: Int64 = 0
     /// While the store could not be opened at start: when to try again, the backoff, and since
     /// when it has been unavailable (ticker thread only, after init).
     private var storeRetry: (at: Int64, delayMs: Int64, since: Int64)?
@@ -90,7 +90,8 @@ public final class SessionService: @unchecked Sendable {
     /// refuses every peer in its pause (a restarted daemon never lets one in), starts the ticker.
     public func start() throws {
         overrides.withLock { applyOverrides($0, log: false) }
-        watchdog.tick(now: time.now())
+        lastPassMs = time.now()
+        watchdog.tick(now: lastPassMs)
         // The ticker wakes every second (or every WatchdogInterval when shorter): each wake-up
         // applies a clock step and moves the heartbeat, so crash recovery closes sessions and flows
         // at most ~1 s before a crash; the watchdog pass runs every WatchdogInterval, and at once
@@ -102,7 +103,7 @@ public final class SessionService: @unchecked Sendable {
             let now = time.now()
             retryStore(now: now)
             ledger?.retry(now: now)
-            if reason != .interval || now - lastPassMs >= interval - 50 {
+            if reason != .interval || now &- lastPassMs >= interval - 50 {
                 watchdog.tick(now: now)
                 lastPassMs = now
             }
