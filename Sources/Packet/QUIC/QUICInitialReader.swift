@@ -150,7 +150,7 @@ public final class QUICInitialReader {
             let end = pnAt + Int(length)
             at = end
             guard isInitial else { continue }  // 0-RTT / Handshake coalesced after it: skip
-            guard length >= 20 + 16 else { firstFailure = firstFailure ?? .badLength; continue }
+            guard length >= 20 else { firstFailure = firstFailure ?? .badLength; continue }  // room for the sample (RFC 9001 §5.4.2)
             guard isReady else { return .failed(.cryptoUnavailable) }
             let keys = keysFor(version, UnsafeRawBufferPointer(rebasing: d[dcidAt..<(dcidAt + dcidLength)]))
             guard let keys else { return .failed(.cryptoUnavailable) }
