@@ -160,7 +160,10 @@ public final class DNSAnswers {
             guard i + length <= n else { return truncatedFlag ? finish(m) : .failed(.truncated) }
             let dataStart = i
             i += length
-            guard klass == 1 else { continue }  // IN only
+            guard klass == 1 && (type == 1 || type == 28 || type == 5) else {
+                dropLastName()  // IN A/AAAA/CNAME only; the owner's name slot is reused
+                continue
+            }
             // RFC 2181 §8: a TTL with the top bit set is treated as 0.
             let cleanTTL = ttl & 0x8000_0000 != 0 ? 0 : ttl
             switch type {
@@ -184,6 +187,12 @@ public final class DNSAnswers {
             }
         }
         return finish(m)
+    }
+
+    /// Forgets the name read last (the owner of a record that is skipped).
+    private func dropLastName() {
+        nameCount -= 1
+        nameBytesUsed = Int(nameStart[nameCount])
     }
 
     private func reset() {

@@ -226,6 +226,20 @@ func dnsParse(_ m: [UInt8], parser: DNSAnswers = DNSAnswers(), tcp: Bool = false
         #expect(dnsParse(c.bytes).3 == [])
     }
 
+    /// Records of other types do not use up the parser's room: 200 TXT records, then the A.
+    @Test func manySkippedRecords() {
+        var b = DNSBuilder(answers: 201)
+        let q = b.question("txt.example")
+        for _ in 0..<200 { b.record(owner: DNSBuilder.pointer(q), type: 16, data: [3, 0x61, 0x62, 0x63]) }
+        b.record(owner: DNSBuilder.pointer(q), type: 1, data: [7, 7, 7, 7])
+        #expect(dnsParse(b.bytes).3 == ["7.7.7.7 300 0"])
+        // 70 A records: the first maxRecords (64) are looked at, the message still answers.
+        var c = DNSBuilder(answers: 70)
+        let q2 = c.question("a.example")
+        for k in 0..<70 { c.record(owner: DNSBuilder.pointer(q2), type: 1, data: [10, 0, 1, UInt8(k)]) }
+        #expect(dnsParse(c.bytes, parser: DNSAnswers(maxAnswers: 64)).3.count == 64)
+    }
+
     @Test func chainsAreBoundedAndLoopFree() {
         // a -> b -> a: stops.
         var b = DNSBuilder(answers: 3)

@@ -138,7 +138,7 @@ public final class QUICInitialReader {
             guard scidLength <= 20 else { firstFailure = firstFailure ?? .badConnectionID; break }
             i += 1 + scidLength
             if isInitial {
-                guard let token = QUICInitialReader.varint(d, &i), i + Int(clamping: token) <= n else {
+                guard let token = QUICInitialReader.varint(d, &i), token <= UInt64(n - i) else {
                     firstFailure = firstFailure ?? .truncated
                     break
                 }
