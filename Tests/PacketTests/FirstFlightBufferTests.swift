@@ -177,3 +177,36 @@ func greasedHello(name: String, extra: [(UInt16, [UInt8])] = [], keyShare: Int =
         #expect(httpHost(Array("get / HTTP/1.1\r\nHost: a.example\r\n\r\n".utf8)) == .notPresent)
     }
 }
+
+@Suite struct FirstFlightPoolTests {
+    @Test func acquireReleaseBounded() {
+        let pool = FirstFlightPool(count: 3, capacity: 64)
+        let a = pool.acquire(initialSequence: 5)!
+        let b = pool.acquire()!
+        let c = pool.acquire()!
+        #expect(Set([a, b, c]).count == 3 && pool.inUse == 3)
+        #expect(pool.acquire() == nil)
+        [UInt8](repeating: 1, count: 10).withUnsafeBytes { pool[a].insert(sequence: 5, $0) }
+        #expect(pool[a].contiguousCount == 10)
+        pool.release(a)
+        let again = pool.acquire(initialSequence: 100)!
+        #expect(again == a && pool[again].contiguousCount == 0 && pool[again].initialSequence == 100)
+    }
+}
+
+@Suite struct FirstFlightHostTests {
+    @Test func tlsThenHTTP() {
+        let hello = greasedHello(name: "tls.example")
+        let (r, s) = hello.withUnsafeBytes { FirstFlightHost.find(in: $0) }
+        #expect(s == .tlsSNI && text(hello, r) == "tls.example")
+        let req = Array("GET / HTTP/1.1\r\nHost: web.example\r\n\r\n".utf8)
+        let (h, hs) = req.withUnsafeBytes { FirstFlightHost.find(in: $0) }
+        #expect(hs == .httpHost && text(req, h) == "web.example")
+        // A TLS record that is not a ClientHello is not read as HTTP either.
+        #expect([UInt8]([22, 3, 3, 0, 4, 2, 0, 0, 0]).withUnsafeBytes { FirstFlightHost.find(in: $0) }.1 == nil)
+        #expect(Array("SSH-2.0-x\r\n".utf8).withUnsafeBytes { FirstFlightHost.find(in: $0) } == (.notPresent, nil))
+        #expect(Array(hello[0..<40]).withUnsafeBytes { FirstFlightHost.find(in: $0) } == (.needMoreData, .tlsSNI))
+        #expect(Array(req[0..<10]).withUnsafeBytes { FirstFlightHost.find(in: $0) } == (.needMoreData, .httpHost))
+        #expect([UInt8]().withUnsafeBytes { FirstFlightHost.find(in: $0) } == (.needMoreData, .tlsSNI))
+    }
+}

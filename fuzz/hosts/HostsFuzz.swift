@@ -85,6 +85,8 @@ func fuzzReassembly(_ input: UnsafeRawBufferPointer, seed: UInt8) {
     for i in 0..<n { precondition(flight.contiguous[i] == whole[i]) }
     precondition(TLSClientHello.serverName(in: flight.contiguous) == TLSClientHello.serverName(in: whole))
     precondition(HTTPRequestHost.host(in: flight.contiguous) == HTTPRequestHost.host(in: whole))
+    let (either, source) = FirstFlightHost.find(in: whole)
+    if case .found(let r) = either { precondition(source != nil && HostExtraction.isValidHostName(UnsafeRawBufferPointer(rebasing: whole[r]))) }
     let handshake = TLSClientHello.serverName(inHandshake: whole)
     if case .found(let r) = handshake { precondition(HostExtraction.isValidHostName(UnsafeRawBufferPointer(rebasing: whole[r]))) }
 }
