@@ -13,6 +13,15 @@ enum HostList {
         "ip6-localnet", "ip6-mcastprefix", "ip6-allnodes", "ip6-allrouters", "ip6-allhosts", "0.0.0.0",
     ]
 
+    static func isHexLetter(_ c: UInt8) -> Bool { (c | 0x20) >= 0x61 && (c | 0x20) <= 0x66 }
+
+    /// An IPv4 or IPv6 address, an IPv6 one possibly with a zone (`fe80::1%lo0`, as macOS
+    /// hosts files have).
+    static func isAddress(_ s: Substring) -> Bool {
+        let address = s.firstIndex(of: "%").map { s[..<$0] } ?? s
+        return IPAddress(address) != nil && (address.contains(":") || address.first?.isNumber == true)
+    }
+
     /// The patterns of a list file's bytes, and its problems located at `file:line:column`.
     static func parse(_ bytes: [UInt8], file: String) -> (patterns: [HostPattern], diagnostics: [PolicyDiagnostic]) {
         var patterns: [HostPattern] = []
@@ -27,7 +36,8 @@ enum HostList {
         bytes.withUnsafeBufferPointer { b in
             let n = b.count
             var lineNo = 0
-            var start = 0
+            // A UTF-8 byte order mark (lists saved on Windows) is not part of the first name.
+            var start = n >= 3 && b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF ? 3 : 0
             while start < n {
                 lineNo += 1
                 var end = start
@@ -51,7 +61,7 @@ enum HostList {
                 var names = words[...]
                 var hostsFormat = false
                 let c0 = b[first.0]
-                if (c0 >= 0x30 && c0 <= 0x39) || c0 == UInt8(ascii: ":"), IPAddress(text(first)) != nil {
+                if (c0 >= 0x30 && c0 <= 0x39) || c0 == UInt8(ascii: ":") || isHexLetter(c0), isAddress(text(first)) {
                     names = words.dropFirst()
                     hostsFormat = true
                     if names.isEmpty {

@@ -53,15 +53,19 @@ func lists(_ files: [String: String]) -> HostListReader {
                 0.0.0.0 0.0.0.0
                 0.0.0.0 a.example b.example\t c.example
                 :: v6.example
+                fe80::1%lo0 localhost
+                ff02::2 ip6-allrouters
                 """,
+            "/etc/tv/bom.txt": "\u{FEFF}bom.example\r\nface.example\r\n",
         ])
-        let set = PolicyParser.parse("default allow\ndefault in block\nblock host @/etc/tv/block.txt, extra.example, @/etc/tv/hosts.txt", hostLists: files)
+        let set = PolicyParser.parse("default allow\ndefault in block\nblock host @/etc/tv/block.txt, extra.example, @/etc/tv/hosts.txt, @/etc/tv/bom.txt", hostLists: files)
         #expect(set.diagnostics.isEmpty, "\(set.diagnostics)")
         #expect(set.rules.first?.hosts == [
             .exact("ads.example.com"), .exact("tracker.example.net"), .subdomains(of: "doubleclick.net"), .exact("xn--bcher-kva.de"),
             .exact("extra.example"), .exact("a.example"), .exact("b.example"), .exact("c.example"), .exact("v6.example"),
+            .exact("bom.example"), .exact("face.example"),
         ])
-        #expect(set.rules.first?.text == "block host @/etc/tv/block.txt, extra.example, @/etc/tv/hosts.txt")
+        #expect(set.rules.first?.text == "block host @/etc/tv/block.txt, extra.example, @/etc/tv/hosts.txt, @/etc/tv/bom.txt")
     }
 
     @Test func listErrorsSayFileAndLine() {
