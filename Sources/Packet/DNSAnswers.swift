@@ -120,6 +120,18 @@ public final class DNSAnswers {
         return parse(UnsafeRawBufferPointer(rebasing: p[2..<(2 + length)]))
     }
 
+    /// Parses the DNS response in a parsed IP packet from port 53 (UDP: the datagram's payload;
+    /// TCP: the segment's payload with its length prefix, `.incompleteTCP` when the message
+    /// spans segments). Nil when the packet is not UDP/TCP from port 53 (not an answer).
+    public func parse(response p: ParsedPacket, in packet: UnsafeRawBufferPointer) -> Outcome? {
+        guard p.hasTransportHeader, p.sourcePort == 53, p.proto == .udp || p.proto == .tcp,
+              p.payloadOffset <= p.totalLength, p.totalLength <= packet.count
+        else { return nil }
+        let payload = UnsafeRawBufferPointer(rebasing: packet[p.payloadOffset..<p.totalLength])
+        if p.proto == .tcp && payload.isEmpty { return nil }  // a bare ACK or FIN
+        return p.proto == .udp ? parse(payload) : parse(tcpPayload: payload)
+    }
+
     /// Parses one DNS message (a UDP payload).
     public func parse(_ m: UnsafeRawBufferPointer) -> Outcome {
         reset()

@@ -94,6 +94,28 @@ func dnsParse(_ m: [UInt8], parser: DNSAnswers = DNSAnswers(), tcp: Bool = false
         #expect(dnsParse(framed + [0, 5, 1, 2], tcp: true).0 == .answered)
     }
 
+    /// From a parsed packet: UDP and TCP from port 53 are answers, anything else is not.
+    @Test func fromParsedPackets() throws {
+        let m = Self.cdnAnswer()
+        let p = DNSAnswers()
+        func outcome(_ packet: [UInt8]) throws -> DNSAnswers.Outcome? {
+            try packet.withUnsafeBytes { b in p.parse(response: try PacketParser.parse(b), in: b) }
+        }
+        let udp = TestPackets.ipv4(proto: 17, src: "9.9.9.9", dst: "10.99.0.2", payload: TestPackets.udp(sport: 53, dport: 40000, data: m))
+        #expect(try outcome(udp) == .answered && p.answerCount == 2)
+        let framed = TestPackets.be16(UInt16(m.count)) + m
+        let tcp = TestPackets.ipv6(proto: 6, src: "2001:db8::53", dst: "fd99::2",
+                                   payload: TestPackets.tcp(sport: 53, dport: 40001, flags: [.ack, .psh], data: framed))
+        #expect(try outcome(tcp) == .answered && p.answerCount == 2)
+        let half = TestPackets.ipv4(proto: 6, src: "9.9.9.9", dst: "10.99.0.2",
+                                    payload: TestPackets.tcp(sport: 53, dport: 40001, flags: [.ack], data: Array(framed[0..<40])))
+        #expect(try outcome(half) == .failed(.incompleteTCP))
+        let ack = TestPackets.ipv4(proto: 6, src: "9.9.9.9", dst: "10.99.0.2", payload: TestPackets.tcp(sport: 53, dport: 40001, flags: [.ack]))
+        #expect(try outcome(ack) == nil)
+        let query = TestPackets.ipv4(proto: 17, src: "10.99.0.2", dst: "9.9.9.9", payload: TestPackets.udp(sport: 40000, dport: 53, data: m))
+        #expect(try outcome(query) == nil)
+    }
+
     @Test func everyTruncationIsCounted() {
         let m = Self.cdnAnswer()
         for n in 0..<m.count {
