@@ -17,6 +17,7 @@ public struct AddressNames: Sequence {
         return it.next() == nil
     }
 
+    /// Walks the names, skipping expired ones.
     public struct Iterator: IteratorProtocol {
         let names: AddressNames
         var offset = 0

@@ -14,6 +14,7 @@ import Core
 public final class DNSAnswers {
     /// One answered address.
     public struct Answer: Equatable, Sendable {
+        /// The A or AAAA record's address.
         public var address: IPAddress
         /// Seconds: the smallest TTL of the record and of the CNAME links leading to its owner.
         public var ttl: UInt32

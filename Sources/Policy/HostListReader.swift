@@ -6,6 +6,7 @@ public struct HostListReader: Sendable {
     /// The bytes of the file at a path, or a one-line reason it cannot be read.
     public var read: @Sendable (String) -> Result<[UInt8], PolicyLoadError>
 
+    /// A reader calling `read` for each list path.
     public init(read: @escaping @Sendable (String) -> Result<[UInt8], PolicyLoadError>) { self.read = read }
 
     /// Reads lists from the file system.

@@ -49,6 +49,8 @@ public final class QUICInitialReader {
     /// True when libcrypto set up every context; otherwise every read fails with `.cryptoUnavailable`.
     public let isReady: Bool
 
+    /// A reader with its libcrypto contexts (AES-128-ECB, AES-128-GCM, HKDF) set up; check
+    /// `isReady`.
     public init() {
         ecb = EVP_CIPHER_CTX_new()
         gcm = EVP_CIPHER_CTX_new()
