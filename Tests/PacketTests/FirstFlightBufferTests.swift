@@ -194,19 +194,60 @@ func greasedHello(name: String, extra: [(UInt16, [UInt8])] = [], keyShare: Int =
     }
 }
 
+/// Splits a one-record ClientHello into records of at most `size` handshake bytes each.
+func fragmentRecords(_ hello: [UInt8], size: Int) -> [UInt8] {
+    let body = Array(hello[5...])
+    var out: [UInt8] = []
+    var i = 0
+    while i < body.count {
+        let piece = body[i..<min(body.count, i + size)]
+        out += [22, 3, 1] + TestPackets.be16(UInt16(piece.count)) + piece
+        i += size
+    }
+    return out
+}
+
 @Suite struct FirstFlightHostTests {
+    let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16384, alignment: 16)
+
+    func find(_ b: [UInt8]) -> (HostExtraction, HostSource?, String?) {
+        b.withUnsafeBytes { let r = FirstFlightHost.find(in: $0, scratch: scratch); return (r.extraction, r.source, r.lowercasedHost) }
+    }
+
     @Test func tlsThenHTTP() {
         let hello = greasedHello(name: "tls.example")
-        let (r, s) = hello.withUnsafeBytes { FirstFlightHost.find(in: $0) }
-        #expect(s == .tlsSNI && text(hello, r) == "tls.example")
+        #expect(find(hello).1 == .tlsSNI && find(hello).2 == "tls.example")
         let req = Array("GET / HTTP/1.1\r\nHost: web.example\r\n\r\n".utf8)
-        let (h, hs) = req.withUnsafeBytes { FirstFlightHost.find(in: $0) }
-        #expect(hs == .httpHost && text(req, h) == "web.example")
+        #expect(find(req).1 == .httpHost && find(req).2 == "web.example")
         // A TLS record that is not a ClientHello is not read as HTTP either.
-        #expect([UInt8]([22, 3, 3, 0, 4, 2, 0, 0, 0]).withUnsafeBytes { FirstFlightHost.find(in: $0) }.1 == nil)
-        #expect(Array("SSH-2.0-x\r\n".utf8).withUnsafeBytes { FirstFlightHost.find(in: $0) } == (.notPresent, nil))
-        #expect(Array(hello[0..<40]).withUnsafeBytes { FirstFlightHost.find(in: $0) } == (.needMoreData, .tlsSNI))
-        #expect(Array(req[0..<10]).withUnsafeBytes { FirstFlightHost.find(in: $0) } == (.needMoreData, .httpHost))
-        #expect([UInt8]().withUnsafeBytes { FirstFlightHost.find(in: $0) } == (.needMoreData, .tlsSNI))
+        #expect(find([22, 3, 3, 0, 4, 2, 0, 0, 0]).1 == nil)
+        #expect(find(Array("SSH-2.0-x\r\n".utf8)).0 == .notPresent && find(Array("SSH-2.0-x\r\n".utf8)).1 == nil)
+        #expect(find(Array(hello[0..<40])).0 == .needMoreData && find(Array(hello[0..<40])).1 == .tlsSNI)
+        #expect(find(Array(req[0..<10])).0 == .needMoreData && find(Array(req[0..<10])).1 == .httpHost)
+        #expect(find([]).0 == .needMoreData)
+    }
+
+    /// A ClientHello fragmented over TLS records (as SNI-hiding tools send it) is read anyway,
+    /// at every record size and every prefix.
+    @Test func clientHelloOverSeveralRecords() {
+        let hello = greasedHello(name: "hidden.example.net", keyShare: 64)
+        for size in [1, 2, 3, 7, 40, 100, 150, 200] {
+            let records = fragmentRecords(hello, size: size)
+            #expect(find(records).2 == "hidden.example.net", "records of \(size)")
+            // Every prefix: more data needed until the name has arrived, never a wrong answer.
+            for n in 0..<records.count {
+                let (r, _, name) = find(Array(records[0..<n]))
+                #expect(r == .needMoreData || name == "hidden.example.net", "records of \(size), prefix \(n)")
+            }
+            // Followed by another record type: still read.
+            #expect(find(records + [20, 3, 3, 0, 1, 1]).2 == "hidden.example.net")
+        }
+        // Direct: the joined view is the handshake message.
+        let records = fragmentRecords(hello, size: 50)
+        let (r, joined) = records.withUnsafeBytes { TLSClientHello.serverName(acrossRecords: $0, scratch: scratch) }
+        #expect(Array(joined) == Array(hello[5...]))
+        #expect(r.lowercasedHost(in: joined) == "hidden.example.net")
+        #expect([UInt8]([23, 3, 3, 0, 1, 0]).withUnsafeBytes { TLSClientHello.serverName(acrossRecords: $0, scratch: scratch) }.0 == .notPresent)
+        #expect([UInt8]([22, 3]).withUnsafeBytes { TLSClientHello.serverName(acrossRecords: $0, scratch: scratch) }.0 == .needMoreData)
     }
 }

@@ -13,6 +13,7 @@ nonisolated(unsafe) let flight = FirstFlightBuffer(capacity: 4096)
 nonisolated(unsafe) let quic = QUICInitialReader()
 nonisolated(unsafe) let crypto = FirstFlightBuffer()
 nonisolated(unsafe) var clock: Int64 = 0
+nonisolated(unsafe) let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 16)
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func hostsFuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
@@ -85,8 +86,14 @@ func fuzzReassembly(_ input: UnsafeRawBufferPointer, seed: UInt8) {
     for i in 0..<n { precondition(flight.contiguous[i] == whole[i]) }
     precondition(TLSClientHello.serverName(in: flight.contiguous) == TLSClientHello.serverName(in: whole))
     precondition(HTTPRequestHost.host(in: flight.contiguous) == HTTPRequestHost.host(in: whole))
-    let (either, source) = FirstFlightHost.find(in: whole)
-    if case .found(let r) = either { precondition(source != nil && HostExtraction.isValidHostName(UnsafeRawBufferPointer(rebasing: whole[r]))) }
+    let either = FirstFlightHost.find(in: whole, scratch: scratch)
+    if case .found(let r) = either.extraction {
+        precondition(either.source != nil && r.upperBound <= either.bytes.count)
+        precondition(HostExtraction.isValidHostName(UnsafeRawBufferPointer(rebasing: either.bytes[r])))
+    }
+    let (joined, view) = TLSClientHello.serverName(acrossRecords: whole, scratch: scratch)
+    precondition(view.count <= min(whole.count, scratch.count))
+    if case .found(let r) = joined { precondition(HostExtraction.isValidHostName(UnsafeRawBufferPointer(rebasing: view[r]))) }
     let handshake = TLSClientHello.serverName(inHandshake: whole)
     if case .found(let r) = handshake { precondition(HostExtraction.isValidHostName(UnsafeRawBufferPointer(rebasing: whole[r]))) }
 }

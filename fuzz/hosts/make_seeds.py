@@ -34,7 +34,9 @@ tls = b"\x16\x03\x01" + struct.pack("!H", len(hello)) + hello
 seeds = {
     "dns-cname": b"\x00" + dns, "dns-loop": b"\x00" + loop,
     "dns-tcp": b"\x01" + struct.pack("!H", len(dns)) + dns,
-    "tls": b"\x02" + tls, "http": b"\x08" + b"GET / HTTP/1.1\r\nHost: Ads.Example.com:8080\r\nAccept: */*\r\n\r\n",
+    "tls": b"\x02" + tls,
+    "tls-records": b"\x02" + b"".join(b"\x16\x03\x01" + struct.pack("!H", len(hello[i:i + 50])) + hello[i:i + 50]
+                                      for i in range(0, len(hello), 50)), "http": b"\x08" + b"GET / HTTP/1.1\r\nHost: Ads.Example.com:8080\r\nAccept: */*\r\n\r\n",
     "quic-v1": b"\x03" + vec("v1Packet"), "quic-v2": b"\x09" + vec("v2Packet"),
     "plain-v1": b"\x04" + frame + b"\x01" + bytes(20),
     "plain-v2": b"\x82" + b"\x06\x40\x64" + struct.pack("!H", 0x4000 | (len(hello) - 100)) + hello[100:]
