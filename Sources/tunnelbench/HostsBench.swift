@@ -227,6 +227,19 @@ enum HostsBench {
             if v.action == .block { blocked += 1 }
             return Int(v.ruleIndex)
         }
+        // A flow known by its DNS names (two per address), decided without making Strings.
+        let cache = AddressNameCache(capacity: 1024)
+        for a in 0..<64 {
+            for n in [probes[a], "n\(a * 2).com"] {
+                Array(n.utf8).withUnsafeBytes { cache.learn(peer: 1, address: IPAddress(v4: UInt32(a)), name: $0, ttl: 300, now: 0) }
+            }
+        }
+        q.host = nil
+        measure("evaluate by DNS names (2 per address, any matching counts)", count: 200_000) {
+            k = (k + 1) & 63
+            let v = policy.evaluate(q, anyOf: cache.names(peer: 1, address: IPAddress(v4: UInt32(k)), now: 1))
+            return Int(v.ruleIndex)
+        }
         withExtendedLifetime(set) {}
     }
 }

@@ -119,3 +119,62 @@ func lists(_ files: [String: String]) -> HostListReader {
         #expect(shadowWarnings.map(\.location.line) == [4], "\(set.warnings)")
     }
 }
+
+@Suite struct HostBytesEvaluationTests {
+    static let text = """
+        default allow
+        default in block
+        allow host ok.ads.example
+        block host *.ads.example name ads
+        reject proto tcp port 25
+        block host tracker.example, *.cdn.tracker.example name trackers
+        allow port 443 name web
+        block host late.example name late
+        """
+
+    /// `evaluate(_:host:)` with bytes equals `evaluate` with the name as a String, and
+    /// `evaluate(_:anyOf:)` is the earliest rule any one name reaches.
+    @Test func agreesWithStringEvaluation() {
+        let set = PolicyParser.parse(Self.text)
+        #expect(set.errors.isEmpty)
+        let policy = CompiledPolicy(set)
+        let names = ["ok.ads.example", "x.ads.example", "tracker.example", "a.cdn.tracker.example", "late.example", "LATE.example.",
+                     "other.example", "ads.example"]
+        let cache = AddressNameCache(capacity: 8, ttlFloor: 10)
+        var rng = SplitMixP(seed: 14)
+        for round in 0..<400 {
+            var q = PolicyQuery(proto: rng.next() % 3 == 0 ? .udp : .tcp, source: IPAddress("10.99.0.2")!, destination: IPAddress("192.0.2.9")!,
+                                sourcePort: 40000, destinationPort: [25, 443, 80][Int(rng.next() % 3)])
+            let pick = names.filter { _ in rng.next() % 3 == 0 }
+            for n in pick {
+                q.host = n
+                let viaString = policy.evaluate(q)
+                let viaBytes = Array(n.utf8).withUnsafeBytes { policy.evaluate(q, host: $0) }
+                #expect(viaString == viaBytes, "\(n)")
+            }
+            let address = IPAddress(v4: UInt32(round))
+            for n in pick { Array(n.lowercased().utf8).withUnsafeBytes { cache.learn(peer: 1, address: address, name: $0, ttl: 60, now: 0) } }
+            q.host = nil
+            let got = policy.evaluate(q, anyOf: cache.names(peer: 1, address: address, now: 0))
+            var want = policy.evaluate(q)
+            for n in pick {
+                q.host = n
+                let v = policy.evaluate(q)
+                if v.ruleIndex >= 0 && (want.ruleIndex < 0 || v.ruleIndex < want.ruleIndex) { want = v }
+            }
+            #expect(got == want, "names \(pick)")
+        }
+    }
+}
+
+struct SplitMixP {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
