@@ -49,21 +49,33 @@ let package = Package(
         .target(name: "LiveFeed", dependencies: ["Core", "Runtime", "CShims"], swiftSettings: strict),
         .target(name: "Capture", dependencies: ["Core", "Runtime", "CPcap", "Packet"], swiftSettings: strict),
         .target(name: "Control", dependencies: ["Core", "Runtime", "Packet"], swiftSettings: strict),
+        // The Linux I/O the gateway runs on: TUN (offloads, readv/writev batches), UDP sockets
+        // (recvmmsg/sendmmsg, GSO), netlink (addresses, routes), signals, clock-change watching.
+        // Knows nothing of the engine or the daemon.
+        .target(name: "SystemIO", dependencies: ["Core", "Runtime", "Packet", "CShims", "CMNL"], swiftSettings: strict),
+        // The data path: the engine, its device protocols (Devices/), the ports it calls out
+        // through (GatewayEvents, PacketObserving, HandshakeAdmission, declared beside it) and the one
+        // peer registry. Imports nothing the daemon builds on it.
         .target(
-            name: "Gateway",
-            dependencies: ["Core", "Runtime", "Sessions", "Packet", "Policy", "WireGuard", "Store", "LiveFeed", "Capture", "Control", "CShims", "CMNL"],
+            name: "Engine", dependencies: ["Core", "Runtime", "Packet", "Policy", "WireGuard", "SystemIO"],
             swiftSettings: strict),
-        .target(name: "TestSupport", dependencies: ["Core", "Runtime", "Gateway", "Packet"], swiftSettings: strict),
+        // The daemon: program wiring (Program/), control and UAPI servers (Servers/), the
+        // watchdog service, history, markers and prune schedule, live observation.
+        .target(
+            name: "Daemon",
+            dependencies: ["Core", "Runtime", "Sessions", "Packet", "Policy", "WireGuard", "SystemIO", "Engine", "Store", "LiveFeed", "Capture", "Control", "CShims"],
+            swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["Core", "Runtime", "Engine", "SystemIO", "Packet", "WireGuard"], swiftSettings: strict),
 
         // Executables.
-        .executableTarget(name: "tunneld", dependencies: ["Gateway"], swiftSettings: strict),
+        .executableTarget(name: "tunneld", dependencies: ["Daemon", "Runtime", "Core"], swiftSettings: strict),
         .executableTarget(
             name: "tunnelctl",
             dependencies: ["Core", "Runtime", "Sessions", "Packet", "Policy", "Store", "LiveFeed", "Capture", "Control"],
             swiftSettings: strict),
         .executableTarget(
             name: "tunnelbench",
-            dependencies: ["Core", "Runtime", "Packet", "Policy", "WireGuard", "Store", "LiveFeed", "Capture", "Gateway", "CSodium", "CAllocCounter"],
+            dependencies: ["Core", "Runtime", "Packet", "Policy", "WireGuard", "Store", "LiveFeed", "Capture", "SystemIO", "Engine", "Daemon", "CSodium", "CAllocCounter"],
             swiftSettings: strict),
 
         // Tests: one target per module.
@@ -79,8 +91,13 @@ let package = Package(
         .testTarget(name: "LiveFeedTests", dependencies: ["Core", "Runtime", "LiveFeed", "CShims"], swiftSettings: strict),
         .testTarget(name: "CaptureTests", dependencies: ["Core", "Runtime", "Capture", "CPcap", "Packet"], swiftSettings: strict),
         .testTarget(name: "ControlTests", dependencies: ["Core", "Runtime", "Control", "Packet"], swiftSettings: strict),
+        .testTarget(name: "SystemIOTests", dependencies: ["Core", "Runtime", "Packet", "SystemIO", "CMNL", "CShims"], swiftSettings: strict),
         .testTarget(
-            name: "GatewayTests", dependencies: ["Core", "Runtime", "Sessions", "Gateway", "TestSupport", "CMNL", "Control", "Packet", "Policy", "WireGuard", "LiveFeed", "Capture"],
+            name: "EngineTests", dependencies: ["Core", "Runtime", "Packet", "Policy", "WireGuard", "SystemIO", "Engine", "TestSupport", "CSodium", "CBlake2"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "DaemonTests",
+            dependencies: ["Core", "Runtime", "Sessions", "Packet", "Policy", "WireGuard", "SystemIO", "Engine", "Daemon", "TestSupport", "Store", "LiveFeed", "Capture", "Control", "CSodium", "CBlake2", "CShims"],
             swiftSettings: strict),
         .testTarget(
             name: "TunnelctlTests", dependencies: ["Core", "Runtime", "Sessions", "tunnelctl", "Packet", "Policy", "Store", "LiveFeed", "Capture", "Control"],

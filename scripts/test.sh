@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test: installs missing Debian packages, builds, runs `swift test`, then the
+# Runs every test: installs missing Debian packages, builds, runs `swift test`, the checks of
+# scripts/tests/ (man pages, completion, install.sh), the fuzz smoke run (fuzz/smoke.sh), then the
 # end-to-end scripts in scripts/e2e/ (root only: they create their own network namespaces).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,6 +9,13 @@ scripts/deps.sh
 bash scripts/check-layering.sh   # no module import cycle, no folder-level type-reference cycle
 swift build --build-tests
 swift test --skip-build 2>&1 | tee /tmp/tunnelvision-swift-test.log | grep -vE '^(◇|↳)' || { tail -50 /tmp/tunnelvision-swift-test.log; exit 1; }
+# Man pages, completion scripts, install.sh (no root needed; they use the debug build).
+for t in scripts/tests/test_*.sh; do
+  echo "=== $t"
+  bash "$t" .build/debug | grep -v '^ok ' || { echo "FAILED: $t"; exit 1; }
+done
+# Every libFuzzer harness under fuzz/*/ for ~20 s from its corpus (FUZZ_SMOKE_SECONDS): fails on any crash.
+bash fuzz/smoke.sh "${FUZZ_SMOKE_SECONDS:-20}"
 if [ "$(id -u)" -eq 0 ] && [ -d scripts/e2e ]; then
   swift build -c release
   pass=0; fail=0

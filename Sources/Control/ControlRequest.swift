@@ -21,6 +21,9 @@ public enum ControlRequest: Hashable, Sendable {
     /// Apply capture settings now (`tunnelctl capture on|off`, after it wrote the settings row)
     /// → `ControlResponse.capture` once they are in force. `detail` is `metadata` or `full`.
     case capture(enabled: Bool, detail: String)
+    /// Change a peer's tier in force (`tunnelctl peer tier`): the daemon applies it and writes
+    /// the store in one step → `ControlResponse.peerTier`.
+    case peerTier(peer: String, tier: PeerTier)
     /// A request type this build does not know (only produced by decoding).
     case unknown(type: String)
 
@@ -34,6 +37,7 @@ public enum ControlRequest: Hashable, Sendable {
         case .kick: return "kick"
         case .liveFlows: return "liveFlows"
         case .capture: return "capture"
+        case .peerTier: return "peerTier"
         case .unknown(let t): return t
         }
     }
@@ -41,7 +45,7 @@ public enum ControlRequest: Hashable, Sendable {
 
 extension ControlRequest: Codable {
     enum CodingKeys: String, CodingKey {
-        case version, type, peer, enabled, detail
+        case version, type, peer, enabled, detail, tier
     }
 
     public init(from decoder: any Decoder) throws {
@@ -56,6 +60,8 @@ extension ControlRequest: Codable {
         case "liveFlows": self = .liveFlows(peer: try c.decodeIfPresent(String.self, forKey: .peer))
         case "capture":
             self = .capture(enabled: try c.decode(Bool.self, forKey: .enabled), detail: try c.decode(String.self, forKey: .detail))
+        case "peerTier":
+            self = .peerTier(peer: try c.decode(String.self, forKey: .peer), tier: try c.decode(PeerTier.self, forKey: .tier))
         default: self = .unknown(type: type)
         }
     }
@@ -65,6 +71,10 @@ extension ControlRequest: Codable {
         try c.encode(ControlWire.version, forKey: .version)
         try c.encode(type, forKey: .type)
         if case .kick(let peer) = self { try c.encode(peer, forKey: .peer) }
+        if case .peerTier(let peer, let tier) = self {
+            try c.encode(peer, forKey: .peer)
+            try c.encode(tier, forKey: .tier)
+        }
         if case .liveFlows(let peer?) = self { try c.encode(peer, forKey: .peer) }
         if case .capture(let enabled, let detail) = self {
             try c.encode(enabled, forKey: .enabled)

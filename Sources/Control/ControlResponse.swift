@@ -19,6 +19,8 @@ public enum ControlResponse: Hashable, Sendable {
     /// Reply to `.capture`.
     case capture(CaptureReply)
     /// The request failed.
+    /// Reply to `peerTier`.
+    case peerTier(PeerTierReply)
     case error(ControlErrorReply)
     /// A reply type this build does not know (only produced by decoding).
     case unknown(type: String)
@@ -33,6 +35,7 @@ public enum ControlResponse: Hashable, Sendable {
         case .kick: return "kick"
         case .liveFlows: return "liveFlows"
         case .capture: return "capture"
+        case .peerTier: return "peerTier"
         case .error: return "error"
         case .unknown(let t): return t
         }
@@ -46,7 +49,7 @@ public enum ControlResponse: Hashable, Sendable {
 
 extension ControlResponse: Codable {
     enum CodingKeys: String, CodingKey {
-        case version, type, status, peers, policyReload, policyShow, kick, liveFlows, capture, error
+        case version, type, status, peers, policyReload, policyShow, kick, liveFlows, capture, peerTier, error
     }
 
     public init(from decoder: any Decoder) throws {
@@ -60,6 +63,7 @@ extension ControlResponse: Codable {
         case "kick": self = .kick(try c.decode(KickReply.self, forKey: .kick))
         case "liveFlows": self = .liveFlows(try c.decode([LiveFlow].self, forKey: .liveFlows))
         case "capture": self = .capture(try c.decode(CaptureReply.self, forKey: .capture))
+        case "peerTier": self = .peerTier(try c.decode(PeerTierReply.self, forKey: .peerTier))
         case "error": self = .error(try c.decode(ControlErrorReply.self, forKey: .error))
         default: self = .unknown(type: type)
         }
@@ -77,6 +81,7 @@ extension ControlResponse: Codable {
         case .kick(let r): try c.encode(r, forKey: .kick)
         case .liveFlows(let r): try c.encode(r, forKey: .liveFlows)
         case .capture(let r): try c.encode(r, forKey: .capture)
+        case .peerTier(let r): try c.encode(r, forKey: .peerTier)
         case .error(let r): try c.encode(r, forKey: .error)
         case .unknown: break
         }

@@ -16,6 +16,22 @@ extension Sys {
         try call("read(\(what()))") { Glibc.read(fd, buffer.baseAddress, buffer.count) }
     }
 
+    /// The whole content of the file at `path` (read to end of file, so also `/proc` files whose
+    /// size says 0), at most `limit` bytes.
+    public static func readFile(_ path: String, limit: Int = 1 << 20) throws(SystemError) -> [UInt8] {
+        let fd = try open(path, O_RDONLY | O_CLOEXEC)
+        defer { close(fd) }
+        var out: [UInt8] = []
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
+        defer { chunk.deallocate() }
+        while out.count < limit {
+            let n = try read(fd, chunk, path)
+            if n == 0 { break }
+            out += UnsafeRawBufferPointer(rebasing: chunk[0..<min(n, limit - out.count)])
+        }
+        return out
+    }
+
     /// `write(2)` of all of `buffer` (blocking descriptor), looping over short writes.
     public static func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, _ what: @autoclosure () -> String)
         throws(SystemError)

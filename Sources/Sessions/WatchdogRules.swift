@@ -1,7 +1,5 @@
 import Core
 
-
-
 /// The free-session rules of DESIGN.md §6 as pure functions of the wall-clock time `now` (Unix
 /// epoch ms), the peer's tier, the configuration and its stored dates. No I/O, no clock reads:
 /// `Watchdog` feeds them and applies the answers.
@@ -9,12 +7,10 @@ import Core
 /// Boundaries: the window is `[start, allowedUntil)`, the pause `[allowedUntil, reconnectAt)`;
 /// at exactly `allowedUntil` the peer is paused, at exactly `reconnectAt` it may open a new window.
 ///
-/// Clock steps: the stored dates are absolute wall-clock times and are never moved. A forward
-/// step past `allowedUntil` ends the window at the next tick (as suspend does: §6.4 counts wall
-/// time). A backward step never extends a window beyond its stored `allowedUntil` and never opens
-/// a new one: the peer stays in its window (or pause) until the wall clock reaches the stored end
-/// again, so in elapsed time it can get up to the size of the step extra, but never a later end
-/// date and never a fresh window.
+/// Clock steps: `now` is the watchdog's time (`WatchdogClock`), which never steps; when the wall
+/// clock steps, the watchdog moves every stored date by the step (`WindowDates.shifted(by:)`), so
+/// the remaining real time of a window or pause never changes. At a start, `StartClock` says how
+/// the stored dates meet the wall clock. The cases are the table in docs/session.md.
 public enum WatchdogRules {
     /// The peer's phase at `now`.
     public static func phase(now: Int64, tier: PeerTier, window: WindowDates?) -> WatchdogPhase {

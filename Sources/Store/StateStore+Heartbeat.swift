@@ -26,6 +26,14 @@ extension StateStore {
         try s.run()
     }
 
+    /// Sets the heartbeat to `at`, also backwards: after the wall clock stepped back, so a restart
+    /// compares the clock with a heartbeat on the same clock (docs/session.md, "Across a restart").
+    public func moveHeartbeat(to at: Int64) throws {
+        let s = try connection.prepared("UPDATE daemon_state SET heartbeat_at = ?1 WHERE id = 1")
+        s.bind(1, at)
+        try s.run()
+    }
+
     /// The heartbeat row, or nil before the first daemon start.
     public func daemonState() throws -> DaemonState? {
         let s = try connection.prepared("SELECT pid, started_at, heartbeat_at, dropped_records FROM daemon_state WHERE id = 1")

@@ -21,20 +21,18 @@ extension StateStore {
         return out
     }
 
-    /// Sets `peer`'s tier. Moving to premium also deletes the peer's window (§6.5), in the
-    /// same transaction.
+    /// Sets `peer`'s tier. The peer's window is kept whatever the tier (docs/session.md, "Tier
+    /// changes"): premium ignores it, and a move back to free finds the pause it was in, so a
+    /// quick premium-and-back never hands out a fresh window.
     public func setTier(peer: String, tier: PeerTier, at: Int64) throws {
-        try connection.transaction {
-            let s = try connection.prepared("""
-                INSERT INTO peer_tiers (peer, tier, changed_at) VALUES (?, ?, ?)
-                ON CONFLICT (peer) DO UPDATE SET tier = excluded.tier, changed_at = excluded.changed_at
-                """)
-            s.bind(1, peer)
-            s.bind(2, tier.rawValue)
-            s.bind(3, at)
-            try s.run()
-            if tier == .premium { try deleteWindow(peer: peer) }
-        }
+        let s = try connection.prepared("""
+            INSERT INTO peer_tiers (peer, tier, changed_at) VALUES (?, ?, ?)
+            ON CONFLICT (peer) DO UPDATE SET tier = excluded.tier, changed_at = excluded.changed_at
+            """)
+        s.bind(1, peer)
+        s.bind(2, tier.rawValue)
+        s.bind(3, at)
+        try s.run()
     }
 
     /// Removes `peer`'s override (the config file's tier applies again).

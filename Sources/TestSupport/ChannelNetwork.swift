@@ -1,5 +1,6 @@
 import Core
-import Gateway
+import Engine
+import SystemIO
 import Packet
 import Synchronization
 

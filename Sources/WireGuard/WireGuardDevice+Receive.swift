@@ -16,8 +16,15 @@ extension WireGuardDevice {
     /// - `output`: caller-owned, ≥ 92 bytes; handshake responses and cookie replies are written here.
     /// - `now`: monotonic nanoseconds. `underLoad`: the caller's judgement that handshake processing
     ///   is saturated (wireguard-go: handshake queue more than 1/8 full); enables cookies and rate limit.
+    /// - `admit`: asked once an initiation is authenticated (mac1, a known peer's static key, a fresh
+    ///   timestamp, not a flood) and before any response, keypair or state change is made. False
+    ///   refuses it: `.refused(peer:)`, nothing written to `output`, no state changed (the peer may
+    ///   retry). `refused` says whether the peer is refused (`setRefused`); the default admits
+    ///   exactly the peers that are not. The caller's policy may decide otherwise at arrival, e.g. a
+    ///   free peer whose pause ended since the watchdog last looked (it then un-refuses the peer).
     public func receive(_ buffer: UnsafeMutableRawBufferPointer, length: Int, from source: Endpoint, now: UInt64,
-                        underLoad: Bool, output: UnsafeMutableRawBufferPointer) -> ReceiveResult
+                        underLoad: Bool, output: UnsafeMutableRawBufferPointer,
+                        admit: (_ peer: PeerHandle, _ refused: Bool) -> Bool = { _, refused in !refused }) -> ReceiveResult
     {
         guard length >= 4, length <= buffer.count, let base = buffer.baseAddress else { return count(.badLength) }
         switch MessageLayout.readLE32(base, 0) {
@@ -27,7 +34,7 @@ extension WireGuardDevice {
             guard length == MessageLayout.Initiation.size else { return count(.badLength) }
             guard output.count >= MessageLayout.Response.size else { return count(.outputTooSmall) }
             let msg = Array(UnsafeRawBufferPointer(rebasing: buffer[0..<length]))
-            return receiveInitiation(msg, source: source, now: now, underLoad: underLoad, output: output)
+            return receiveInitiation(msg, source: source, now: now, underLoad: underLoad, output: output, admit: admit)
         case MessageType.response.rawValue:
             guard length == MessageLayout.Response.size else { return count(.badLength) }
             guard output.count >= MessageLayout.CookieReply.size else { return count(.outputTooSmall) }
@@ -67,7 +74,7 @@ extension WireGuardDevice {
     }
 
     private func receiveInitiation(_ msg: [UInt8], source: Endpoint, now: UInt64, underLoad: Bool,
-                                   output: UnsafeMutableRawBufferPointer) -> ReceiveResult
+                                   output: UnsafeMutableRawBufferPointer, admit: (PeerHandle, Bool) -> Bool) -> ReceiveResult
     {
         if let early = admitHandshake(msg, source: source, now: now, underLoad: underLoad, output: output) {
             return early
@@ -85,14 +92,15 @@ extension WireGuardDevice {
             return count(.unknownPeer)
         }
         defer { c.state.wipe() }
+        var refused = false
         let check = peer.state.withLock { st -> InitiationCheck in
-            if st.refused { return .refused }
             if !(c.timestamp > st.handshake.lastTimestamp) { return .replay }
             if let last = st.handshake.lastInitiationConsumption,
                 now &- last <= WireGuardProtocol.handshakeInitiationRate
             {
                 return .flood
             }
+            refused = st.refused
             return .ok(psk: st.presharedKey.read(0, 32))
         }
         guard case .ok(var psk) = check else {
@@ -101,6 +109,12 @@ extension WireGuardDevice {
             case .replay: return count(.replayedTimestamp)
             default: return count(.initiationFlood)
             }
+        }
+        // The caller's admission, outside every lock (it may call back into the device, e.g.
+        // setRefused or dropKeys). Refused: no response, no keypair, no timestamp consumed.
+        guard admit(peer.handle, refused) else {
+            Sodium.zero(&psk)
+            return .refused(peer: peer.handle)
         }
         // Build the response and the session outside the peer's lock (three X25519 operations).
         var ephemeral = X25519.generatePrivateKey(random)

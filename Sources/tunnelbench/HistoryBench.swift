@@ -1,6 +1,7 @@
 import Core
 import Foundation
-import Gateway
+import Daemon
+import Engine
 import Packet
 import Policy
 import Runtime
@@ -20,8 +21,9 @@ enum HistoryBench {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let writer = try StoreWriter(path: dir + "/state.db", options: .init(capacity: 1 << 20))
         let clock = SystemClock()
-        let h = History(writer: writer, clock: clock, idBase: 0, flowUpdateIntervalMs: 1)
-        h.setPeerNames([1: "alice"])
+        let peers = PeerRegistry([GatewayPeer(
+            handle: PeerHandle(rawValue: 1), name: "alice", publicKey: PublicKey([UInt8](repeating: 9, count: 32))!, tier: .free)])
+        let h = History(writer: writer, clock: clock, idBase: 0, peers: peers, flowUpdateIntervalMs: 1)
         let set = PolicyParser.parse([PolicySource(name: "b.rules", text: "default allow\nblock proto tcp port 22\n")])
         let policy = ActivePolicy.standalone(set, peers: [(handle: 1, name: "alice", tier: .free)])
         let verdict = PolicyVerdict(action: .allow, ruleIndex: -1, direction: .out)

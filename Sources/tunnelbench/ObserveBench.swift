@@ -5,7 +5,8 @@
 import Core
 import Capture
 import Foundation
-import Gateway
+import Daemon
+import Engine
 import LiveFeed
 import Packet
 import Policy
@@ -30,7 +31,7 @@ enum ObserveBench {
         for mode in ["none", "idle", "watching", "capture-full", "watching+capture"] {
             let ring = mode == "none" ? nil : try RingProducer(directory: dir, slotCount: 65_536)
             let capture = mode.contains("capture") ? try CaptureSpooler(directory: dir + "/capture", detail: .full) : nil
-            let observer = mode == "none" ? nil : PacketObserver(ring: ring, capture: capture, flowCapacity: 4096)
+            let observer = mode == "none" ? nil : PacketObserver(ring: ring, capture: capture, flowCapacity: 4096, peers: PeerRegistry())
             var consumer: RingConsumer? = nil
             let stop = StopSignal()
             var drainer: WorkerThread? = nil

@@ -7,7 +7,7 @@
 //    how fast the receiver empties it — the cost of the receive path alone.
 import Core
 import Foundation
-import Gateway
+import SystemIO
 import Packet
 import Runtime
 import Synchronization

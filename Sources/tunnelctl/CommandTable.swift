@@ -25,7 +25,8 @@ extension Tunnelctl {
             run: runStatus),
         Command(
             "peers", summary: "peers: tier, endpoint, last handshake, rx/tx, session state",
-            options: [.json("docs/control.md"), .config],
+            options: [OptionSpec("--names", help: "only the configured peer names, one per line (reads only the configuration; for scripts and shell completion)"),
+                      .json("docs/control.md"), .config],
             help: """
                 Every configured peer with its tier, endpoint, last handshake, bytes received and sent, and \
                 session state (connected, disconnected, paused).
@@ -33,20 +34,25 @@ extension Tunnelctl {
                 When tunneld is not running, the configuration and the store answer instead (tiers with their \
                 overrides, windows, the last session) and a note on stderr says so; there are then no live \
                 handshakes or counters. A store that cannot be read is an error (exit 1).
+
+                --names prints the names of the configuration's [Peer] sections and nothing else, from the \
+                configuration alone (no daemon, no store); with --json, as a JSON array of strings.
                 """,
             run: runPeers),
         Command(
             "peer", summary: "change a peer's tier at runtime",
-            help: "Changes a peer's tier without a restart, through the store.",
+            help: "Changes a peer's tier without a restart: through tunneld when it runs, else in the store.",
             subcommands: [
                 Command(
                     "tier", "NAME free|premium", summary: "set a peer's tier (free or premium) at runtime",
                     arguments: [ArgumentSpec("NAME", "a peer of the configuration"), ArgumentSpec("free|premium", "the new tier")],
                     options: [.json("docs/session.md"), .config],
                     help: """
-                        Writes a tier override for NAME into the store (created if missing); tunneld applies it on \
-                        its next watchdog tick (WatchdogInterval), no restart needed. Moving a peer to premium \
-                        removes its window in the same transaction, so a paused peer gets in at once.
+                        With tunneld running, asks it to change NAME's tier: it applies the tier at once and writes \
+                        the override to the store in the same step. With tunneld not running, writes the override \
+                        to the store (created if missing), and tunneld applies it when it starts. The peer's window \
+                        is kept: premium ignores it (a paused peer gets in at once), and a move back to free finds \
+                        the pause it was in.
                         """),
             ],
             run: runPeer),
@@ -300,11 +306,36 @@ extension Tunnelctl {
             ],
             run: runCapture),
         Command(
+            "completion", summary: "shell completion scripts for bash and zsh",
+            help: """
+                Prints a completion script generated from this command table: commands, subcommands, options, \
+                fixed values (tiers, capture detail, retention keys) and, read at completion time with \
+                'tunnelctl peers --names', the configured peer names. scripts/install.sh installs both.
+                """,
+            subcommands: [
+                Command(
+                    "bash", summary: "the bash completion script",
+                    help: """
+                        Prints the bash completion script. Install it as \
+                        /usr/share/bash-completion/completions/tunnelctl, or load it now:
+                          source <(tunnelctl completion bash)
+                        """),
+                Command(
+                    "zsh", summary: "the zsh completion script",
+                    help: """
+                        Prints the zsh completion script. Install it as _tunnelctl in a directory of $fpath \
+                        (/usr/share/zsh/vendor-completions), or load it now (after compinit):
+                          source <(tunnelctl completion zsh)
+                        """),
+            ],
+            run: runCompletion),
+        Command(
             "version", summary: "print the version",
             help: "Prints 'tunnelctl VERSION' (also: tunnelctl --version). Reads no configuration, store or daemon."),
         Command(
             "help", "[COMMAND [SUBCOMMAND]]", summary: "this list, or one command's arguments and options",
             arguments: [ArgumentSpec("COMMAND", "a command of this list"), ArgumentSpec("SUBCOMMAND", "one of its subcommands")],
+            options: [OptionSpec("--man", help: "print the tunnelctl(8) manual page (roff) generated from the same table")],
             help: """
                 Prints the usage of tunnelctl, or of one command (same as 'tunnelctl COMMAND --help'). Reads no \
                 configuration, store or daemon.

@@ -116,12 +116,19 @@ extension Tunnelctl {
     /// Fixed "now" (Unix epoch ms) for golden tests; nil = the system clock.
     static let clockOverride = Mutex<Int64?>(nil)
 
-    /// Now, Unix epoch milliseconds: the test override, else `TUNNELCTL_NOW` (epoch ms, as
-    /// docs/session.md documents), else the system clock.
+    /// Now, Unix epoch milliseconds: the test override, else `TUNNELCTL_NOW` (an ISO 8601 time
+    /// with a zone, or epoch ms; docs/session.md — `run` refuses any other value before a command
+    /// runs), else the system clock.
     static func cliNow() -> Int64 {
         if let t = clockOverride.withLock({ $0 }) { return t }
-        if let text = ProcessInfo.processInfo.environment["TUNNELCTL_NOW"], let t = Int64(text) { return t }
+        if let text = ProcessInfo.processInfo.environment["TUNNELCTL_NOW"], let t = nowOverride(text) { return t }
         return Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
+    }
+
+    /// `TUNNELCTL_NOW`'s value as epoch ms: ISO 8601 with a zone, or an integer of milliseconds.
+    static func nowOverride(_ text: String) -> Int64? {
+        let t = text.trimmedSpaces()
+        return Int64(t) ?? TimeText.parseISO(t)
     }
 
     /// Opens the store named by `--config`. Writing commands create the state directory and

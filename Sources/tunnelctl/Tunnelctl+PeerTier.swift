@@ -3,9 +3,11 @@ import Control
 import Foundation
 import Store
 
-/// `tunnelctl peer tier NAME free|premium` (DESIGN.md §6.5): writes the override to the store;
-/// the daemon picks it up on its next watchdog tick (no restart). Moving to premium deletes the
-/// window in the same transaction, so a paused peer gets in at once.
+/// `tunnelctl peer tier NAME free|premium` (DESIGN.md §6.5, docs/session.md "Tier changes"): one
+/// owner for the change. With tunneld running, it is asked (control request `peerTier`) and applies
+/// the tier and writes the store in one step; only when tunneld is not running does tunnelctl write
+/// the store itself, and tunneld applies it at its next start. The window is never touched: premium
+/// ignores it, and a move back to free finds the pause it was in.
 extension Tunnelctl {
     static let runPeer: Command.Body = { args, console in
         let usage = usageText(["peer", "tier"])
@@ -19,22 +21,60 @@ extension Tunnelctl {
             throw CLIError.usage("tier '\(tierText)' is neither free nor premium\n\(usage)")
         }
         let peer = try configuredPeer(name, config)
-        let store: StateStore
-        do {
-            store = try StateStore(path: config.interface.storePath)
-        } catch let e as StoreError {
-            throw CLIError.failure(e.description)
+        let before: PeerTier
+        let applied: String
+        switch askDaemonForTier(config, name, tier) {
+        case .error(let e):
+            throw e
+        case .applied(let r):
+            before = r.previous
+            applied = r.stored ? "now" : "now; not yet in the store (tunneld retries)"
+        case .notRunning:
+            let store: StateStore
+            do {
+                store = try StateStore(path: config.interface.storePath)
+            } catch let e as StoreError {
+                throw CLIError.failure(e.description)
+            }
+            before = try Tunnelctl.tier(of: peer, store)
+            try store.setTier(peer: name, tier: tier, at: cliNow())
+            applied = "at tunneld's next start"
         }
-        let before = try Tunnelctl.tier(of: peer, store)
-        let hadWindow = try store.window(peer: name) != nil
-        try store.setTier(peer: name, tier: tier, at: cliNow())
         if json {
-            console.print(try encodeJSON(PeerTierJSON(peer: name, tier: tier, previous: before, windowRemoved: tier == .premium && hadWindow)))
+            console.print(try encodeJSON(PeerTierJSON(peer: name, tier: tier, previous: before,
+                                                      inForce: applied.hasPrefix("now"))))
             return .ok
         }
-        var line = "\(name): tier \(tier.rawValue)" + (before.rawValue == tier.rawValue ? " (unchanged)" : " (was \(before.rawValue))")
-        if tier == .premium && hadWindow { line += "; its window is removed" }
-        console.print(line + "; tunneld applies it within WatchdogInterval (\(remainingText(Int64(config.interface.watchdogInterval.components.seconds))))")
+        console.print("\(name): tier \(tier.rawValue)" + (before.rawValue == tier.rawValue ? " (unchanged)" : " (was \(before.rawValue))")
+            + "; in force \(applied)")
         return .ok
+    }
+
+    enum TierAnswerResult {
+        case applied(PeerTierReply)
+        case notRunning
+        case error(CLIError)
+    }
+
+    /// Asks a running tunneld to change the tier. Not running (no socket, nobody listening) is an
+    /// answer; any other failure (permission, timeout, an older tunneld) is an error: tunnelctl
+    /// must not write the store behind a running daemon's back.
+    static func askDaemonForTier(_ config: TunnelConfig, _ name: String, _ tier: PeerTier) -> TierAnswerResult {
+        let client = ControlClient(socketPath: config.interface.controlSocketPath)
+        let reply: ControlResponse
+        do {
+            reply = try client.send(.peerTier(peer: name, tier: tier))
+        } catch {
+            if case .daemonNotRunning = error { return .notRunning }
+            return .error(CLIError.failure("cannot ask tunneld to change the tier: \(error); nothing changed"))
+        }
+        switch reply {
+        case .peerTier(let r): return .applied(r)
+        case .error(let e) where e.code == .unknownRequest:
+            return .error(CLIError.failure("tunneld is older than this tunnelctl and cannot change tiers at runtime; "
+                + "restart it with the new version, or stop it and run this again"))
+        case .error(let e): return .error(CLIError.failure(e.message))
+        default: return .error(unexpected(reply))
+        }
     }
 }

@@ -1,5 +1,6 @@
 import Core
 import Foundation
+import Runtime
 
 /// `tunnelctl`: the admin CLI. The command table (`CommandTable.swift`) declares every command
 /// and subcommand — usage, arguments, options, help — and names its body (`runStatus`, …), which
@@ -11,7 +12,7 @@ import Foundation
 enum Tunnelctl {
     static func main() {
         let console = Console.standard()
-        let code = run(Array(CommandLine.arguments.dropFirst()), console: console)
+        let code = run(Array(ProcessArguments.current.dropFirst()), console: console)
         console.flush()
         exit(code.rawValue)
     }
@@ -42,7 +43,13 @@ enum Tunnelctl {
         rest.remove(at: found.index)
         // `help` and `version` answer from the table alone, whatever options come with them
         // (an alias `tunnelctl --config X` must not break them).
-        if name == "help" { return help(positionals(rest, valueOptions: valueWords), console) }
+        if name == "help" {
+            if rest.contains("--man") {
+                console.print(ManPage.tunnelctl, terminator: "")
+                return .ok
+            }
+            return help(positionals(rest, valueOptions: valueWords), console)
+        }
         if name == "version" {
             console.print(asksForHelp(rest) ? helpText([name]) : "tunnelctl \(version)")
             return .ok
@@ -54,7 +61,9 @@ enum Tunnelctl {
         do {
             var path = [name]
             var spec = command
-            let sub = firstPositional(rest, valueOptions: command.valueOptionWords)
+            // Value options of any command are skipped, as for the command word (`--config PATH` comes
+            // with every invocation, also of a group whose subcommands do not read it).
+            let sub = firstPositional(rest, valueOptions: valueWords)
             if !command.subcommands.isEmpty {
                 if let sub, sub.word == "help" {
                     return help([name] + positionals(Array(rest[(sub.index + 1)...]), valueOptions: valueWords), console)
@@ -76,6 +85,10 @@ enum Tunnelctl {
             if asksForHelp(rest) {
                 console.print(helpText(path))
                 return .ok
+            }
+            if let text = ProcessInfo.processInfo.environment["TUNNELCTL_NOW"], nowOverride(text) == nil {
+                throw CLIError.usage("TUNNELCTL_NOW='\(text)' is neither an ISO 8601 time with a zone "
+                    + "(2026-12-02T10:00:00Z) nor Unix epoch milliseconds; fix it or unset it")
             }
             let checked = try checkOptions(rest, spec, path: path, siblings: command.subcommands.filter { $0.name != spec.name })
             var args = Arguments(optionsLast(checked, valueOptions: spec.valueOptionWords), readable: command.readableOptions)
@@ -180,8 +193,8 @@ final class Console: @unchecked Sendable {
     }
     static func standard() -> Console { Console(capturing: false, isTerminal: isatty(1) == 1) }
 
-    func print(_ s: String) {
-        if capturing { out += s + "\n" } else { FileHandle.standardOutput.write(Data((s + "\n").utf8)) }
+    func print(_ s: String, terminator: String = "\n") {
+        if capturing { out += s + terminator } else { FileHandle.standardOutput.write(Data((s + terminator).utf8)) }
     }
     func error(_ s: String) {
         if capturing { err += s + "\n" } else { FileHandle.standardError.write(Data((s + "\n").utf8)) }

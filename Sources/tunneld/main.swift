@@ -1,11 +1,12 @@
-// tunneld: the gateway daemon. Everything lives in the Gateway module (Tunneld.swift).
+// tunneld: the gateway daemon. Everything lives in the Daemon module (Program/Tunneld.swift).
 import Core
-import Gateway
+import Daemon
 import Glibc
+import Runtime
 
-let arguments = Array(CommandLine.arguments.dropFirst())
+let arguments = Array(ProcessArguments.current.dropFirst())
 if arguments.first == "--selftest-bringup" {
-    // Hidden diagnostic mode for scripts/e2e/netlink.sh (see Gateway/BringUpSelfTest.swift).
+    // Hidden diagnostic mode for scripts/e2e/netlink.sh (see Daemon/Program/BringUpSelfTest.swift).
     exit(BringUpSelfTest.run(Array(arguments.dropFirst())))
 }
 exit(Tunneld.main(arguments))

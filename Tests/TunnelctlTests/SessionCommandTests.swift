@@ -178,12 +178,13 @@ import Testing
         try expectGolden(before.out, "session-peers-store.txt")
         let up = f.run(["peer", "tier", "alice", "premium"])
         #expect(up.code == .ok)
-        #expect(up.out == "alice: tier premium (was free); its window is removed; tunneld applies it within WatchdogInterval (5s)\n")
+        #expect(up.out == "alice: tier premium (was free); in force at tunneld's next start\n")
         #expect(f.run(["session", "alice"]).out == "alice (premium): disconnected, unlimited\n")
         #expect(f.run(["explain", "alice"]).code == .failure)
         let down = f.run(["peer", "tier", "alice", "free"])
         #expect(down.out.hasPrefix("alice: tier free (was premium)"))
-        #expect(f.run(["session", "alice"]).out == "alice (free): disconnected, the next connection opens a 20m00s window\n")
+        // The window was kept: back to free, alice is in the same pause again (no fresh window).
+        #expect(f.run(["session", "alice"]).out.hasPrefix("alice (free): paused, can reconnect in 20m00s"))
         #expect(f.run(["peer", "tier", "alice", "gold"]).code == .usage)
         #expect(f.run(["peer", "tier", "zed", "free"]).code == .failure)
     }

@@ -173,6 +173,50 @@ struct HandshakeTests {
         guard case .sendResponse = r2 else { Issue.record("\(r2)"); return }
     }
 
+    /// A refused peer's authenticated initiation is put to the caller with `refused` true, so a
+    /// watchdog whose pause just ended can answer it at arrival instead of at its next tick.
+    @Test func admissionDecidesForARefusedPeerAtArrival() {
+        let pair = Pair()
+        pair.b.setRefused(pair.peerA, true)
+        let ini = initiation(pair, fromA: true, now: second, wall: second)!
+        var seen: [Bool] = []
+        let (r, _, _) = deliver(ini, to: pair.b, from: endpointA, now: second) { peer, refused in
+            seen.append(refused)
+            pair.b.setRefused(peer, false)  // what the watchdog does when the pause is over
+            return true
+        }
+        #expect(seen == [true])
+        guard case .sendResponse = r else { Issue.record("\(r)"); return }
+        #expect(pair.b.status(of: pair.peerA)?.refused == false)
+    }
+
+    @Test func admissionIsAskedBeforeAnyResponseKeypairOrState() {
+        let pair = Pair()
+        let ini = initiation(pair, fromA: true, now: second, wall: second)!
+        let before = pair.b.indexCount
+        var asked: [PeerHandle] = []
+        let (r, _, out) = deliver(ini, to: pair.b, from: endpointA, now: second) { peer, refused in
+            #expect(!refused)
+            asked.append(peer)
+            return false
+        }
+        #expect(asked == [pair.peerA])
+        #expect(r == .refused(peer: pair.peerA))
+        #expect(out.allSatisfy { $0 == 0 }, "no response written")
+        #expect(pair.b.indexCount == before, "no keypair installed")
+        #expect(pair.b.status(of: pair.peerA)!.endpoint == nil)
+        // Nothing was consumed: the same initiation is answered once admitted.
+        let (r2, _, _) = deliver(ini, to: pair.b, from: endpointA, now: second) { _, _ in true }
+        guard case .sendResponse = r2 else { Issue.record("\(r2)"); return }
+        // Only authenticated, fresh initiations are put to the caller: a replay is dropped first.
+        var askedAgain = 0
+        let (r3, _, _) = deliver(ini, to: pair.b, from: endpointA, now: 2 * second) { _, _ in
+            askedAgain += 1
+            return true
+        }
+        #expect(r3 == .drop(.replayedTimestamp) && askedAgain == 0)
+    }
+
     @Test func dropKeysKillsSessionAtOnce() {
         let pair = Pair()
         handshake(pair, initiatorIsA: true, now: second, wall: second)

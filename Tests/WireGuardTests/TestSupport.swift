@@ -99,13 +99,14 @@ struct Pair {
 /// Feeds `datagram` to `device` from `source`; returns the result, the (maybe decrypted) input
 /// buffer and the output buffer.
 func deliver(_ datagram: [UInt8], to device: WireGuardDevice, from source: Endpoint, now: UInt64,
-             underLoad: Bool = false) -> (ReceiveResult, [UInt8], [UInt8])
+             underLoad: Bool = false, admit: (PeerHandle, Bool) -> Bool = { _, refused in !refused }) -> (ReceiveResult, [UInt8], [UInt8])
 {
     var input = datagram + [UInt8](repeating: 0, count: 16)
     var output = [UInt8](repeating: 0, count: 256)
     let r = input.withUnsafeMutableBytes { inp in
         output.withUnsafeMutableBytes { out in
-            device.receive(inp, length: datagram.count, from: source, now: now, underLoad: underLoad, output: out)
+            device.receive(inp, length: datagram.count, from: source, now: now, underLoad: underLoad, output: out,
+                           admit: admit)
         }
     }
     return (r, input, output)

@@ -7,7 +7,7 @@
 fuzz_init hosts
 fuzz_module Core
 # shellcheck disable=SC2086
-swiftc $FUZZ_SWIFT_FLAGS $FUZZ_IMPORTS -I Sources/COpenSSL -module-name Packet \
-  Sources/Packet/*.swift Sources/Packet/QUIC/*.swift fuzz/hosts/HostsFuzz.swift $FUZZ_LIBS -lcrypto -o "$FUZZ_OUT/hosts-fuzz"
+fuzz_link "$FUZZ_OUT/hosts-fuzz" $FUZZ_SWIFT_FLAGS $FUZZ_IMPORTS -I Sources/COpenSSL -module-name Packet \
+  Sources/Packet/*.swift Sources/Packet/QUIC/*.swift fuzz/hosts/HostsFuzz.swift $FUZZ_LIBS -lcrypto
 fuzz_time_args 60 "$@"
 exec "$FUZZ_OUT/hosts-fuzz" "$FUZZ_OUT/corpus" fuzz/hosts/seeds -max_len=4096 "${FUZZ_ARGS[@]}"

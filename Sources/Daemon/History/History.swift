@@ -1,0 +1,192 @@
+import Engine
+import Core
+import Control
+import Glibc
+import Packet
+import Policy
+import Runtime
+import Store
+import Synchronization
+import WireGuard
+
+/// The daemon's history recorder (DESIGN.md §7, issue 5): owns the `StoreWriter` and turns the
+/// engine's hooks (`GatewayEvents`) and the watchdog's records (`WatchdogSink`) into store
+/// records — flows opened, updated every `flowUpdateIntervalMs` (batched by a sweep of the flow
+/// table on the timer thread, never per packet) and closed; coalesced flow refusals; sessions,
+/// windows and automatic markers. A full writer queue drops the record and counts it
+/// (`droppedRecords`, shown by `tunnelctl status`); nothing here waits on disk.
+public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
+    // Safe: `writer`, `clock`, `idBase`, `recordFlows`, `flowUpdateIntervalMs` are immutable;
+    // `peers` is the engine's registry (thread-safe); the caches are behind Mutexes; `lastSweep`/`lastSweepMono` are only touched by
+    // the timer thread (timerTick) under the engine's flow lock; `offsetMs` is atomic.
+
+    /// The writer (nil when the store could not be opened: every record is then dropped and counted).
+    public let writer: StoreWriter?
+    let clock: any TimeSource
+    /// Flow ids in the store are `idBase + FlowEntry.id`. The daemon passes 0 and seeds the engine's
+    /// flow table above the store's highest id instead, so the id is the same everywhere (store,
+    /// live ring, capture flow index).
+    public let idBase: Int64
+    /// False turns flow recording off (sessions, windows, refusals of the watchdog stay on).
+    public let recordFlows: Bool
+    /// Period of the flow-update sweep.
+    public let flowUpdateIntervalMs: Int64
+    /// The peers whose names flow rows carry (the engine's registry).
+    public let peers: PeerRegistry
+    /// The watchdog's own connection: windows and session refusals are written there at once,
+    /// never through the droppable queue (nil: they go through `writer`, e.g. in benchmarks).
+    public let ledger: WindowLedger?
+    private let rules = Mutex<RuleTexts?>(nil)
+    private let offsetMs: Atomic<Int64>
+    private let lostWithoutWriter = Atomic<UInt64>(0)
+    private var lastSweepMono: Int64 = .min
+    private var sweptThrough: Int64 = .min
+
+    /// Rule texts of one policy, by rule index: `file:line` and reason.
+    final class RuleTexts: Sendable {
+        let policy: ObjectIdentifier
+        let where_: [String]
+        let reasons: [String]
+        init(_ p: ActivePolicy) {
+            policy = ObjectIdentifier(p)
+            where_ = p.compiled.rules.map { "\($0.location.file):\($0.location.line)" }
+            reasons = p.compiled.rules.map { r in r.reason ?? r.name ?? r.text }
+        }
+        func rule(_ index: Int32) -> String? { index >= 0 && Int(index) < where_.count ? where_[Int(index)] : nil }
+        func reason(_ index: Int32, action: Verdict) -> String {
+            index >= 0 && Int(index) < reasons.count ? reasons[Int(index)] : "default \(action)"
+        }
+    }
+
+    /// A recorder writing through `writer` (flow ids above `idBase`).
+    public init(writer: StoreWriter?, clock: any TimeSource, idBase: Int64, peers: PeerRegistry, ledger: WindowLedger? = nil,
+                recordFlows: Bool = true, flowUpdateIntervalMs: Int64 = 5_000)
+    {
+        self.writer = writer
+        self.peers = peers
+        self.ledger = ledger
+        self.clock = clock
+        self.idBase = idBase
+        self.recordFlows = recordFlows
+        self.flowUpdateIntervalMs = flowUpdateIntervalMs
+        offsetMs = Atomic(clock.wallMilliseconds() - Int64(clock.boottimeNanoseconds() / 1_000_000))
+    }
+
+
+    /// Records dropped: queue full (or no store).
+    public var droppedRecords: UInt64 { (writer?.droppedCount ?? 0) &+ lostWithoutWriter.load(ordering: .relaxed) }
+
+    @inline(__always) func submit(_ r: StoreRecord) {
+        if let writer { writer.submit(r) } else { lostWithoutWriter.add(1, ordering: .relaxed) }
+    }
+
+    /// Moves the daemon's heartbeat (crash recovery proves liveness up to it).
+    public func heartbeat(now: Int64) { submit(.heartbeat(at: now)) }
+
+    /// Wall-clock ms of a flow-table (monotonic) time.
+    @inline(__always) func wall(_ monoMs: Int64) -> Int64 { monoMs &+ offsetMs.load(ordering: .relaxed) }
+
+    // MARK: WatchdogSink
+
+    public func record(_ record: WatchdogRecord) {
+        switch record {
+        case let .windowPut(peer, w):
+            let row = SessionWindow(peer: peer, allowedUntil: w.allowedUntil, reconnectAt: w.reconnectAt)
+            if let ledger { ledger.putWindow(row, at: clock.wallMilliseconds()) } else { submit(.windowPut(row)) }
+        case let .windowDeleted(peer):
+            if let ledger { ledger.deleteWindow(peer: peer, at: clock.wallMilliseconds()) } else { submit(.windowDeleted(peer: peer)) }
+        case let .sessionOpened(peer, at): submit(.sessionOpened(peer: peer, at: at))
+        case let .sessionClosed(peer, at, reason, rx, tx):
+            submit(.sessionClosed(SessionClose(peer: peer, at: at, reason: reason, rxBytes: rx, txBytes: tx)))
+        case let .refused(peer, windowEnd, at):
+            let event = RefusalEvent.session(peer: peer, windowEnd: windowEnd, at: at)
+            if let ledger { ledger.refusal(event, at: at) } else { submit(.refusal(event)) }
+        case let .marker(at, label, detail): submit(.marker(MarkerInput(at: at, label: label, kind: .automatic, detail: detail)))
+        }
+    }
+
+    // MARK: GatewayEvents
+
+    private func texts(_ policy: ActivePolicy) -> RuleTexts {
+        rules.withLock { cached in
+            if let c = cached, c.policy == ObjectIdentifier(policy) { return c }
+            let t = RuleTexts(policy)
+            cached = t
+            return t
+        }
+    }
+
+    /// Where a flow's first captured packet is, by flow id (set by the daemon when capture runs).
+    public let captureLocation = Mutex<(@Sendable (UInt64) -> CaptureLocation?)?>(nil)
+
+    public func flowDecided(_ entry: FlowEntry, peer: UInt32, verdict: PolicyVerdict, policy: ActivePolicy, opened: Bool) {
+        guard recordFlows, opened else { return }
+        let t = texts(policy)
+        let name = peers.current.name(of: peer) ?? "peer-\(peer)"
+        let at = wall(entry.firstSeen)
+        let dst = entry.responder
+        submit(.flowOpened(FlowOpen(
+            id: idBase &+ Int64(entry.id), proto: entry.key.proto.rawValue, src: entry.originator,
+            srcPort: entry.originatorPort, dst: dst, dstPort: entry.responderPort, peer: name, at: at,
+            verdict: verdict.action, rule: t.rule(verdict.ruleIndex),
+            capture: captureLocation.withLock { $0 }?(entry.id))))
+        if verdict.action != .allow {
+            submit(.refusal(.flow(peer: name, rule: t.rule(verdict.ruleIndex) ?? "default",
+                                  reason: t.reason(verdict.ruleIndex, action: verdict.action), proto: entry.key.proto.rawValue,
+                                  dst: dst, dstPort: entry.responderPort, at: at)))
+        }
+    }
+
+    public func flowEnded(_ record: FlowRecord) {
+        guard recordFlows else { return }
+        let reason: String
+        switch record.reason {
+        case .expired: reason = "idle"
+        case .evicted: reason = "evicted"
+        case .removed: reason = "removed"
+        }
+        submit(.flowClosed(FlowClose(id: idBase &+ Int64(record.entry.id), at: max(wall(record.entry.lastSeen), wall(record.entry.firstSeen)),
+                                     counters: History.counters(record.entry), reason: reason,
+                                     capture: captureLocation.withLock { $0 }?(record.entry.id))))
+    }
+
+    public func timerTick(flows: FlowTable, monoMs: Int64) {
+        offsetMs.store(clock.wallMilliseconds() - monoMs, ordering: .relaxed)
+        guard recordFlows else { return }
+        if lastSweepMono != .min && monoMs - lastSweepMono < flowUpdateIntervalMs { return }
+        let since = sweptThrough
+        lastSweepMono = monoMs
+        sweptThrough = monoMs
+        let t = rules.withLock { $0 }
+        // A flow that opened before capture started gets its first captured packet's location
+        // here (the row takes it only while it has none).
+        let location = captureLocation.withLock { $0 }
+        flows.forEach { _, e in
+            guard e.lastSeen > since else { return }
+            let action = Verdict(rawValue: e.verdictAction) ?? .allow
+            submit(.flowUpdated(FlowUpdate(
+                id: idBase &+ Int64(e.id), lastSeen: wall(e.lastSeen), counters: History.counters(e),
+                verdict: action, rule: t?.rule(e.verdictRuleIndex), capture: location?(e.id))))
+        }
+    }
+
+    public func engineStopping(flows: FlowTable, monoMs: Int64) {
+        guard recordFlows else { return }
+        let now = clock.wallMilliseconds()
+        let location = captureLocation.withLock { $0 }
+        flows.forEach { _, e in
+            submit(.flowClosed(FlowClose(id: idBase &+ Int64(e.id), at: max(now, wall(e.firstSeen)),
+                                         counters: History.counters(e), reason: "shutdown", capture: location?(e.id))))
+        }
+    }
+
+    static func counters(_ e: FlowEntry) -> FlowCounters {
+        FlowCounters(bytesOut: e.bytesOriginal, bytesIn: e.bytesReply, packetsOut: e.packetsOriginal, packetsIn: e.packetsReply)
+    }
+}
+
+extension IPAddress {
+    /// The store's form of a packet address (same 128-bit layout).
+    init(_ a: IPAddress) { self.init(high: a.high, low: a.low, isIPv6: a.isIPv6) }
+}
+

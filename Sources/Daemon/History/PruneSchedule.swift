@@ -1,0 +1,137 @@
+import Engine
+import Capture
+import Core
+import Foundation
+import Runtime
+import Store
+
+/// The daemon's scheduled prune (DESIGN.md §7, issue 6 Deliver 4): the same `Pruner` and
+/// `CaptureFiles.prune` as `tunnelctl prune`, run once at start and then every `intervalMs`
+/// (hourly), on a thread of its own with its own `Store` connection. The pruner's batches are
+/// short transactions with pauses in between, so the `StoreWriter` keeps its lock waits
+/// short; nothing here touches the data path.
+///
+/// Retention is read from the settings row before every run (a `tunnelctl retention set`
+/// takes effect at the next run). A row that is not JSON is logged and the run is skipped —
+/// the operator's limits are unknown then, and deleting history on factory limits could lose
+/// what they meant to keep — until the row is fixed; missing or bad fields take factory values.
+public final class PruneSchedule: @unchecked Sendable {
+    // Safe: `stopping`, `runs` and `lastReport` are guarded by `condition` (a `ConditionLock`, so
+    // the wait between runs is on the monotonic clock); `store` is used
+    // only by the schedule's thread (or by `runOnce` when the thread is not started).
+
+    private let store: StateStore
+    private let captureDirectory: String
+    private let log: Logger
+    private let now: @Sendable () -> Int64
+    private let intervalMs: Int
+    private let options: Pruner.Options
+    private let condition = ConditionLock()
+    private var stopping = false
+    private var runs = 0
+    private var lastReport: PruneReport?
+    private var thread: WorkerThread?
+
+    /// A schedule on the store at `storePath`, pruning `captureDirectory`'s pcap files too.
+    public init(storePath: String, captureDirectory: String, log: Logger, now: @escaping @Sendable () -> Int64,
+                intervalMs: Int = 3_600_000, options: Pruner.Options = Pruner.Options()) throws {
+        store = try StateStore(path: storePath, busyTimeoutMs: 10_000)
+        self.captureDirectory = captureDirectory
+        self.log = log
+        self.now = now
+        self.intervalMs = max(1000, intervalMs)
+        self.options = options
+    }
+
+    /// The settings the daemon runs with: the row, decoded tolerantly; factory values (logged)
+    /// when it is not JSON or cannot be read. Defaulted fields are logged at info.
+    public static func loadSettings(_ store: StateStore, log: Logger) -> Settings {
+        do {
+            let d = try store.settings()
+            if !d.wasEmpty {
+                for f in d.defaulted { log.info("settings: \(f.path) is \(f.reason); using its factory value") }
+                for u in d.unknown { log.info("settings: unknown field '\(u)' ignored") }
+            }
+            return d.settings
+        } catch {
+            log.error("settings: \(error); running with factory values (fix with 'tunnelctl retention set KEY=VALUE')")
+            return .factory
+        }
+    }
+
+    /// Starts the thread: one prune now, then one every interval.
+    public func start() {
+        guard thread == nil else { return }
+        thread = WorkerThread(name: "tv-prune") { [self] in loop() }
+    }
+
+    /// Stops the thread (waits for a prune in progress to finish its current family's batches).
+    public func stop() {
+        condition.lock()
+        stopping = true
+        condition.broadcast()
+        condition.unlock()
+        thread?.join()
+        thread = nil
+    }
+
+    /// Completed runs and the last report (tests, status).
+    public var status: (runs: Int, last: PruneReport?) {
+        condition.lock()
+        defer { condition.unlock() }
+        return (runs, lastReport)
+    }
+
+    /// One prune now, on the caller's thread; nil when skipped (settings unreadable) or failed.
+    @discardableResult
+    public func runOnce() -> PruneReport? {
+        let text: String?
+        do {
+            text = try store.settingsText()
+        } catch {
+            log.error("prune: cannot read the settings: \(error); skipped")
+            return nil
+        }
+        let settings: Settings
+        do {
+            settings = try Settings.decode(text).settings
+        } catch {
+            log.error("prune: \(error); scheduled prune skipped until the row is fixed ('tunnelctl retention show')")
+            return nil
+        }
+        do {
+            let t0 = SystemClock().monotonicNanoseconds()
+            let report = try Pruner(store: store, options: options).run(
+                retention: settings.retention, now: now(),
+                capture: { [captureDirectory] in try CaptureFiles.prune(directory: captureDirectory, $0, keepNewest: true) })
+            let files = report.capture?.files ?? 0
+            if report.totalRows > 0 || files > 0 {
+                let parts = PruneFamily.allCases.compactMap { f in (report.rows[f] ?? 0) > 0 ? "\(f.rawValue)=\(report.rows[f]!)" : nil }
+                log.info("prune: removed \(report.totalRows) rows (\(parts.joined(separator: " "))), \(files) pcap files, "
+                    + "\(report.bytesReclaimed) bytes given back, in \((SystemClock().monotonicNanoseconds() - t0) / 1_000_000) ms")
+            }
+            condition.lock()
+            runs += 1
+            lastReport = report
+            condition.unlock()
+            return report
+        } catch {
+            log.error("prune: \(error)")
+            return nil
+        }
+    }
+
+    private func loop() {
+        while true {
+            condition.lock()
+            let done = stopping
+            condition.unlock()
+            if done { return }
+            runOnce()
+            condition.lock()
+            let deadline = SystemClock().monotonicNanoseconds() + UInt64(intervalMs) * 1_000_000
+            while !stopping && condition.wait(untilMonotonic: deadline) {}
+            condition.unlock()
+        }
+    }
+}

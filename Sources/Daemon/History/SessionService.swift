@@ -1,0 +1,226 @@
+import Engine
+import Core
+import Sessions
+import Control
+import Glibc
+import Runtime
+import Store
+import Synchronization
+
+/// Everything issue 5 adds to the running daemon, wired in one place: the store (crash recovery,
+/// heartbeat), the `History` recorder hooked into the engine, the `Watchdog` with the stored
+/// windows and tier overrides, and its `WatchdogTicker` (which also polls the store for
+/// `tunnelctl peer tier` changes and moves the heartbeat).
+public final class SessionService: @unchecked Sendable {
+    // Safe: `ticker` and `heartbeatStore` are set once in init/`start` (before the ticker thread
+    // exists) and then touched only by the ticker thread's body and `stop` (after the thread is
+    // joined), like `lastPassMs`; the tier overrides are behind their Mutex.
+    /// The recorder hooked into the engine.
+    public let history: History
+    /// The free-session watchdog.
+    public let watchdog: Watchdog
+    /// The watchdog's clock: wall-clock dates that advance with CLOCK_BOOTTIME (never step).
+    public let time: WatchdogTime
+    /// The watchdog's own store connection (windows, refusals, tier changes; nil without a store).
+    public let ledger: WindowLedger?
+    let engine: GatewayEngine
+    let log: Logger
+    let storePath: String
+    private var ticker: WatchdogTicker?
+    private var heartbeatStore: StateStore?
+    /// When the watchdog pass last ran (ticker thread only).
+    private var lastPassMs: Int64 = .min
+    /// The tier overrides in force: the daemon is their one owner while it runs (control request
+    /// `peerTier`); the store's rows are read once, at start.
+    private let overrides: Mutex<[String: PeerTier]>
+
+    /// Opens the store at `config.storePath`, closes the sessions a crash left open (at the last
+    /// time the store proves the daemon ran), moves the stored windows back when the wall clock is
+    /// behind that time (`StartClock`), and hooks history and the watchdog into `engine`. Call
+    /// before adding peers; a store that cannot be opened is logged and the gateway runs with the
+    /// watchdog in memory only (records dropped and counted).
+    public init(engine: GatewayEngine, interface: InterfaceConfig, log: Logger, recordFlows: Bool = true) {
+        self.engine = engine
+        self.log = log
+        storePath = interface.storePath
+        time = WatchdogTime(clock: engine.clock)
+        let now = time.now()
+        var windows: [String: WindowDates] = [:]
+        var overrides: [String: PeerTier] = [:]
+        var idBase: Int64 = 0
+        var writer: StoreWriter? = nil
+        var ledger: WindowLedger? = nil
+        var startMarker: (String, String)? = nil
+        do {
+            let store = try StateStore(path: storePath)
+            let proven = try store.lastProvenAlive()
+            let crashAt = min(proven ?? now, now)
+            let closed = try store.closeAllOpenSessionsAsCrash(at: crashAt)
+            let closedFlows = try store.closeAllOpenFlowsAsCrash(at: crashAt)
+            if closed > 0 || closedFlows > 0 {
+                log.warning("store: \(closed) session(s) and \(closedFlows) flow(s) left open by a crash closed at "
+                    + "\(TimeText.iso(crashAt)) (the last time the store proves tunneld ran; reason crash)")
+            }
+            // The case table of docs/session.md, "Across a restart".
+            // Only the heartbeat: the daemon moves it with a clock step (rows stamped before a
+            // backward step keep their later times and would make the clock look behind).
+            let start = StartClock.at(wallMs: now, heartbeatMs: try store.daemonState()?.heartbeatAt)
+            for w in try store.windows() {
+                let dates = WindowDates(allowedUntil: w.allowedUntil, reconnectAt: w.reconnectAt).shifted(by: start.shiftMs)
+                windows[w.peer] = dates
+                if start.shiftMs != 0 {
+                    try store.putWindow(SessionWindow(peer: w.peer, allowedUntil: dates.allowedUntil, reconnectAt: dates.reconnectAt))
+                }
+            }
+            switch start {
+            case .trusted: break
+            case .behind(let ms):
+                let text = "the wall clock is \(DurationFormat.format(ms: (ms + 500) / 1000 * 1000)) behind the daemon's last heartbeat; "
+                    + "\(windows.count) window(s) moved back with it, so no window or pause gains from the restart"
+                log.warning("watchdog: \(text)")
+                startMarker = ("watchdog: \(text)", "step_ms=\(-ms)")
+            case .farAhead(let ms):
+                let text = "the wall clock is \(DurationFormat.format(ms: (ms + 500) / 1000 * 1000)) ahead of the daemon's last heartbeat; "
+                    + "if the clock is wrong, pauses end early — check NTP (windows kept as stored)"
+                log.error("watchdog: \(text)")
+                startMarker = ("watchdog: \(text)", "ahead_ms=\(ms)")
+            }
+            try store.daemonStarted(pid: Int64(getpid()), at: now)
+            for o in try store.tierOverrides() { overrides[o.peer] = o.tier }
+            idBase = try store.maxFlowId()
+            engine.seedFlowIDs(after: UInt64(max(0, idBase)))
+            heartbeatStore = store
+            writer = try StoreWriter(path: storePath) { e in log.error("store: \(e)") }
+            ledger = WindowLedger(path: storePath, log: log)
+        } catch {
+            log.error("store \(interface.storePath): \(error); running without history (windows kept in memory only)")
+        }
+        self.ledger = ledger
+        self.overrides = Mutex(overrides)
+        history = History(writer: writer, clock: engine.clock, idBase: 0, peers: engine.registry, ledger: ledger,
+                          recordFlows: recordFlows)
+        if let (label, detail) = startMarker { history.record(.marker(at: now, label: label, detail: detail)) }
+        watchdog = Watchdog(
+            config: WatchdogConfig(
+                freeSessionMs: interface.freeSession.milliseconds, freePauseMs: interface.freePause.milliseconds,
+                intervalMs: interface.watchdogInterval.milliseconds),
+            peers: engine.registry, device: engine, sink: history, windows: windows, overrides: overrides)
+        engine.events = history
+        engine.admission = WatchdogAdmission(watchdog, time: time)
+        // A peer removed (UAPI, reload) with a live session: its session ends `removed`.
+        let (watchdog, time) = (watchdog, time)
+        engine.registry.onChange { old, new in watchdog.peersChanged(from: old, to: new, now: time.now()) }
+    }
+
+    /// After the peers are added, before the engine starts: applies tier overrides to policy,
+    /// refuses every peer in its pause (a restarted daemon never lets one in), starts the ticker.
+    public func start() throws {
+        overrides.withLock { applyOverrides($0, log: false) }
+        watchdog.tick(now: time.now())
+        // The ticker wakes every second (or every WatchdogInterval when shorter): each wake-up
+        // applies a clock step and moves the heartbeat, so crash recovery closes sessions and flows
+        // at most ~1 s before a crash; the watchdog pass runs every WatchdogInterval, and at once
+        // on a clock change or a resume.
+        let interval = watchdog.config.intervalMs
+        ticker = try WatchdogTicker(intervalMs: min(interval, 1_000), log: log) { [self] reason in
+            if reason != .interval { log.notice("watchdog: \(reason.rawValue); re-checking windows") }
+            syncClock()
+            let now = time.now()
+            ledger?.retry(now: now)
+            if reason != .interval || now - lastPassMs >= interval - 50 {
+                watchdog.tick(now: now)
+                lastPassMs = now
+            }
+            history.heartbeat(now: now)
+        }
+    }
+
+    /// Applies a wall-clock step, if the clock stepped since the last tick (docs/session.md,
+    /// "Clock steps"): the stored dates move with it and the heartbeat follows the new clock.
+    func syncClock() {
+        guard let step = time.sync() else { return }
+        let now = time.now()
+        let sign = step < 0 ? "-" : "+"
+        log.notice("watchdog: the wall clock stepped \(sign)\(DurationFormat.format(ms: (abs(step) + 500) / 1000 * 1000)); "
+            + "windows and pauses keep their real time left")
+        watchdog.clockStepped(by: step, now: now)
+        do { try heartbeatStore?.moveHeartbeat(to: now) } catch { log.warning("store: moving the heartbeat after a clock step: \(error)") }
+    }
+
+    /// Daemon shutdown (after the engine stopped): sessions end `shutdown`, the writer drains.
+    public func stop() {
+        ticker?.stop()
+        ticker = nil
+        let now = time.now()
+        watchdog.shutdown(now: now)
+        ledger?.retry(now: now)
+        history.heartbeat(now: now)
+        history.writer?.close()
+        heartbeatStore = nil
+    }
+
+    /// `tunnelctl peer tier NAME TIER` with the daemon running (control request `peerTier`): the
+    /// override is written on the watchdog's connection and applied to the watchdog and policy in
+    /// one step. Returns the tier before, or an error text for an unknown peer.
+    public func setTier(peer name: String, _ tier: PeerTier) -> Result<PeerTier, TierChangeError> {
+        guard engine.peer(named: name) != nil else { return .failure(.unknownPeer(name)) }
+        let now = time.now()
+        return overrides.withLock { current in
+            let before = watchdog.tier(of: name) ?? tier
+            current[name] = tier
+            if let ledger, let error = ledger.setTier(peer: name, tier, at: now) {
+                log.warning("store: tier of \(name) is \(tier.rawValue) now, but the store did not take it yet (\(error)); retrying")
+            }
+            applyOverrides(current, log: true)
+            return .success(before)
+        }
+    }
+
+    /// `tunnelctl kick`: the session ends `admin-kick`.
+    public func kicked(_ name: String) {
+        guard let p = engine.peer(named: name) else { return }
+        watchdog.kicked(p.handle, now: time.now())
+    }
+
+    /// The peers reply with the watchdog's dates and state.
+    public func annotate(_ peers: [Control.PeerStatus]) -> [Control.PeerStatus] {
+        let now = time.now()
+        return peers.map { s in
+            var s = s
+            guard let v = watchdog.view(s.name) else { return s }
+            s.tier = v.tier
+            s.allowedUntilMs = v.window?.allowedUntil
+            s.reconnectAtMs = v.window?.reconnectAt
+            if case .paused = WatchdogRules.phase(now: now, tier: v.tier, window: v.window) { s.session = .paused }
+            return s
+        }
+    }
+
+    private func applyOverrides(_ overrides: [String: PeerTier], log logChanges: Bool) {
+        for p in engine.peers { engine.setTier(p.handle, overrides[p.name] ?? configTier(p.name) ?? p.tier) }
+        let changed = watchdog.setOverrides(overrides, now: time.now())
+        if logChanges {
+            for (p, t) in changed {
+                log.notice("peer \(p.name): tier \(t.rawValue) (tunnelctl peer tier)")
+                history.record(.marker(at: time.now(), label: "tier: \(p.name) \(t.rawValue)", detail: nil))
+            }
+        }
+    }
+
+    /// Why a tier change was not made.
+    public enum TierChangeError: Error, Sendable {
+        case unknownPeer(String)
+    }
+
+    private func configTier(_ name: String) -> PeerTier? {
+        engine.registry.current.named(name)?.configTier
+    }
+}
+
+extension Duration {
+    /// Whole milliseconds.
+    var milliseconds: Int64 {
+        let (s, a) = components
+        return s * 1000 + a / 1_000_000_000_000_000
+    }
+}

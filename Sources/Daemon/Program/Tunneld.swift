@@ -1,0 +1,253 @@
+// `tunneld`: the program around the engine — arguments, config, interface bring-up, servers,
+// signals, tear-down. tunneld/main.swift only calls `Tunneld.main`.
+import Engine
+import SystemIO
+import Core
+import Control
+import Foundation
+import Glibc
+import Packet
+import Policy
+import Runtime
+import Store
+import WireGuard
+
+/// The gateway daemon's entry point and life cycle.
+public enum Tunneld {
+    public static let version = "0.1.0"
+
+    static let usage = """
+        usage: tunneld [--config PATH] [--foreground] [--check-config] [--verbose]
+
+          --config PATH    configuration file (default \(TunnelConfig.defaultPath))
+          --foreground     log to stderr, with syslog priority prefixes (journald reads them) unless
+                           stderr is a terminal; this is also the default: tunneld never forks, run it
+                           under systemd or a supervisor
+          --check-config   parse the configuration and the policy directory, print problems, exit
+          --verbose        also log debug messages
+        """
+
+    /// Runs the daemon with `arguments` (without the program name); returns the exit status.
+    public static func main(_ arguments: [String]) -> Int32 {
+        var configPath = TunnelConfig.defaultPath
+        var checkOnly = false
+        var verbose = false
+        var i = 0
+        while i < arguments.count {
+            switch arguments[i] {
+            case "--config":
+                guard i + 1 < arguments.count else { return fail("--config needs a path\n\n\(usage)", 2) }
+                configPath = arguments[i + 1]
+                i += 1
+            case "--foreground": break
+            case "--check-config": checkOnly = true
+            case "--verbose": verbose = true
+            case "--version", "-V", "version":
+                print("tunneld \(version)")
+                return 0
+            case "--help", "-h", "help":
+                print(usage)
+                return 0
+            default:
+                return fail("unknown argument '\(arguments[i])'\n\n\(usage)", 2)
+            }
+            i += 1
+        }
+        let log = Logger.standardError(minimum: verbose ? .debug : .info)
+
+        let config: TunnelConfig
+        do {
+            config = try TunnelConfig.load(path: configPath)
+        } catch {
+            return fail(checkOnly ? "\(error)" : "\(error)\n(tunneld --check-config --config \(configPath) shows every problem)", 1)
+        }
+        for w in config.warnings { log.warning("\(w)") }
+        let loaded: (PolicySet, CompiledPolicy)
+        switch ActivePolicy.load(directory: config.interface.policyDirectory) {
+        case .success(let p): loaded = p
+        case .failure(let f):
+            return fail("policy \(config.interface.policyDirectory) has errors\(checkOnly ? "" : "; refusing to start"):\n\(f)", 1)
+        }
+        for w in loaded.0.warnings { log.warning("policy: \(w)") }
+        // A rule naming a peer no [Peer] section has never matches it: an error to --check-config,
+        // a warning at start (a peer of that name may still be added at runtime).
+        let unknownPeers = loaded.0.unknownPeerReferences(configured: config.peers.map(\.name), severity: checkOnly ? .error : .warning)
+        if checkOnly && !unknownPeers.isEmpty {
+            return fail("policy \(config.interface.policyDirectory) names peers that \(configPath) does not configure:\n"
+                + unknownPeers.map(\.description).joined(separator: "\n"), 1)
+        }
+        for w in unknownPeers { log.warning("policy: \(w)") }
+        if checkOnly {
+            print("\(configPath): OK — interface \(config.interface.name), \(config.peers.count) peer(s), "
+                + "policy \(config.interface.policyDirectory): \(loaded.1.rules.count) rule(s) in \(loaded.0.files.count) file(s)")
+            return 0
+        }
+        do {
+            return try run(config: config, policy: loaded, log: log)
+        } catch {
+            log.error("\(error)")
+            return 1
+        }
+    }
+
+    static func fail(_ message: String, _ code: Int32) -> Int32 {
+        FileHandle.standardError.write(Data(("tunneld: " + message + "\n").utf8))
+        return code
+    }
+
+    /// Brings the gateway up, serves until SIGTERM/SIGINT, tears everything down.
+    static func run(config: TunnelConfig, policy: (PolicySet, CompiledPolicy), log: Logger) throws -> Int32 {
+        let iface = config.interface
+        guard let key = iface.privateKey, let device = WireGuardDevice(privateKey: key.bytes, mtu: iface.mtu) else {
+            return fail("the private key is missing or invalid", 1)
+        }
+        for dir in [iface.runtimeDirectory, iface.stateDirectory] {
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o750])
+        }
+        // Signals first, so a SIGTERM during bring-up still tears down cleanly.
+        let signals = try SignalWatcher(signals: [SIGHUP, SIGTERM, SIGINT])
+
+        // TUNNELD_OFFLOAD=off: plain TUN reads/writes and one UDP datagram per message (for
+        // comparison benchmarks and for diagnosing a kernel that mishandles offloads).
+        let offload = ProcessInfo.processInfo.environment["TUNNELD_OFFLOAD"] != "off"
+        let tun = try LinuxTun(name: iface.name, mtu: iface.mtu, offload: offload)
+        log.info("interface \(tun.name): offloads \(tun.offloadDescription)\(offload ? "" : " (TUNNELD_OFFLOAD=off)")")
+        let netlink = try NetlinkInterfaceConfigurator()
+        let addresses = iface.addresses
+        let routes = InterfaceAddress.routesOutsideSubnets(config.peers.flatMap(\.allowedIPs), of: addresses)
+        do {
+            try netlink.bringUp(name: tun.name, mtu: iface.mtu, addresses: addresses, routes: routes)
+        } catch {
+            log.error("interface \(tun.name): \(error)")
+            _ = netlink.tearDown()
+            return 1
+        }
+        defer {
+            for e in netlink.tearDown() { log.warning("tear-down: \(e)") }
+        }
+        for step in netlink.journal { log.info("interface: \(step)") }
+
+        let bind = try LinuxDatagramBind(port: iface.listenPort, segmentation: offload)
+        log.info("listening on UDP port \(bind.port) (\(bind.buffers)\(offload ? ", UDP GSO" : ""))")
+        let engine = GatewayEngine(device: device, tun: tun, bind: bind, clock: SystemClock(), policy: policy, log: log)
+        // BEGIN session/history (issue 5): store, history recorder, free-session watchdog. Must open
+        // the store before DaemonMarkers writes its start marker: crash recovery closes leftover
+        // sessions at the last proven-alive time, which a fresh marker would move to now.
+        // TUNNELD_HISTORY=off turns flow recording off (benchmarks); the watchdog always runs.
+        let sessions = SessionService(engine: engine, interface: iface, log: log,
+                                      recordFlows: ProcessInfo.processInfo.environment["TUNNELD_HISTORY"] != "off")
+        defer { sessions.stop() }
+        // END session/history
+        for p in config.peers {
+            guard let pub = WireGuard.PublicKey(p.publicKey.bytes) else { continue }
+            let endpoint = p.endpoint.flatMap { e in e.address.map { Endpoint(address: $0, port: e.port) } }
+            engine.addPeer(name: p.name, publicKey: pub, presharedKey: p.presharedKey?.bytes, allowedIPs: p.allowedIPs,
+                           endpoint: endpoint, persistentKeepalive: p.persistentKeepalive ?? 0, tier: p.tier)
+        }
+        try sessions.start()  // session/history (issue 5): refuse paused peers before traffic
+        // ---- live ring and capture (docs/ring.md, docs/capture.md) ----
+        let observe = Observe.start(config: config, engine: engine, log: log)
+        defer { observe.stop() }
+        sessions.history.captureLocation.withLock { lookup in
+            let observer = observe.observer
+            lookup = { id in
+                observer.firstCaptureLocation(flowID: id)
+            }
+        }
+        // ---- end live ring and capture ----
+        engine.start()
+        defer { engine.stop() }
+
+        // ── history: automatic markers and scheduled prune (issue 6; DaemonMarkers, PruneSchedule) ──
+        // Both use connections of their own on state.db (a marker about a full writer queue must
+        // not wait in that queue). Session ends are marked by the watchdog itself (issue 5 block).
+        let wallMs: @Sendable () -> Int64 = { SystemClock().wallMilliseconds() }
+        var history: (DaemonMarkers, PruneSchedule)?
+        do {
+            if let store = try? StateStore(path: iface.storePath) { _ = PruneSchedule.loadSettings(store, log: log) }
+            history = (try DaemonMarkers(storePath: iface.storePath, log: log, now: wallMs,
+                                         droppedCount: { sessions.history.droppedRecords }),
+                       try PruneSchedule(storePath: iface.storePath, captureDirectory: iface.stateDirectory + "/capture",
+                                         log: log, now: wallMs))
+        } catch {
+            log.error("store \(iface.storePath): \(error); running without markers and scheduled prune")
+        }
+        let markers = history?.0, pruneSchedule = history?.1
+        markers?.start()
+        markers?.daemonStarted(version: version, pid: getpid(), generation: engine.policy.generation,
+                               ruleCount: policy.1.rules.count, policyDirectory: iface.policyDirectory)
+        engine.policyReloadHook.withLock { hook in
+            hook = { generation, rules, directory in markers?.policyReloaded(generation: generation, ruleCount: rules, directory: directory) }
+        }
+        pruneSchedule?.start()
+        defer {
+            pruneSchedule?.stop()
+            markers?.daemonStopping(reason: "shutdown")
+            markers?.stop()
+        }
+        // ── end history ──
+
+        let addressTexts = iface.addresses.map(\.description)
+        let control = try ControlServer(path: iface.controlSocketPath, log: log) { request, _ in
+            switch request {
+            case .status:
+                return .status(engine.statusReply(interface: tun.name, addresses: addressTexts, listenPort: bind.port,
+                                                  version: version, storeQueueDrops: sessions.history.droppedRecords))
+            case .peers:
+                return .peers(sessions.annotate(engine.peerStatuses()))
+            case .policyReload:
+                return .policyReload(engine.reloadPolicy(directory: iface.policyDirectory))
+            case .policyShow:
+                return .policyShow(engine.policyShowReply())
+            case .kick(let name):
+                guard let p = engine.peer(named: name) else {
+                    return .failure(.notFound, "no peer named '\(name)' (tunnelctl peers lists them)")
+                }
+                let had = engine.device.status(of: p.handle)?.hasCurrentKeypair ?? false
+                engine.kick(p.handle)
+                sessions.kicked(name)
+                log.notice("peer \(name): kicked by admin")
+                return .kick(KickReply(peer: name, endedSession: had))
+            case .liveFlows(let peer):  // session/history (issue 5): tunnelctl explain 'FLOW'
+                return .liveFlows(sessions.liveFlows(peer: peer))
+            case .capture(let enabled, let detail):  // tunnelctl capture on|off (docs/capture.md)
+                return observe.capture(enabled: enabled, detail: detail)
+            case .peerTier(let name, let tier):  // tunnelctl peer tier: the daemon owns the change
+                switch sessions.setTier(peer: name, tier) {
+                case .success(let before):
+                    return .peerTier(PeerTierReply(peer: name, tier: tier, previous: before,
+                                                   stored: !(sessions.ledger?.isFailing ?? true)))
+                case .failure(.unknownPeer):
+                    return .failure(.notFound, "no peer named '\(name)' (tunnelctl peers lists them)")
+                }
+            case .unknown(let type):
+                return .failure(.unknownRequest, "unknown request '\(type)'")
+            }
+        }
+        defer { control.stop() }
+        let uapi = try UAPIServer(
+            interfaceName: tun.name,
+            get: { engine.uapiSnapshot(privateKey: key, listenPort: bind.port) },
+            set: { engine.uapiSet($0, listenPort: bind.port) },
+            log: { log.warning("uapi: \($0)") })
+        defer { uapi.stop() }
+        log.notice("tunneld \(version) up: interface \(tun.name), \(config.peers.count) peer(s), "
+            + "policy generation \(engine.policy.generation) (\(policy.1.rules.count) rules)")
+
+        let wake = try EventNotifier()
+        while true {
+            guard let signal = try signals.wait(timeoutMilliseconds: -1, shutdown: wake) else { continue }
+            if signal == SIGHUP {
+                let reply = engine.reloadPolicy(directory: iface.policyDirectory)
+                if !reply.succeeded {
+                    for e in reply.errors { log.error("policy: \(e)") }
+                }
+                continue
+            }
+            log.notice("signal \(signal): shutting down")
+            break
+        }
+        return 0
+    }
+}

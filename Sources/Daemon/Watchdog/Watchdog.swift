@@ -1,0 +1,290 @@
+import Engine
+import Core
+import Sessions
+import Control
+import Store
+import Synchronization
+import WireGuard
+
+/// The free-session watchdog (DESIGN.md §6): per-peer windows, live sessions and refusals, with
+/// the decisions taken by `WatchdogRules` and applied to a `WatchdogDevice`. Every entry point
+/// takes the wall-clock time as an argument, so tests drive it with any clock; the daemon calls
+/// `tick` from `WatchdogTicker` and the handshake hooks from the data path.
+///
+/// Thread-safe: one mutex over the state, held for map updates and the device's own short
+/// locks (never across I/O; records go to the sink's bounded queue).
+public final class Watchdog: Sendable {
+    /// A peer's live session.
+    public struct LiveSession: Sendable, Hashable {
+        /// When the session started (epoch ms).
+        public var startedAt: Int64
+        /// The latest completed handshake (epoch ms), for `idle`.
+        public var lastHandshake: Int64
+        var rx0: UInt64
+        var tx0: UInt64
+    }
+
+    /// What `tunnelctl peers` / `session` need from the daemon about one peer.
+    public struct PeerView: Sendable, Hashable {
+        /// Tier in force (override or configuration).
+        public var tier: PeerTier
+        /// The stored window, if any.
+        public var window: WindowDates?
+        /// The live session, if connected.
+        public var session: LiveSession?
+        /// True while the device refuses the peer.
+        public var refused: Bool
+    }
+
+    /// A configured peer, as the engine's registry holds it.
+    public typealias Peer = GatewayPeer
+
+    struct State {
+        var overrides: [String: PeerTier] = [:]
+        var windows: [String: WindowDates] = [:]
+        var sessions: [String: LiveSession] = [:]
+        var refused: Set<String> = []
+    }
+
+    /// Settings in force.
+    public let config: WatchdogConfig
+    /// The peers (the engine's registry: names, handles, configured tiers).
+    public let peers: PeerRegistry
+    let device: any WatchdogDevice
+    let sink: any WatchdogSink
+    let state: Mutex<State>
+
+    /// A watchdog with the windows stored before (restart safety, §6.6).
+    public init(config: WatchdogConfig, peers: PeerRegistry, device: any WatchdogDevice, sink: any WatchdogSink, windows: [String: WindowDates] = [:],
+                overrides: [String: PeerTier] = [:])
+    {
+        self.config = config
+        self.peers = peers
+        self.device = device
+        self.sink = sink
+        var s = State()
+        s.windows = windows
+        s.overrides = overrides
+        state = Mutex(s)
+    }
+
+    private static func tier(_ s: State, _ p: Peer) -> PeerTier { s.overrides[p.name] ?? p.configTier }
+
+    /// The registry changed from `old` to `new` at `now` (the daemon calls this from the registry's
+    /// change listener): a peer that disappeared with a live session ends it `removed`.
+    public func peersChanged(from old: PeerDirectory, to new: PeerDirectory, now: Int64) {
+        state.withLock { s in
+            for p in old.all where new[p.handle] == nil && new.named(p.name) == nil {
+                closeSessionLocked(&s, p, at: now, reason: .removed)
+                s.refused.remove(p.name)
+            }
+        }
+    }
+
+    /// An initiation from `peer` arrived at `now`, authenticated, before any response is built.
+    /// Returns false when the peer must be refused (its pause, or its window ended while it was
+    /// connected): it is refused and its keys dropped now; the caller sends nothing back and
+    /// reports the refusal (``handshakeRefused(_:now:)`` records it). Admitting changes nothing:
+    /// ``handshakeCompleted(_:now:)`` opens the window and the session once the handshake is done.
+    public func admitInitiation(_ handle: PeerHandle, now: Int64) -> Bool {
+        let dir = peers.current
+        return state.withLock { s in
+            guard let p = dir[handle] else { return true }
+            let phase = WatchdogRules.phase(now: now, tier: Watchdog.tier(s, p), window: s.windows[p.name])
+            if s.sessions[p.name] != nil {
+                // A rekey of a live session; refused only when its window ended between ticks.
+                guard case .paused = phase else { return true }
+                closeSessionLocked(&s, p, at: now, reason: .freeLimit)
+                refuseLocked(&s, p, at: now)
+                return false
+            }
+            if case .refuse = WatchdogRules.onConnect(now: now, tier: Watchdog.tier(s, p), window: s.windows[p.name],
+                                                      config: config)
+            {
+                refuseLocked(&s, p, at: now)
+                return false
+            }
+            // Checked at arrival: a pause that ended since the last tick ends now, so the first
+            // initiation after `reconnect_at` is answered (not the one after the next tick).
+            if s.refused.remove(p.name) != nil { device.setRefused(p.handle, false) }
+            return true
+        }
+    }
+
+    /// A handshake with `peer` completed at `now`. Returns false when the peer must be refused:
+    /// the caller sends nothing back; its keys are already dropped and it is refused.
+    public func handshakeCompleted(_ handle: PeerHandle, now: Int64) -> Bool {
+        let dir = peers.current
+        return state.withLock { s in
+            guard let p = dir[handle] else { return true }
+            if var live = s.sessions[p.name] {
+                // Rekey of a live session (or an unconnected peer's retry): not a new connect.
+                if case .paused = WatchdogRules.phase(now: now, tier: Watchdog.tier(s, p), window: s.windows[p.name]) {
+                    // The window ended between ticks: end it now.
+                    closeSessionLocked(&s, p, at: now, reason: .freeLimit)
+                    refuseLocked(&s, p, at: now)
+                    return false
+                }
+                live.lastHandshake = now
+                s.sessions[p.name] = live
+                return true
+            }
+            switch WatchdogRules.onConnect(now: now, tier: Watchdog.tier(s, p), window: s.windows[p.name], config: config) {
+            case .admitUnlimited, .resume:
+                break
+            case .openWindow(let w):
+                s.windows[p.name] = w
+                sink.record(.windowPut(peer: p.name, w))
+            case .refuse(let w):
+                refuseLocked(&s, p, at: now)
+                sink.record(.refused(peer: p.name, windowEnd: w.allowedUntil, at: now))
+                return false
+            }
+            let bytes = device.byteCounts(p.handle)
+            s.sessions[p.name] = LiveSession(startedAt: now, lastHandshake: now, rx0: bytes.rx, tx0: bytes.tx)
+            if s.refused.remove(p.name) != nil { device.setRefused(p.handle, false) }
+            sink.record(.sessionOpened(peer: p.name, at: now))
+            return true
+        }
+    }
+
+    /// The device refused an initiation from `peer` (it is in its pause): one attempt, coalesced
+    /// into the window's refusal row by the store.
+    public func handshakeRefused(_ handle: PeerHandle, now: Int64) {
+        let dir = peers.current
+        state.withLock { s in
+            guard let p = dir[handle] else { return }
+            switch WatchdogRules.phase(now: now, tier: Watchdog.tier(s, p), window: s.windows[p.name]) {
+            case .paused(let w):
+                sink.record(.refused(peer: p.name, windowEnd: w.allowedUntil, at: now))
+            default:
+                // Refused for another reason, or the pause just ended: the next tick un-refuses.
+                break
+            }
+        }
+    }
+
+    /// The admin ended `peer`'s session (`tunnelctl kick`).
+    public func kicked(_ handle: PeerHandle, now: Int64) {
+        let dir = peers.current
+        state.withLock { s in
+            guard let p = dir[handle] else { return }
+            closeSessionLocked(&s, p, at: now, reason: .adminKick)
+        }
+    }
+
+    /// New runtime tier overrides (control request `peerTier`, or the store at start). The window
+    /// is kept whatever the tier: premium ignores it (a paused peer gets in at once), and a move
+    /// back to free finds the pause it was in, so a quick premium-and-back never hands out a fresh
+    /// window (docs/session.md, "Tier changes"). Returns the peers whose tier changed.
+    @discardableResult
+    public func setOverrides(_ overrides: [String: PeerTier], now: Int64) -> [(Peer, PeerTier)] {
+        let dir = peers.current
+        let changed = state.withLock { s -> [(Peer, PeerTier)] in
+            var changed: [(Peer, PeerTier)] = []
+            for p in dir.all {
+                let before = Watchdog.tier(s, p)
+                let after = overrides[p.name] ?? p.configTier
+                if before != after { changed.append((p, after)) }
+            }
+            s.overrides = overrides
+            return changed
+        }
+        tick(now: now)
+        return changed
+    }
+
+    /// The wall clock stepped by `stepMs` (positive: forward), seen by `WatchdogTime.sync` at
+    /// `now` (already on the new wall clock). Every stored date moves by the step, so each window
+    /// and pause keeps the real time it had left; the moved windows are stored again and a marker
+    /// says what happened (docs/session.md, "Clock steps").
+    public func clockStepped(by stepMs: Int64, now: Int64) {
+        state.withLock { s in
+            for (peer, w) in s.windows.sorted(by: { $0.key < $1.key }) {
+                let moved = w.shifted(by: stepMs)
+                s.windows[peer] = moved
+                sink.record(.windowPut(peer: peer, moved))
+            }
+            for (peer, live) in s.sessions {
+                var l = live
+                l.startedAt &+= stepMs
+                l.lastHandshake &+= stepMs
+                s.sessions[peer] = l
+            }
+            let sign = stepMs < 0 ? "-" : "+"
+            let shown = (abs(stepMs) + 500) / 1000 * 1000  // to the second; the exact step is in the detail
+            sink.record(.marker(
+                at: now, label: "watchdog: wall clock stepped \(sign)\(DurationFormat.format(ms: shown)); "
+                    + "\(s.windows.count) window(s) moved with it",
+                detail: "step_ms=\(stepMs)"))
+        }
+    }
+
+    /// One watchdog pass at `now`: refuse peers in their pause, let the others in, end sessions
+    /// whose window ended (`free-limit`) or that went idle.
+    public func tick(now: Int64) {
+        let dir = peers.current
+        state.withLock { s in
+            for p in dir.all {
+                let d = WatchdogRules.onTick(
+                    now: now, tier: Watchdog.tier(s, p), window: s.windows[p.name],
+                    sessionLastHandshake: s.sessions[p.name]?.lastHandshake, config: config)
+                if let w = d.openWindow {
+                    s.windows[p.name] = w
+                    sink.record(.windowPut(peer: p.name, w))
+                }
+                if let reason = d.endSession { closeSessionLocked(&s, p, at: now, reason: reason) }
+                if d.refuse {
+                    refuseLocked(&s, p, at: now)
+                } else if s.refused.remove(p.name) != nil {
+                    device.setRefused(p.handle, false)
+                }
+            }
+        }
+    }
+
+    /// Daemon shutdown: every live session ends `shutdown`.
+    public func shutdown(now: Int64) {
+        let dir = peers.current
+        state.withLock { s in
+            for p in dir.all { closeSessionLocked(&s, p, at: now, reason: .shutdown) }
+        }
+    }
+
+    /// The watchdog's view of the peer called `name`.
+    public func view(_ name: String) -> PeerView? {
+        let dir = peers.current
+        return state.withLock { s in
+            guard let p = dir.named(name) else { return nil }
+            return PeerView(tier: Watchdog.tier(s, p), window: s.windows[name], session: s.sessions[name],
+                            refused: s.refused.contains(name))
+        }
+    }
+
+    /// The tier in force for `name` (override or configuration).
+    public func tier(of name: String) -> PeerTier? { view(name)?.tier }
+
+    // MARK: - under the lock
+
+    private func refuseLocked(_ s: inout State, _ p: Peer, at now: Int64) {
+        if s.sessions[p.name] != nil { closeSessionLocked(&s, p, at: now, reason: .freeLimit) }
+        if s.refused.insert(p.name).inserted {
+            device.setRefused(p.handle, true)
+            device.endSession(p.handle)
+        }
+    }
+
+    private func closeSessionLocked(_ s: inout State, _ p: Peer, at now: Int64, reason: SessionEndReason) {
+        guard let live = s.sessions.removeValue(forKey: p.name) else { return }
+        let bytes = device.byteCounts(p.handle)
+        if reason == .freeLimit || reason == .adminKick || reason == .removed { device.endSession(p.handle) }
+        sink.record(.sessionClosed(peer: p.name, at: max(now, live.startedAt), reason: reason,
+                                   rx: bytes.rx &- live.rx0, tx: bytes.tx &- live.tx0))
+        if reason == .freeLimit || reason == .idle {
+            let w = s.windows[p.name]
+            sink.record(.marker(
+                at: now, label: "watchdog: \(p.name) session ended (\(reason.rawValue))",
+                detail: w.map { "allowed_until=\($0.allowedUntil) reconnect_at=\($0.reconnectAt)" }))
+        }
+    }
+}

@@ -1,0 +1,28 @@
+import Core
+import Engine
+import WireGuard
+
+/// The watchdog as the engine's ``HandshakeAdmission``: the engine's handshake calls, with the
+/// watchdog's time (`WatchdogTime`: never steps; the watchdog itself takes `now` as an argument).
+public final class WatchdogAdmission: HandshakeAdmission {
+    public let watchdog: Watchdog
+    let time: WatchdogTime
+
+    /// Admission by `watchdog` at the times of `time`.
+    public init(_ watchdog: Watchdog, time: WatchdogTime) {
+        self.watchdog = watchdog
+        self.time = time
+    }
+
+    public func admitInitiation(peer: PeerHandle) -> Bool {
+        watchdog.admitInitiation(peer, now: time.now())
+    }
+
+    public func handshakeCompleted(peer: PeerHandle) -> Bool {
+        watchdog.handshakeCompleted(peer, now: time.now())
+    }
+
+    public func handshakeRefused(peer: PeerHandle) {
+        watchdog.handshakeRefused(peer, now: time.now())
+    }
+}

@@ -1,0 +1,580 @@
+// The three loops of the data path; see the narrative at the top of GatewayEngine.swift.
+import SystemIO
+import Core
+import Glibc
+import Packet
+import Policy
+import Runtime
+import WireGuard
+
+extension GatewayEngine {
+    /// Bytes a slot needs for a transport message carrying an MTU-sized packet: header, padding, tag.
+    var datagramSlotSize: Int { max(2048, (tun.mtu + 16 + 16 + 16 + 63) & ~63) }
+
+    // MARK: inbound: UDP → TUN
+
+    func inboundLoop() {
+        let batchSize = options.batchSize
+        let rx = PacketBatch(capacity: batchSize, slotSize: datagramSlotSize)
+        let toTun = PacketBatch(capacity: batchSize, slotSize: datagramSlotSize)
+        let toNet = PacketBatch(capacity: batchSize * 2, slotSize: datagramSlotSize)
+        let netValid = UnsafeMutablePointer<Bool>.allocate(capacity: toNet.capacity)
+        let dataPeer = UnsafeMutablePointer<UInt32>.allocate(capacity: batchSize)
+        // Replies built under the flow lock, encrypted after it: (peer, slot in toNet, length).
+        var rejects: [(peer: PeerHandle, slot: Int, length: Int)] = []
+        rejects.reserveCapacity(batchSize)
+        // Peers whose queued packets can go out now (and whether to send a keepalive if none).
+        var flushes: [(peer: PeerHandle, keepalive: Bool)] = []
+        flushes.reserveCapacity(batchSize)
+        var minutes = MinuteClock()
+        defer {
+            netValid.deallocate()
+            dataPeer.deallocate()
+        }
+
+        var full = false  // the last receive filled the batch: more is waiting, skip the poll
+        while running.load(ordering: .relaxed) {
+            let n: Int
+            do {
+                if !full {
+                    switch try bind.waitReadable(timeoutMilliseconds: 250) {
+                    case .closed: return
+                    case .timedOut: continue
+                    case .readable: break
+                    }
+                }
+                n = try bind.receive(into: rx)
+                full = n == rx.capacity
+            } catch {
+                log.error("inbound: \(error); retrying in 100 ms")
+                Sys.sleep(milliseconds: 100)
+                continue
+            }
+            if n == 0 { continue }
+            let now = clock.boottimeNanoseconds()
+            toNet.count = 0
+            rejects.removeAll(keepingCapacity: true)
+            flushes.removeAll(keepingCapacity: true)
+
+            // 1. WireGuard: decrypt transport messages in place, answer handshakes.
+            for i in 0..<n {
+                dataPeer[i] = 0
+                let length = rx.lengths[i]
+                let slot = rx.slot(i)
+                let type = length > 0 ? slot[0] : 0
+                let underLoad = (type >= 1 && type <= 3) ? noteHandshake(now: now) : false
+                let k = toNet.count
+                // An authenticated initiation is put to the admission (the watchdog) before the
+                // device builds a response or a keypair: a refused one gets nothing back, and no
+                // handshake is reported anywhere.
+                let result = device.receive(
+                    slot, length: length, from: rx.endpoints[i], now: now, underLoad: underLoad,
+                    output: toNet.slot(k),
+                    admit: { peer, refused in admission.map { $0.admitInitiation(peer: peer) } ?? !refused })
+                switch result {
+                case .data(let peer, let range, let confirmed):
+                    rx.offsets[i] = range.lowerBound
+                    rx.lengths[i] = range.count
+                    dataPeer[i] = peer.rawValue
+                    if confirmed { flushes.append((peer, false)) }
+                case .sendResponse(let peer, let range):
+                    // Admitted above; the watchdog may still refuse it if the window ended in
+                    // between (it dropped the keys): then nothing goes back.
+                    if admission?.handshakeCompleted(peer: peer) == false {
+                        counters.drop(.peerRefused)
+                        observer?.noteRefusal(peer: peer.rawValue, reason: 0)
+                        break
+                    }
+                    observer?.noteHandshake(peer: peer.rawValue)
+                    toNet.offsets[k] = range.lowerBound
+                    toNet.lengths[k] = range.count
+                    toNet.endpoints[k] = rx.endpoints[i]
+                    netValid[k] = true
+                    toNet.count = k + 1
+                case .sendCookieReply(let range):
+                    toNet.offsets[k] = range.lowerBound
+                    toNet.lengths[k] = range.count
+                    toNet.endpoints[k] = rx.endpoints[i]
+                    netValid[k] = true
+                    toNet.count = k + 1
+                case .handshakeComplete(let peer):
+                    if admission?.handshakeCompleted(peer: peer) != false {
+                        flushes.append((peer, true))
+                        observer?.noteHandshake(peer: peer.rawValue)
+                    }
+                case .keepalive(let peer, let confirmed):
+                    if confirmed { flushes.append((peer, false)) }
+                case .refused(let peer):
+                    counters.drop(.peerRefused)
+                    admission?.handshakeRefused(peer: peer)
+                    observer?.noteRefusal(peer: peer.rawValue, reason: 0)
+                case .cookieStored, .drop:
+                    break
+                }
+            }
+
+            // 2. Policy, once per batch under the flow lock.
+            let policy = self.policy
+            let trie = registry.current.routes
+            let nowMs = Int64(now / 1_000_000)
+            let minute = minutes.minuteOfWeek(epochMs: clock.wallMilliseconds())
+            toTun.count = 0
+            withFlows { table in
+                // The observer only when something watches this batch (live ring or capture):
+                // otherwise no per-packet call at all.
+                let watcher = observer.flatMap { $0.beginBatch() ? $0 : nil }
+                for i in 0..<n where dataPeer[i] != 0 {
+                    let packet = UnsafeRawBufferPointer(rx.packet(i))
+                    let peer = dataPeer[i]
+                    guard var parsed = try? PacketParser.parse(packet) else {
+                        counters.drop(.malformedInner)
+                        continue
+                    }
+                    guard resolveFragment(&parsed, nowMs: nowMs) else {
+                        counters.drop(.unattributableFragment)
+                        continue
+                    }
+                    // Cryptokey routing (whitepaper §2): the inner source must be one of the peer's.
+                    guard trie.lookupRaw(parsed.source) == Int32(bitPattern: peer) else {
+                        counters.drop(.spoofedSource)
+                        continue
+                    }
+                    switch decide(table, parsed, packet, peer: peer, fromPeer: true, policy: policy, watcher: watcher,
+                                  minute: minute, nowMs: nowMs)
+                    {
+                    case .allow:
+                        let t = toTun.count
+                        toTun.slot(t).baseAddress!.copyMemory(from: packet.baseAddress!, byteCount: packet.count)
+                        toTun.offsets[t] = 0
+                        toTun.lengths[t] = packet.count
+                        toTun.count = t + 1
+                    case .block, .pending:
+                        // `decide` answers only rule actions: a flow is never held (pending)
+                        // until host rules run on the data path; were one, it waits dropped.
+                        counters.drop(.policyBlock)
+                    case .reject:
+                        counters.drop(.policyReject)
+                        let k = toNet.count
+                        guard k < toNet.capacity else { continue }
+                        let room = UnsafeMutableRawBufferPointer(
+                            rebasing: toNet.slot(k)[16..<(16 + min(tun.mtu, datagramSlotSize - 48))])
+                        if let len = buildRejection(answering: packet, parsed, into: room) {
+                            rejects.append((PeerHandle(rawValue: peer), k, len))
+                            netValid[k] = false
+                            toNet.count = k + 1
+                        }
+                    }
+                }
+                observer?.endBatch()
+            }
+
+            // 3. Deliver to the kernel.
+            if toTun.count > 0 { writeAll(toTun) }
+
+            // 4. Encrypt rejections, flush packets that waited for a handshake, send.
+            for r in rejects {
+                seal(peer: r.peer, batch: toNet, slot: r.slot, length: r.length, now: now, valid: netValid)
+            }
+            for f in flushes {
+                var sent = false
+                while toNet.count < toNet.capacity {
+                    let k = toNet.count
+                    let room = UnsafeMutableRawBufferPointer(rebasing: toNet.slot(k)[16...])
+                    guard let len = pending.withLock({ $0[f.peer.rawValue]?.pop(into: room) }) else { break }
+                    toNet.count = k + 1
+                    seal(peer: f.peer, batch: toNet, slot: k, length: len, now: now, valid: netValid)
+                    sent = true
+                }
+                if !sent && f.keepalive && toNet.count < toNet.capacity {
+                    let k = toNet.count
+                    toNet.count = k + 1
+                    seal(peer: f.peer, batch: toNet, slot: k, length: 0, now: now, valid: netValid)
+                }
+            }
+            sendRuns(toNet, valid: netValid)
+        }
+    }
+
+    // MARK: outbound: TUN → UDP
+
+    func outboundLoop() {
+        let batchSize = options.batchSize
+        let rd = PacketBatch(capacity: batchSize, slotSize: datagramSlotSize, headroom: 16)
+        let valid = UnsafeMutablePointer<Bool>.allocate(capacity: batchSize)
+        let sendPeer = UnsafeMutablePointer<UInt32>.allocate(capacity: batchSize)
+        let toTun = PacketBatch(capacity: batchSize, slotSize: datagramSlotSize)
+        let control = PacketBatch(capacity: 8, slotSize: 256)
+        let controlValid = UnsafeMutablePointer<Bool>.allocate(capacity: 8)
+        var minutes = MinuteClock()
+        defer {
+            valid.deallocate()
+            sendPeer.deallocate()
+            controlValid.deallocate()
+        }
+
+        var full = false  // the last read filled the batch: more is waiting, skip the poll
+        while running.load(ordering: .relaxed) {
+            let n: Int
+            do {
+                if !full {
+                    switch try tun.waitReadable(timeoutMilliseconds: 250) {
+                    case .closed: return
+                    case .timedOut: continue
+                    case .readable: break
+                    }
+                }
+                n = try tun.readPackets(into: rd)
+                full = n == rd.capacity
+            } catch {
+                log.error("outbound: \(error); retrying in 100 ms")
+                Sys.sleep(milliseconds: 100)
+                continue
+            }
+            if n == 0 { continue }
+            let now = clock.boottimeNanoseconds()
+            let nowMs = Int64(now / 1_000_000)
+            let policy = self.policy
+            let trie = registry.current.routes
+            let minute = minutes.minuteOfWeek(epochMs: clock.wallMilliseconds())
+            toTun.count = 0
+
+            // 1. Route and decide under the flow lock.
+            withFlows { table in
+                // The observer only when something watches this batch (live ring or capture):
+                // otherwise no per-packet call at all.
+                let watcher = observer.flatMap { $0.beginBatch() ? $0 : nil }
+                for i in 0..<n {
+                    sendPeer[i] = 0
+                    valid[i] = false
+                    let packet = UnsafeRawBufferPointer(rd.packet(i))
+                    guard var parsed = try? PacketParser.parse(packet) else {
+                        counters.drop(.malformedOutbound)
+                        continue
+                    }
+                    guard resolveFragment(&parsed, nowMs: nowMs) else {
+                        counters.drop(.unattributableFragment)
+                        continue
+                    }
+                    let peer = trie.lookupRaw(parsed.destination)
+                    guard peer > 0 else {
+                        counters.drop(.noRoute)
+                        continue
+                    }
+                    switch decide(table, parsed, packet, peer: UInt32(peer), fromPeer: false,
+                                  policy: policy, watcher: watcher, minute: minute, nowMs: nowMs)
+                    {
+                    case .allow:
+                        sendPeer[i] = UInt32(peer)
+                    case .block, .pending:
+                        // `decide` answers only rule actions: a flow is never held (pending)
+                        // until host rules run on the data path; were one, it waits dropped.
+                        counters.drop(.policyBlock)
+                    case .reject:
+                        counters.drop(.policyReject)
+                        let t = toTun.count
+                        if let len = buildRejection(answering: packet, parsed, into: toTun.slot(t)) {
+                            toTun.offsets[t] = 0
+                            toTun.lengths[t] = len
+                            toTun.count = t + 1
+                        }
+                    }
+                }
+                observer?.endBatch()
+            }
+            if toTun.count > 0 { writeAll(toTun) }
+
+            // 2. Encrypt in place, outside every lock.
+            control.count = 0
+            for i in 0..<n where sendPeer[i] != 0 {
+                let peer = PeerHandle(rawValue: sendPeer[i])
+                let length = rd.lengths[i]
+                switch device.encrypt(peer: peer, buffer: rd.slot(i), payloadLength: length, now: now) {
+                case .send(let range, let to):
+                    rd.offsets[i] = range.lowerBound
+                    rd.lengths[i] = range.count
+                    rd.endpoints[i] = to
+                    valid[i] = true
+                case .handshakeNeeded:
+                    enqueuePending(peer, UnsafeRawBufferPointer(rd.packet(i)))
+                    if control.count < control.capacity {
+                        initiate(peer, retry: false, batch: control, valid: controlValid, now: now)
+                    }
+                case .noEndpoint:
+                    counters.drop(.noEndpoint)
+                case .refused:
+                    counters.drop(.peerRefused)
+                case .unknownPeer:
+                    counters.drop(.noRoute)  // removed (e.g. over UAPI) while its route was in this batch
+                case .bufferTooSmall, .handshakeInProgress:
+                    counters.drop(.malformedOutbound)
+                }
+            }
+            if control.count > 0 { sendRuns(control, valid: controlValid) }
+            rd.count = n
+            sendRuns(rd, valid: valid)
+        }
+    }
+
+    // MARK: timers
+
+    func timerLoop() {
+        let control = PacketBatch(capacity: 64, slotSize: datagramSlotSize)
+        let valid = UnsafeMutablePointer<Bool>.allocate(capacity: 64)
+        defer { valid.deallocate() }
+        while running.load(ordering: .relaxed) {
+            Sys.sleep(milliseconds: Int(options.tickMilliseconds))
+            let now = clock.boottimeNanoseconds()
+            control.count = 0
+            for action in device.tick(now: now) {
+                if control.count == control.capacity {
+                    sendRuns(control, valid: valid)
+                    control.count = 0
+                }
+                switch action {
+                case .sendInitiation(let peer, let retry):
+                    initiate(peer, retry: retry, batch: control, valid: valid, now: now)
+                case .sendKeepalive(let peer):
+                    let k = control.count
+                    control.count = k + 1
+                    seal(peer: peer, batch: control, slot: k, length: 0, now: now, valid: valid)
+                case .handshakeGaveUp(let peer):
+                    pending.withLock { $0[peer.rawValue]?.removeAll() }
+                case .keysZeroed:
+                    break
+                }
+            }
+            if control.count > 0 { sendRuns(control, valid: valid) }
+            let nowMs = Int64(now / 1_000_000)
+            let trie = registry.current.routes
+            withFlows { table in
+                observer?.tick()
+                _ = table.expire(now: nowMs, budget: options.expiryBudget) { ended in
+                    events?.flowEnded(ended)
+                    if let observer {
+                        let p = max(trie.lookupRaw(ended.entry.originator), trie.lookupRaw(ended.entry.responder))
+                        observer.flowEnded(ended, peer: p > 0 ? UInt32(p) : observedNoPeer)
+                    }
+                }
+                events?.timerTick(flows: table, monoMs: nowMs)
+                observer?.endBatch()
+            }
+            if let boundary = policy.nextBoundary, clock.wallMilliseconds() / 1000 >= boundary {
+                restampPolicy()
+                log.info("policy: time boundary passed; generation \(policy.generation), flows re-evaluate")
+            }
+        }
+    }
+
+    // MARK: shared steps
+
+    /// Tracks the packet's flow and returns its verdict: the cached one when it carries the
+    /// current generation, otherwise a fresh evaluation (stamped and counted).
+    /// `fromPeer`: the packet came out of the tunnel (its sender is the peer). The observer (live
+    /// ring, capture) sees every tracked packet here with its verdict.
+    ///
+    /// An ICMP error about a flow we track (fragmentation needed, port unreachable, …) takes that
+    /// flow's verdict, so return traffic of an allowed flow passes even under `default in block`.
+    @inline(__always)
+    func decide(_ table: FlowTable, _ p: ParsedPacket, _ packet: UnsafeRawBufferPointer, peer: UInt32, fromPeer: Bool,
+                policy: ActivePolicy, watcher: (any PacketObserving)?, minute: Int, nowMs: Int64) -> Verdict
+    {
+        let observer = watcher  // the batch's observer, nil when nothing watches
+        if p.isICMPError, p.payloadOffset < packet.count,
+            let quoted = try? PacketParser.parseQuoted(UnsafeRawBufferPointer(rebasing: packet[p.payloadOffset...]))
+        {
+            let (handle, ended) = table.lookup(quoted.flowKey.key, now: nowMs)
+            if let ended {  // the lookup found the quoted flow expired: it ends here, like in the sweep
+                events?.flowEnded(ended)
+                observer?.flowEnded(ended, peer: peer)
+            }
+            if let handle, table[handle].verdictGeneration == policy.generation,
+                let cached = Verdict(rawValue: table[handle].verdictAction)
+            {
+                return cached
+            }
+        }
+        let (key, reversed) = p.flowKey
+        let t = table.track(key, reversed: reversed, length: packet.count, tcpFlags: p.tcpFlags, now: nowMs)
+        if let ended = t.ended { observer?.flowEnded(ended, peer: ended.entry.key == key ? peer : observedNoPeer) }
+        let entry = table[t.handle]
+        if entry.verdictGeneration == policy.generation, let cached = Verdict(rawValue: entry.verdictAction) {
+            observer?.packet(ObservedBytes(packet), p, handle: t.handle, entry: entry, opened: t.opened,
+                             action: cached, peer: peer, fromPeer: fromPeer)
+            return cached
+        }
+        // The flow's originator sent its first packet; a reply's sender is the other side.
+        let originIsPeer = t.isReply ? !fromPeer : fromPeer
+        let q = PolicyQuery(
+            direction: originIsPeer ? .out : .in, proto: p.proto,
+            source: t.isReply ? p.destination : p.source, destination: t.isReply ? p.source : p.destination,
+            sourcePort: t.isReply ? p.destinationPort : p.sourcePort,
+            destinationPort: t.isReply ? p.sourcePort : p.destinationPort,
+            peer: policy.peerID(peer), tier: policy.tier(peer), host: nil, minuteOfWeek: minute)
+        let v = policy.compiled.evaluate(q)
+        policy.hit(v)
+        table.setVerdict(t.handle, generation: policy.generation, action: v.action.rawValue, ruleIndex: v.ruleIndex)
+        // The observer first: it assigns the flow's first capture location, which history records.
+        if let observer {
+            observer.packet(ObservedBytes(packet), p, handle: t.handle, entry: table[t.handle], opened: t.opened,
+                            action: v.action, peer: peer, fromPeer: fromPeer)
+        }
+        if let events {
+            if let ended = t.ended { events.flowEnded(ended) }
+            events.flowDecided(table[t.handle], peer: peer, verdict: v, policy: policy, opened: t.opened)
+        }
+        return v.action
+    }
+
+    /// Gives a later fragment its datagram's ports (RFC 791 / RFC 8200 reassembly key), so it
+    /// joins its flow; false for a later fragment whose first fragment was not seen (dropped).
+    /// Call with the `flows` lock held.
+    @inline(__always)
+    func resolveFragment(_ p: inout ParsedPacket, nowMs: Int64) -> Bool {
+        guard p.fragment.isFragment else { return true }
+        return fragments.tracker.resolve(&p, now: nowMs)
+    }
+
+    /// The answer to a rejected packet: a TCP RST for TCP, ICMP port unreachable for UDP, ICMP
+    /// administratively prohibited otherwise (RFC 1812 §5.2.7.1). Nil when the packet must not be
+    /// answered (an RST, an ICMP error, a later fragment, multicast).
+    func buildRejection(answering packet: UnsafeRawBufferPointer, _ p: ParsedPacket,
+                        into out: UnsafeMutableRawBufferPointer) -> Int?
+    {
+        do {
+            if p.proto == .tcp {
+                return try ReplyBuilder.tcpReset(answering: packet, parsed: p, into: out)
+            }
+            let reason: UnreachableReason = p.proto == .udp ? .portUnreachable : .administrativelyProhibited
+            return try ReplyBuilder.unreachable(answering: packet, parsed: p, reason: reason, into: out)
+        } catch {
+            return nil
+        }
+    }
+
+    /// Encrypts the plaintext at `slot`'s offset 16 for `peer` in place and marks the slot
+    /// sendable (or not).
+    func seal(peer: PeerHandle, batch: PacketBatch, slot k: Int, length: Int, now: UInt64,
+              valid: UnsafeMutablePointer<Bool>)
+    {
+        valid[k] = false
+        switch device.encrypt(peer: peer, buffer: batch.slot(k), payloadLength: length, now: now) {
+        case .send(let range, let to):
+            batch.offsets[k] = range.lowerBound
+            batch.lengths[k] = range.count
+            batch.endpoints[k] = to
+            valid[k] = true
+        case .handshakeNeeded:
+            if length > 0 {
+                enqueuePending(peer, UnsafeRawBufferPointer(rebasing: batch.slot(k)[16..<(16 + length)]))
+            }
+        case .noEndpoint:
+            counters.drop(.noEndpoint)
+        case .refused:
+            counters.drop(.peerRefused)
+        case .unknownPeer, .bufferTooSmall, .handshakeInProgress:
+            break
+        }
+    }
+
+    /// Builds a handshake initiation for `peer` into the next slot of `batch`.
+    func initiate(_ peer: PeerHandle, retry: Bool, batch: PacketBatch, valid: UnsafeMutablePointer<Bool>, now: UInt64) {
+        let k = batch.count
+        guard k < batch.capacity else { return }
+        switch device.initiation(for: peer, retry: retry, into: batch.slot(k), now: now, wallClock: wallNanoseconds()) {
+        case .send(let range, let to):
+            batch.offsets[k] = range.lowerBound
+            batch.lengths[k] = range.count
+            batch.endpoints[k] = to
+            valid[k] = true
+            batch.count = k + 1
+        case .noEndpoint:
+            counters.drop(.noEndpoint)
+        default:
+            break
+        }
+    }
+
+    /// Sends every run of consecutive valid slots of `batch` (`0 ..< batch.count`). A socket that
+    /// stays full for a few retries costs the rest of the run (counted).
+    func sendRuns(_ batch: PacketBatch, valid: UnsafeMutablePointer<Bool>) {
+        let n = batch.count
+        var i = 0
+        while i < n {
+            while i < n && !valid[i] { i += 1 }
+            var j = i
+            while j < n && valid[j] { j += 1 }
+            if j > i {
+                batch.count = j
+                var start = i
+                var tries = 0
+                while start < j {
+                    let sent = (try? bind.send(batch, from: start)) ?? (j - start)
+                    start += sent
+                    if sent == 0 {
+                        tries += 1
+                        if tries > 50 {
+                            counters.drop(.udpBusy, UInt64(j - start))
+                            break
+                        }
+                        sched_yield()
+                    }
+                }
+            }
+            i = j
+        }
+        batch.count = n
+    }
+
+    /// Writes all of `batch` to the TUN device, retrying briefly when it would block.
+    func writeAll(_ batch: PacketBatch) {
+        let n = batch.count
+        var written = 0
+        var tries = 0
+        while written < n {
+            let w = (try? tun.writePackets(batch)) ?? n
+            if w >= batch.count { written += w; break }
+            // Shift the unwritten rest to the front by offsets: slots keep their data in place.
+            written += w
+            if w == 0 {
+                tries += 1
+                if tries > 50 {
+                    counters.drop(.tunBusy, UInt64(n - written))
+                    break
+                }
+                sched_yield()
+                continue
+            }
+            // Rare: the device took part of the batch. Move the remaining slots' packets forward.
+            for s in 0..<(batch.count - w) {
+                let from = batch.packet(s + w)
+                batch.slot(s).baseAddress!.copyMemory(from: from.baseAddress!, byteCount: from.count)
+                batch.offsets[s] = 0
+                batch.lengths[s] = from.count
+            }
+            batch.count -= w
+        }
+        batch.count = n
+    }
+}
+
+/// Local minute of the week for `during` rules, recomputed once per second; the UTC offset is
+/// re-read once a minute (daylight-saving changes).
+struct MinuteClock {
+    private var second: Int64 = .min
+    private var minute = 0
+    private var offset = 0
+    private var offsetReadAt: Int64 = .min
+
+    mutating func minuteOfWeek(epochMs: Int64) -> Int {
+        let s = epochMs / 1000
+        if s != second {
+            if offsetReadAt == .min || s - offsetReadAt >= 60 || s < offsetReadAt {
+                offset = ActivePolicy.localUTCOffset(epochSeconds: s)
+                offsetReadAt = s
+            }
+            minute = PolicyClock.minuteOfWeek(epochSeconds: s, utcOffsetSeconds: offset)
+            second = s
+        }
+        return minute
+    }
+}

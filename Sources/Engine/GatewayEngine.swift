@@ -1,0 +1,283 @@
+// The gateway's data path.
+//
+// Three dedicated threads move packets; nothing on them allocates per packet or holds a lock
+// across I/O:
+//
+//   inbound  (UDP → TUN): recvmmsg a batch → WireGuardDevice.receive decrypts each datagram in
+//            place (handshakes are answered into a send batch) → under the flow lock, once per
+//            batch: parse the inner packet, drop it unless its source is in the sending peer's
+//            AllowedIPs (cryptokey routing), track its flow, take or reuse the flow's verdict
+//            (allow: copy to the TUN batch; block: drop; reject: build an RST / ICMP unreachable
+//            that goes back through the tunnel) → write the TUN batch → encrypt and sendmmsg the
+//            replies, and any packets that were waiting for the handshake that just completed.
+//   outbound (TUN → UDP): read a batch from the TUN device at 16 bytes of headroom → under the
+//            flow lock: parse, find the destination peer in the AllowedIPs trie, track the flow,
+//            verdict → outside the lock: encrypt each packet in place → sendmmsg runs of slots.
+//            A peer without a session gets the packet queued (bounded) and a handshake started.
+//   timers   every 100 ms: WireGuardDevice.tick (handshake retries, keepalives, key expiry),
+//            an incremental flow-expiry sweep, and the policy's next `during` boundary.
+//
+// The flow table and policy verdicts are shared by the first two threads behind one mutex taken
+// once per batch. The policy in force and the AllowedIPs trie are immutable snapshots swapped
+// under their own mutexes and read once per batch.
+import SystemIO
+import Core
+import Packet
+import Policy
+import Runtime
+import Synchronization
+import WireGuard
+
+/// Tunables of the data path.
+public struct GatewayOptions: Sendable {
+    /// Packets per batch (recvmmsg/sendmmsg/TUN reads).
+    public var batchSize = 64
+    /// Most flows tracked at once (least recently used evicted beyond).
+    public var flowCapacity = 65_536
+    /// Packets queued per peer while its handshake is in progress.
+    public var pendingPerPeer = 64
+    /// Period of the timer thread.
+    public var tickMilliseconds: Int32 = 100
+    /// Flow-table entries examined per timer tick by the expiry sweep.
+    public var expiryBudget = 2_048
+    /// Handshake messages per second above which the device is "under load" (cookies, rate limit).
+    public var underLoadHandshakesPerSecond = 256
+    /// Seed of the flow table's bucket hash. Nil (the default): a fresh random one from the
+    /// system (`SystemRandomNumberGenerator`, getrandom(2)) for every engine, so peers cannot
+    /// predict which keys share a bucket. Set it only to reproduce a run.
+    public var flowHashSeed: UInt64? = nil
+    public init() {}
+}
+
+/// The daemon engine: a WireGuard device, a TUN device and a datagram bind, joined by the flow
+/// table and the policy. Written against `TunDevice`, `DatagramBind` and `TimeSource`, so tests
+/// run it over in-memory fakes (`TestSupport`) and the daemon over Linux.
+public final class GatewayEngine: @unchecked Sendable {
+    // Safe: mutable state lives behind the Mutexes below or in atomics; the thread handles are
+    // touched only by start/stop on the owning thread.
+    public let device: WireGuardDevice
+    public let tun: any TunDevice
+    public let bind: any DatagramBind
+    public let clock: any TimeSource
+    public let log: Logger
+    public let options: GatewayOptions
+    public let counters = GatewayCounters()
+    /// Wall-clock time the engine started (epoch ms).
+    public let startedAtMs: Int64
+
+    let policyState: Mutex<ActivePolicy>
+    /// Every peer: name, keys, tier, AllowedIPs (the routing trie the data path reads once per
+    /// batch). The one registry the watchdog, history, observer and servers read too.
+    public let registry = PeerRegistry()
+    /// The flow table (and `fragments`) are used only inside `withFlows`, which holds `flowLock`.
+    let flowLock = Mutex(())
+    let flowBox: FlowBox
+    /// The seed of the flow table's bucket hash (`GatewayOptions.flowHashSeed`, else random).
+    public var flowHashSeed: UInt64 { flowBox.table.hashSeed }
+    /// Later IP fragments → their datagram's ports; used only under the `flows` lock.
+    let fragments = FragmentBox()
+    let pending = Mutex<[UInt32: PendingPackets]>([:])
+    let handshakeWindow = Mutex<(second: UInt64, count: Int)>((0, 0))
+    let running = Atomic<Bool>(false)
+    /// Live ring and capture (nil: none). Set before `start()`; the data path reads it unlocked
+    /// (so without the per-access exclusivity check).
+    @exclusivity(unchecked) public var observer: (any PacketObserving)?
+    private var threads: [WorkerThread] = []
+    /// History hooks (see `GatewayEvents`); set before `start()`, read-only after (that ordering
+    /// is what makes the unsynchronised access safe).
+    public var events: (any GatewayEvents)?
+    /// Who may complete a handshake (the watchdog); nil admits every peer. Set before `start()`.
+    public var admission: (any HandshakeAdmission)?
+    /// Called after each successful policy reload with (generation, rule count, directory);
+    /// set before `start` (tunneld's `DaemonMarkers` writes a marker from it).
+    public let policyReloadHook = Mutex<(@Sendable (UInt64, Int, String) -> Void)?>(nil)
+
+    /// An engine over the given devices. `policy` is the compiled policy to start with (generation 1).
+    public init(device: WireGuardDevice, tun: any TunDevice, bind: any DatagramBind, clock: any TimeSource,
+                policy: (PolicySet, CompiledPolicy), options: GatewayOptions = GatewayOptions(), log: Logger)
+    {
+        self.device = device
+        self.tun = tun
+        self.bind = bind
+        self.clock = clock
+        self.log = log
+        self.options = options
+        startedAtMs = clock.wallMilliseconds()
+        var random = SystemRandomNumberGenerator()
+        flowBox = FlowBox(FlowTable(capacity: options.flowCapacity, hashSeed: options.flowHashSeed ?? random.next()))
+        let now = clock.wallMilliseconds()
+        policyState = Mutex(ActivePolicy(
+            compiled: policy.1, set: policy.0, generation: 1, loadedAtMs: now, peers: [],
+            nextBoundary: GatewayEngine.boundary(policy.1, nowMs: now)))
+        // Peer changes (added, removed, tier) restamp the policy with the new identities.
+        registry.onChange { [weak self] _, new in self?.restampPolicy(peers: new) }
+    }
+
+    // MARK: Peers
+
+    /// Adds (or updates) a peer: WireGuard identity, AllowedIPs routes and its tier for policy.
+    @discardableResult
+    public func addPeer(name: String, publicKey: WireGuard.PublicKey, presharedKey: [UInt8]?, allowedIPs: [IPPrefix],
+                        endpoint: Endpoint?, persistentKeepalive: UInt16, tier: PeerTier,
+                        origin: PeerOrigin = .config) -> PeerHandle
+    {
+        let handle = device.addPeer(PeerConfiguration(
+            publicKey: publicKey, presharedKey: presharedKey, persistentKeepaliveSeconds: persistentKeepalive,
+            endpoint: endpoint))
+        registry.put(GatewayPeer(
+            handle: handle, name: name, publicKey: publicKey, presharedKey: presharedKey, allowedIPs: allowedIPs,
+            tier: tier, persistentKeepalive: persistentKeepalive, origin: origin))
+        return handle
+    }
+
+    /// Removes a peer: its keys, routes, queued packets and flows' policy identity.
+    public func removePeer(_ handle: PeerHandle) {
+        device.removePeer(handle)
+        pending.withLock { $0[handle.rawValue] = nil }
+        registry.remove(handle)
+    }
+
+    /// Replaces a peer's AllowedIPs (UAPI `replace_allowed_ips` / `allowed_ip`).
+    public func setAllowedIPs(_ handle: PeerHandle, _ prefixes: [IPPrefix], replace: Bool) {
+        registry.setAllowedIPs(handle, prefixes, replace: replace)
+    }
+
+    /// Changes the tier in force for a peer (what `tier` rules match) without a restart.
+    public func setTier(_ handle: PeerHandle, _ tier: PeerTier) {
+        registry.update(handle) { $0.tier = tier }
+    }
+
+    /// Every configured peer, by handle.
+    public var peers: [GatewayPeer] { registry.current.all }
+
+    /// The peer called `name`.
+    public func peer(named name: String) -> GatewayPeer? { registry.current.named(name) }
+
+    // MARK: Policy
+
+    /// The policy in force.
+    public var policy: ActivePolicy { policyState.withLock { $0 } }
+
+    /// Installs a newly loaded policy under the next generation; existing flows re-evaluate on
+    /// their next packet. Returns the new generation.
+    @discardableResult
+    public func install(policy: (PolicySet, CompiledPolicy)) -> UInt64 {
+        let now = clock.wallMilliseconds()
+        let peers = policyPeers(registry.current)
+        return policyState.withLock { current in
+            current = ActivePolicy(
+                compiled: policy.1, set: policy.0, generation: current.generation + 1, loadedAtMs: now, peers: peers,
+                nextBoundary: GatewayEngine.boundary(policy.1, nowMs: now))
+            return current.generation
+        }
+    }
+
+    /// Same rules, next generation, current peers (after peer changes or a time boundary).
+    func restampPolicy(peers directory: PeerDirectory? = nil) {
+        let now = clock.wallMilliseconds()
+        let peers = policyPeers(directory ?? registry.current)
+        policyState.withLock { current in
+            current = current.restamped(
+                generation: current.generation + 1, peers: peers,
+                nextBoundary: GatewayEngine.boundary(current.compiled, nowMs: now))
+        }
+    }
+
+    private func policyPeers(_ directory: PeerDirectory) -> [(handle: UInt32, name: String, tier: PeerTier)] {
+        directory.all.map { ($0.handle.rawValue, $0.name, $0.tier) }
+    }
+
+    static func boundary(_ compiled: CompiledPolicy, nowMs: Int64) -> Int64? {
+        let s = nowMs / 1000
+        return compiled.nextBoundary(afterEpochSeconds: s, utcOffsetSeconds: ActivePolicy.localUTCOffset(epochSeconds: s))
+    }
+
+    // MARK: Life cycle
+
+    /// Starts the inbound, outbound and timer threads.
+    public func start() {
+        guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        threads = [
+            WorkerThread(name: "tv-inbound") { [self] in inboundLoop() },
+            WorkerThread(name: "tv-outbound") { [self] in outboundLoop() },
+            WorkerThread(name: "tv-timers") { [self] in timerLoop() },
+        ]
+    }
+
+    /// Stops the threads (closing the TUN device and the bind wakes them) and waits for them.
+    public func stop() {
+        guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        tun.close()
+        bind.close()
+        for t in threads { t.join() }
+        threads = []
+        if let events {
+            let nowMs = Int64(clock.boottimeNanoseconds() / 1_000_000)
+            withFlows { events.engineStopping(flows: $0, monoMs: nowMs) }
+        }
+    }
+
+    /// Ends a peer's session now: keys dropped, queued packets discarded. The peer may handshake
+    /// again (unless refused).
+    public func kick(_ handle: PeerHandle) {
+        device.dropKeys(handle)
+        pending.withLock { $0[handle.rawValue]?.removeAll() }
+    }
+
+    /// Number of flows tracked now.
+    public var flowCount: Int { withFlows { $0.count } }
+
+    /// Flow ids continue above `last` (the store's highest), so they are unique across restarts.
+    public func seedFlowIDs(after last: UInt64) { withFlows { $0.seedIDs(after: last) } }
+
+    /// Runs `body` with the flow table, under the flow lock (held once per data-path batch).
+    @inline(__always)
+    public func withFlows<R: Sendable>(_ body: (FlowTable) throws -> R) rethrows -> R {
+        try flowLock.withLock { _ in try body(flowBox.table) }
+    }
+
+    // MARK: Helpers shared by the loops
+
+    /// True when handshake messages arrive faster than the configured rate (cookies and the
+    /// per-source rate limit engage).
+    func noteHandshake(now: UInt64) -> Bool {
+        let second = now / 1_000_000_000
+        return handshakeWindow.withLock { w in
+            if w.second != second { w = (second, 0) }
+            w.count += 1
+            return w.count > options.underLoadHandshakesPerSecond
+        }
+    }
+
+    /// Wall clock in nanoseconds since 1970, for TAI64N timestamps.
+    func wallNanoseconds() -> UInt64 { UInt64(max(0, clock.wallMilliseconds())) &* 1_000_000 }
+
+    /// Queues a packet for `peer` until its handshake completes.
+    func enqueuePending(_ peer: PeerHandle, _ packet: UnsafeRawBufferPointer) {
+        let kept = pending.withLock { queues -> Bool in
+            let q: PendingPackets
+            if let existing = queues[peer.rawValue] {
+                q = existing
+            } else {
+                q = PendingPackets(capacity: options.pendingPerPeer, mtu: tun.mtu)
+                queues[peer.rawValue] = q
+            }
+            return q.push(packet)
+        }
+        if !kept { counters.drop(.handshakeQueueFull) }
+    }
+}
+
+/// The flow table, reachable from the data-path threads.
+final class FlowBox: @unchecked Sendable {
+    // Safe: only touched inside GatewayEngine.withFlows, which holds the flow lock.
+    let table: FlowTable
+    init(_ table: FlowTable) { self.table = table }
+}
+
+/// The fragment tracker, reachable from the data-path threads.
+final class FragmentBox: @unchecked Sendable {
+    // Safe: only touched while the engine's `flows` mutex is held (GatewayEngine.resolveFragment).
+    let tracker = FragmentTracker()
+}
+

@@ -1,0 +1,25 @@
+import SystemIO
+import Core
+import Packet
+import Policy
+import WireGuard
+
+/// Hooks the gateway engine calls so history can follow its flows without living in the data
+/// path. The daemon installs a `History`; an engine without hooks (tests, benchmarks with
+/// recording off) skips every call. Peers are read from the engine's `PeerRegistry`; handshakes
+/// go to `HandshakeAdmission`.
+///
+/// Calls come from the data-path threads: implementations must not block (no disk, no waiting
+/// on other threads; a short mutex and a bounded queue are fine). Flow hooks run under the flow
+/// table's lock, once per flow decision, never per packet of a flow with a cached verdict.
+public protocol GatewayEvents: AnyObject, Sendable {
+    /// A flow was (re-)evaluated: `opened` when this packet created it; `entry` is its state
+    /// after the packet. `peer` is the WireGuard peer handle's raw value.
+    func flowDecided(_ entry: FlowEntry, peer: UInt32, verdict: PolicyVerdict, policy: ActivePolicy, opened: Bool)
+    /// A flow left the table (expired, evicted, removed).
+    func flowEnded(_ record: FlowRecord)
+    /// The timer thread's tick, under the flow lock (`monoMs`: the table's clock).
+    func timerTick(flows: FlowTable, monoMs: Int64)
+    /// The engine is stopping: the flows still in the table (under the flow lock).
+    func engineStopping(flows: FlowTable, monoMs: Int64)
+}

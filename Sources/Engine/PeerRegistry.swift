@@ -1,0 +1,225 @@
+// The one peer registry: every peer's name, keys, tier and AllowedIPs, whether it came from
+// tunneld.conf or was added at runtime over the UAPI (`wg set`). The engine writes it (addPeer,
+// removePeer, updatePeer, setAllowedIPs, setTier keep it and the WireGuard device in step) and
+// reads its routing table once per batch; the watchdog, history, the live ring, the control server
+// and the UAPI server read the same snapshots. Nobody keeps a copy of their own.
+import Core
+import Packet
+import Synchronization
+import WireGuard
+
+/// Where a peer came from.
+public enum PeerOrigin: String, Sendable, Hashable {
+    /// A `[Peer]` section of tunneld.conf.
+    case config
+    /// Added at runtime over the WireGuard UAPI (`wg set IFACE peer KEY …`).
+    case runtime
+}
+
+/// One peer as every part of the daemon knows it.
+public struct GatewayPeer: Sendable, Hashable {
+    /// The WireGuard device's handle (also the AllowedIPs owner and the live ring's peer index).
+    public var handle: PeerHandle
+    /// The peer's name: `Name =` in the config, `peer-XXXXXXXX` (its key's first base64 characters)
+    /// for a peer added over the UAPI. The store, policy, ring and CLI all use it.
+    public var name: String
+    public var publicKey: WireGuard.PublicKey
+    public var presharedKey: [UInt8]?
+    /// The prefixes configured for the peer (the routing table in ``PeerDirectory/routes`` is
+    /// built from them).
+    public var allowedIPs: [IPPrefix]
+    /// The tier in force (what `tier` rules match): a runtime override (`tunnelctl peer tier`) or
+    /// ``configTier``.
+    public var tier: PeerTier
+    /// The tier of the configuration (`free` for a peer added at runtime).
+    public var configTier: PeerTier
+    public var persistentKeepalive: UInt16
+    public var origin: PeerOrigin
+
+    /// A peer from its parts; `configTier` defaults to `tier`.
+    public init(handle: PeerHandle, name: String, publicKey: WireGuard.PublicKey, presharedKey: [UInt8]? = nil,
+                allowedIPs: [IPPrefix] = [], tier: PeerTier, configTier: PeerTier? = nil, persistentKeepalive: UInt16 = 0,
+                origin: PeerOrigin = .config)
+    {
+        self.handle = handle
+        self.name = name
+        self.publicKey = publicKey
+        self.presharedKey = presharedKey
+        self.allowedIPs = allowedIPs
+        self.tier = tier
+        self.configTier = configTier ?? tier
+        self.persistentKeepalive = persistentKeepalive
+        self.origin = origin
+    }
+}
+
+/// Every peer at one moment: immutable, so a reader takes one under a short lock and uses it
+/// without one (the data path takes one per batch for its routing table).
+public final class PeerDirectory: Sendable {
+    /// Bumped by every change of the registry.
+    public let version: UInt64
+    /// Every peer, in handle order.
+    public let all: [GatewayPeer]
+    /// Cryptokey routing (whitepaper §2): prefix → peer handle, longest match.
+    public let routes: AllowedIPs
+    private let byHandle: [UInt32: Int]
+    private let byName: [String: Int]
+
+    init(version: UInt64, peers: [GatewayPeer], routes: AllowedIPs) {
+        self.version = version
+        all = peers.sorted { $0.handle < $1.handle }
+        self.routes = routes
+        var h: [UInt32: Int] = [:], n: [String: Int] = [:]
+        for (i, p) in all.enumerated() {
+            h[p.handle.rawValue] = i
+            if n[p.name] == nil { n[p.name] = i }
+        }
+        byHandle = h
+        byName = n
+    }
+
+    /// Number of peers.
+    public var count: Int { all.count }
+
+    /// The peer with `handle`.
+    public subscript(handle: PeerHandle) -> GatewayPeer? { peer(handle.rawValue) }
+
+    /// The peer whose handle's raw value is `raw` (as the flow hooks and the ring carry it).
+    public func peer(_ raw: UInt32) -> GatewayPeer? { byHandle[raw].map { all[$0] } }
+
+    /// The peer called `name`.
+    public func named(_ name: String) -> GatewayPeer? { byName[name].map { all[$0] } }
+
+    /// The name of the peer with raw handle `raw`.
+    public func name(of raw: UInt32) -> String? { peer(raw)?.name }
+
+    /// The peer with this public key.
+    public func peer(publicKey: WireGuard.PublicKey) -> GatewayPeer? { all.first { $0.publicKey == publicKey } }
+}
+
+/// The registry: the current ``PeerDirectory`` and the changes to it. Changes are serialised;
+/// after each, the listeners run (in registration order, on the changing thread, before the
+/// change returns) with the directory before and after. A listener must not change the registry.
+public final class PeerRegistry: Sendable {
+    private let directory: Mutex<PeerDirectory>
+    private let versionNow = Atomic<UInt64>(0)
+    /// Held across a change and its listeners, so listeners see changes one at a time and in order.
+    private let changes = Mutex<[@Sendable (PeerDirectory, PeerDirectory) -> Void]>([])
+
+    /// A registry holding `peers` (routes from their AllowedIPs).
+    public init(_ peers: [GatewayPeer] = []) {
+        var routes = AllowedIPs()
+        for p in peers { for prefix in p.allowedIPs { routes.insert(prefix, peer: Int32(p.handle.rawValue)) } }
+        directory = Mutex(PeerDirectory(version: 0, peers: peers, routes: routes))
+    }
+
+    /// The peers now.
+    public var current: PeerDirectory { directory.withLock { $0 } }
+
+    /// The version of ``current``: a cheap check whether anything changed since a directory was taken.
+    public var version: UInt64 { versionNow.load(ordering: .acquiring) }
+
+    /// Calls `listener(old, new)` after every later change.
+    public func onChange(_ listener: @escaping @Sendable (_ old: PeerDirectory, _ new: PeerDirectory) -> Void) {
+        changes.withLock { $0.append(listener) }
+    }
+
+    /// Adds `peer`, or replaces the peer with its handle (its routes replaced by its AllowedIPs; an
+    /// identical prefix owned by another peer moves to this one, as in WireGuard).
+    public func put(_ peer: GatewayPeer) {
+        change { peers, routes in
+            _ = routes.removeAll(peer: Int32(peer.handle.rawValue))
+            for p in peer.allowedIPs { routes.insert(p, peer: Int32(peer.handle.rawValue)) }
+            if let i = peers.firstIndex(where: { $0.handle == peer.handle }) { peers[i] = peer } else { peers.append(peer) }
+            PeerRegistry.release(peer.allowedIPs, takenBy: peer.handle, in: &peers)
+            return true
+        }
+    }
+
+    /// Removes the peer with `handle` and its routes; returns it.
+    @discardableResult
+    public func remove(_ handle: PeerHandle) -> GatewayPeer? {
+        var removed: GatewayPeer?
+        change { peers, routes in
+            guard let i = peers.firstIndex(where: { $0.handle == handle }) else { return false }
+            removed = peers.remove(at: i)
+            _ = routes.removeAll(peer: Int32(handle.rawValue))
+            return true
+        }
+        return removed
+    }
+
+    /// Changes fields of the peer with `handle` other than its AllowedIPs (``setAllowedIPs(_:_:replace:)``
+    /// does those). Returns false when there is no such peer or `body` changed nothing.
+    @discardableResult
+    public func update(_ handle: PeerHandle, _ body: (inout GatewayPeer) -> Void) -> Bool {
+        change { peers, _ in
+            guard let i = peers.firstIndex(where: { $0.handle == handle }) else { return false }
+            var p = peers[i]
+            let allowed = p.allowedIPs
+            body(&p)
+            p.handle = handle
+            p.allowedIPs = allowed
+            guard p != peers[i] else { return false }
+            peers[i] = p
+            return true
+        }
+    }
+
+    /// Replaces (or, without `replace`, extends) the AllowedIPs of the peer with `handle`
+    /// (UAPI `replace_allowed_ips` / `allowed_ip`).
+    public func setAllowedIPs(_ handle: PeerHandle, _ prefixes: [IPPrefix], replace: Bool) {
+        change { peers, routes in
+            if replace { _ = routes.removeAll(peer: Int32(handle.rawValue)) }
+            for p in prefixes { routes.insert(p, peer: Int32(handle.rawValue)) }
+            if let i = peers.firstIndex(where: { $0.handle == handle }) {
+                let old = peers[i].allowedIPs
+                peers[i].allowedIPs = replace ? prefixes : old + prefixes.filter { !old.contains($0) }
+            }
+            PeerRegistry.release(prefixes, takenBy: handle, in: &peers)
+            return true
+        }
+    }
+
+    /// The name a peer added over the UAPI gets: `peer-` and the first 8 characters of its key in
+    /// base64 (`/` as `_`), longer when another peer already has that name.
+    public func runtimeName(for key: WireGuard.PublicKey) -> String {
+        let dir = current
+        let text = key.base64.replacingOccurrences(of: "/", with: "_")
+        var length = 8
+        while true {
+            let name = "peer-" + String(text.prefix(length))
+            if length >= text.count { return name }
+            if let other = dir.named(name), other.publicKey != key { length += 4 } else { return name }
+        }
+    }
+
+    /// A prefix now routed to `owner` leaves every other peer's AllowedIPs list (as in WireGuard,
+    /// where the trie has one owner per prefix), so the lists and the trie agree.
+    private static func release(_ prefixes: [IPPrefix], takenBy owner: PeerHandle, in peers: inout [GatewayPeer]) {
+        guard !prefixes.isEmpty else { return }
+        let taken = Set(prefixes)
+        for i in peers.indices where peers[i].handle != owner && peers[i].allowedIPs.contains(where: taken.contains) {
+            peers[i].allowedIPs.removeAll(where: taken.contains)
+        }
+    }
+
+    /// Applies `body` (false: nothing changed) and tells the listeners; returns whether it changed.
+    @discardableResult
+    private func change(_ body: (inout [GatewayPeer], inout AllowedIPs) -> Bool) -> Bool {
+        changes.withLock { listeners in
+            let step = directory.withLock { d -> (PeerDirectory, PeerDirectory)? in
+                var peers = d.all
+                var routes = d.routes
+                guard body(&peers, &routes) else { return nil }
+                let old = d
+                d = PeerDirectory(version: old.version &+ 1, peers: peers, routes: routes)
+                versionNow.store(d.version, ordering: .releasing)
+                return (old, d)
+            }
+            guard let (old, new) = step else { return false }
+            for l in listeners { l(old, new) }
+            return true
+        }
+    }
+}

@@ -1,0 +1,242 @@
+import Control
+import Core
+import Daemon
+import Engine
+import Foundation
+import LiveFeed
+import Packet
+import Runtime
+import Store
+import SystemIO
+import Testing
+import TestSupport
+import WireGuard
+
+/// The engine over fakes with the daemon's own wiring around it: `SessionService` (store in a
+/// temporary state directory, history, the watchdog as handshake admission) and a
+/// `PacketObserver` on a live ring with a consumer attached (`tunnelctl watch`). No root.
+final class DaemonHarness: @unchecked Sendable {
+    // Safe: used from the test's thread only; the engine and the service have their own threads.
+    let base: EngineHarness
+    let sessions: SessionService
+    let observer: PacketObserver
+    let consumer: RingConsumer
+    let dir: String
+    /// Keep the state directory when the harness goes (a test restarts on it).
+    var keep = false
+    var engine: GatewayEngine { base.engine }
+    var storePath: String { dir + "/state/state.db" }
+
+    /// `windows`: stored before the daemon starts. `peers` run after `alice` is added, before start.
+    init(windows: [SessionWindow] = [], reusing existing: String? = nil, peers: (GatewayEngine) throws -> Void = { _ in }) throws {
+        let dir = existing ?? FileManager.default.temporaryDirectory
+            .appendingPathComponent("tv-daemon-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+        var iface = InterfaceConfig()
+        iface.stateDirectory = dir + "/state"
+        iface.runtimeDirectory = dir + "/run"
+        for d in [iface.stateDirectory, iface.runtimeDirectory] {
+            try FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true)
+        }
+        if !windows.isEmpty {
+            let store = try StateStore(path: iface.storePath)
+            for w in windows { try store.putWindow(w) }
+        }
+        let ring = try RingProducer(directory: iface.runtimeDirectory, slotCount: 1024)
+        let consumer = try RingConsumer(path: ring.path)
+        var made: (SessionService, PacketObserver)?
+        base = try EngineHarness { engine in
+            try peers(engine)
+            let sessions = SessionService(engine: engine, interface: iface, log: engine.log)
+            let observer = PacketObserver(ring: ring, capture: nil, flowCapacity: engine.options.flowCapacity,
+                                          peers: engine.registry)
+            engine.observer = observer
+            made = (sessions, observer)
+        }
+        guard let made else { throw HarnessError("not wired") }
+        (sessions, observer) = made
+        self.consumer = consumer
+        self.dir = dir
+    }
+
+    deinit {
+        base.engine.stop()
+        sessions.stop()
+        observer.close()
+        if !keep { try? FileManager.default.removeItem(atPath: dir) }
+    }
+
+    /// Ring records until `done` holds for what arrived so far (or 2 s passed).
+    func records(until done: ([LiveRecord]) -> Bool) -> [LiveRecord] {
+        var out: [LiveRecord] = []
+        let deadline = Date().addingTimeInterval(2)
+        while !done(out) && Date() < deadline {
+            _ = consumer.wait(timeoutNanoseconds: 50_000_000)
+            out += consumer.read()
+        }
+        return out
+    }
+
+    /// The store as tunnelctl reads it, after the writer drained.
+    func store() throws -> StateStore {
+        sessions.history.writer?.flush()
+        return try StateStore(path: storePath, mode: .readOnly)
+    }
+}
+
+@Suite(.serialized) struct DaemonWiringTests {
+    static let bobKey = (0..<32).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 5) }
+    static let carolKey = (0..<32).map { UInt8(truncatingIfNeeded: $0 &* 17 &+ 9) }
+
+    /// DESIGN.md §6.3: a free peer in its pause. Its initiation is refused before the device
+    /// builds anything: no response datagram, no keys, no handshake on the live ring (a refusal
+    /// instead), a refusal row; the watchdog refuses it from then on. A premium peer at the same
+    /// time is admitted: response, handshake record, session row.
+    @Test func pausedPeerGetsNoResponseNoHandshakeAdmittedPeerDoes() throws {
+        let now = SystemClock().wallMilliseconds()
+        let paused = SessionWindow(peer: "alice", allowedUntil: now - 60_000, reconnectAt: now + 3_600_000)
+        let h = try DaemonHarness(windows: [paused]) { engine in
+            let bob = try #require(WireGuardDevice(privateKey: Self.bobKey)).publicKey
+            engine.addPeer(name: "bob", publicKey: bob, presharedKey: nil, allowedIPs: [IPPrefix("10.99.0.3/32")!],
+                           endpoint: nil, persistentKeepalive: 0, tier: .premium)
+        }
+        // The watchdog has not ticked yet (the service's ticker is not started): the device does
+        // not refuse alice on its own; only the admission can.
+        let aliceHandle = try #require(h.engine.peer(named: "alice")).handle
+        #expect(h.engine.device.status(of: aliceHandle)?.refused == false)
+
+        try h.base.alice.sendInitiation()
+        #expect(try h.base.alice.receiveFromGateway(timeout: 500) == nil, "no response datagram")
+        #expect(h.engine.counters.count(.peerRefused) == 1)
+        let aliceStatus = try #require(h.engine.device.status(of: aliceHandle))
+        #expect(aliceStatus.refused && !aliceStatus.hasCurrentKeypair && aliceStatus.endpoint == nil)
+        #expect(h.sessions.watchdog.view("alice")?.refused == true)
+        #expect(h.sessions.watchdog.view("alice")?.session == nil)
+
+        // bob, premium, is admitted (a client of its own on the harness's network).
+        try h.base.client(privateKey: Self.bobKey, address: IPAddress(v4: 0xC000_0203)).handshake()
+        let records = h.records { rs in rs.contains { $0.kind == .handshake && $0.peerName.description == "bob" } }
+        #expect(records.contains { $0.kind == .handshake && $0.peerName.description == "bob" })
+        #expect(!records.contains { $0.kind == .handshake && $0.peerName.description == "alice" })
+        #expect(records.contains { $0.kind == .refusal && $0.peerName.description == "alice" })
+
+        let store = try h.store()
+        let refusals = try store.refusals(peer: "alice")
+        #expect(refusals.count == 1 && refusals.first?.kind == .session && refusals.first?.count == 1)
+        #expect(try store.sessions(peer: "alice").isEmpty)
+        #expect(try store.sessions(peer: "bob").count == 1)
+    }
+
+    /// A free peer without a window is admitted, and its window opens when the handshake completes.
+    @Test func freePeerWithoutWindowIsAdmittedAndItsWindowOpens() throws {
+        let h = try DaemonHarness()
+        try h.base.handshake()
+        let records = h.records { rs in rs.contains { $0.kind == .handshake } }
+        #expect(records.contains { $0.kind == .handshake && $0.peerName.description == "alice" })
+        #expect(h.engine.counters.count(.peerRefused) == 0)
+        #expect(h.sessions.watchdog.view("alice")?.window != nil)
+        #expect(try h.store().sessions(peer: "alice").count == 1)
+    }
+
+    /// A peer added over the UAPI (`wg set tv0 peer KEY allowed-ips …`) is named once, in the
+    /// registry, and every reader shows that name: the control server's peers, the UAPI's get,
+    /// the watchdog, history's flow and session rows, the live flows, and the live ring.
+    @Test func peerAddedOverUAPIShowsItsNameEverywhere() throws {
+        let h = try DaemonHarness()
+        let carol = try h.base.client(privateKey: Self.carolKey, address: IPAddress(v4: 0xC000_0204))
+        var set = UAPISetRequest()
+        var update = UAPIPeerUpdate(publicKey: try #require(WireGuardKey(bytes: carol.publicKey.bytes)))
+        update.allowedIPs = [IPPrefix("10.99.0.4/32")!]
+        set.peers = [update]
+        #expect(h.engine.uapiSet(set, listenPort: h.base.gwBind.port) == nil)
+
+        let entry = try #require(h.engine.registry.current.peer(publicKey: carol.publicKey))
+        let name = entry.name
+        #expect(name == "peer-" + String(carol.publicKey.base64.prefix(8)).replacingOccurrences(of: "/", with: "_"))
+        #expect(entry.origin == .runtime && entry.tier == .free && entry.allowedIPs == [IPPrefix("10.99.0.4/32")!])
+
+        try carol.handshake()
+        let out = TestPackets.udp(from: "10.99.0.4", 41000, to: "198.19.0.2", 53)
+        try carol.sendPacket(out)
+        #expect(h.base.tun.waitWritten(count: 1) == [out])
+
+        // The live ring (tunnelctl watch): handshake and packet records carry the name.
+        let records = h.records { rs in rs.contains { $0.kind == .packet } }
+        #expect(records.contains { $0.kind == .handshake && $0.peerName.description == name })
+        let packets = records.filter { $0.kind == .packet }
+        #expect(!packets.isEmpty && packets.allSatisfy { $0.peerName.description == name })
+        // The control server (tunnelctl peers), with the watchdog's annotations, and the UAPI get.
+        let statuses = h.sessions.annotate(h.engine.peerStatuses())
+        #expect(statuses.map(\.name).sorted() == ["alice", name])
+        #expect(statuses.first { $0.name == name }?.session == .connected)
+        let uapi = h.engine.uapiSnapshot(privateKey: nil, listenPort: h.base.gwBind.port)
+        #expect(uapi.peers.contains { $0.publicKey.bytes == carol.publicKey.bytes && $0.allowedIPs == entry.allowedIPs })
+        // The watchdog opened its session under that name; live flows name it (tunnelctl explain).
+        #expect(h.sessions.watchdog.view(name)?.session != nil)
+        #expect(h.sessions.liveFlows(peer: name).count == 1)
+        // History: the flow row and the session row.
+        let store = try h.store()
+        #expect(try store.flows(peer: name).count == 1)
+        #expect(try store.sessions(peer: name).count == 1)
+    }
+}
+
+/// Session-limit integrity with the daemon's wiring (docs/session.md): handshakes decided at
+/// arrival, and tier changes owned by the daemon.
+@Suite(.serialized) struct SessionIntegrityTests {
+    /// A handshake 50 ms after `reconnect_at` is answered at once, not at the next watchdog tick
+    /// (the ticker is not even running here): the admission lifts the pause's refusal.
+    @Test func handshakeJustAfterReconnectAtIsAnsweredAtOnce() throws {
+        let now = SystemClock().wallMilliseconds()
+        let window = SessionWindow(peer: "alice", allowedUntil: now - 60_000, reconnectAt: now + 400)
+        let h = try DaemonHarness(windows: [window])
+        h.sessions.watchdog.tick(now: h.sessions.time.now())
+        let alice = try #require(h.engine.peer(named: "alice")).handle
+        #expect(h.engine.device.status(of: alice)?.refused == true, "paused")
+        // Inside the pause: refused at once, and counted.
+        try h.base.alice.sendInitiation()
+        #expect(try h.base.alice.receiveFromGateway(timeout: 200) == nil)
+        #expect(h.engine.counters.count(.peerRefused) == 1)
+        // reconnect_at + 50 ms: answered within 0.5 s.
+        while SystemClock().wallMilliseconds() < now + 450 { usleep(5_000) }
+        let sent = SystemClock().monotonicNanoseconds()
+        let client = try h.base.client(privateKey: EngineHarness.clientKey, address: IPAddress(v4: 0xC000_0202))
+        try client.handshake()
+        let tookMs = (SystemClock().monotonicNanoseconds() - sent) / 1_000_000
+        #expect(tookMs < 500, "answered after \(tookMs) ms")
+        #expect(h.engine.device.status(of: alice)?.refused == false)
+        #expect(h.sessions.watchdog.view("alice")?.window?.allowedUntil ?? 0 > now, "a new window opened")
+        // The new window is in the store before the handshake returned (no queue involved).
+        let row = try StateStore(path: h.storePath, mode: .readOnly).window(peer: "alice")
+        #expect(row?.allowedUntil == h.sessions.watchdog.view("alice")?.window?.allowedUntil)
+    }
+
+    /// The quick flip of the issue: premium then free inside one WatchdogInterval, in the pause.
+    /// The daemon owns both changes (control request path), the window stays, and a restart
+    /// afterwards finds the same pause: no fresh window.
+    @Test func quickTierFlipInThePauseThenRestartKeepsThePause() throws {
+        let now = SystemClock().wallMilliseconds()
+        let paused = SessionWindow(peer: "alice", allowedUntil: now - 10_000, reconnectAt: now + 3_600_000)
+        var dir = ""
+        do {
+            let h = try DaemonHarness(windows: [paused])
+            dir = h.dir
+            h.sessions.watchdog.tick(now: h.sessions.time.now())
+            guard case .success(.free) = h.sessions.setTier(peer: "alice", .premium) else { Issue.record("premium"); return }
+            #expect(h.sessions.watchdog.view("alice")?.refused == false)
+            guard case .success(.premium) = h.sessions.setTier(peer: "alice", .free) else { Issue.record("free"); return }
+            let v = try #require(h.sessions.watchdog.view("alice"))
+            #expect(v.refused && v.tier == .free && v.window?.reconnectAt == paused.reconnectAt)
+            let store = try StateStore(path: h.storePath, mode: .readOnly)
+            #expect(try store.window(peer: "alice")?.reconnectAt == paused.reconnectAt)
+            #expect(try store.tierOverride(peer: "alice")?.tier == .free)
+            h.keep = true
+        }
+        // A restart on the same state directory: still paused, same dates.
+        let again = try DaemonHarness(reusing: dir)
+        again.sessions.watchdog.tick(now: again.sessions.time.now())
+        let v = try #require(again.sessions.watchdog.view("alice"))
+        #expect(v.refused && v.window?.reconnectAt == paused.reconnectAt)
+        try again.base.alice.sendInitiation()
+        #expect(try again.base.alice.receiveFromGateway(timeout: 300) == nil, "no fresh window after the restart")
+    }
+}
