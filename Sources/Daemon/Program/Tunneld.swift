@@ -221,6 +221,8 @@ public enum Tunneld {
                 case .failure(.unknownPeer):
                     return .failure(.notFound, "no peer named '\(name)' (tunnelctl peers lists them)")
                 }
+            case .reload:  // placeholder on branch peers; the lead's daemon handler replaces it
+                return .failure(.unknownRequest, "unknown request 'reload'")
             case .unknown(let type):
                 return .failure(.unknownRequest, "unknown request '\(type)'")
             }
