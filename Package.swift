@@ -69,7 +69,7 @@ let package = Package(
         .executableTarget(name: "tunneld", dependencies: ["Daemon", "Runtime", "Core"], swiftSettings: strict),
         .executableTarget(
             name: "tunnelctl",
-            dependencies: ["Core", "Runtime", "Sessions", "Packet", "Policy", "Store", "LiveFeed", "Capture", "Control"],
+            dependencies: ["Core", "Runtime", "Sessions", "Packet", "Policy", "Store", "LiveFeed", "Capture", "Control", "WireGuard"],
             swiftSettings: strict),
         .executableTarget(
             name: "tunnelbench",

@@ -17,6 +17,9 @@ extension TunnelConfig {
     /// Keys that may appear more than once in a section (their lists are concatenated).
     static let repeatableKeys: Set<String> = ["Address", "AllowedIPs", "DNS", "PreUp", "PostUp", "PreDown", "PostDown"]
 
+    /// True for a valid peer name: 1–32 characters of `[A-Za-z0-9_.-]`.
+    public static func isValidPeerName(_ name: String) -> Bool { ConfigParser.isValidPeerName(name) }
+
     /// Parses the text of a config file. Pure: a `PrivateKeyFile` is only recorded (with its path
     /// resolved against `baseDirectory`), not read — `load(path:)` reads it. Relative directory
     /// paths are resolved against `baseDirectory` too (when given).
