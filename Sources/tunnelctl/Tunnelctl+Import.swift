@@ -51,7 +51,7 @@ extension Tunnelctl {
         for n in config.notes where n.key != "Name" { lines.append("note: \(n)") }
         for w in config.warnings { lines.append("warning: \(w)") }
         if config.interface.publicEndpoint == nil {
-            lines.append("todo: add PublicEndpoint = HOST:PORT to [Interface] for 'tunnelctl peer add|config|qr'")
+            lines.append("todo: add PublicEndpoint = HOST:PORT to [Interface] for 'tunnelctl peer add|config'")
         }
         if !(config.interface.preUp + config.interface.postUp + config.interface.preDown + config.interface.postDown).isEmpty {
             lines.append("todo: tunneld runs the PreUp/PostUp/PreDown/PostDown lines as root like wg-quick; remove the ones "
