@@ -20,6 +20,10 @@ let package = Package(
         .systemLibrary(name: "CPcap", pkgConfig: "libpcap", providers: [.apt(["libpcap-dev"])]),
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "CBlake2", pkgConfig: "libb2", providers: [.apt(["libb2-dev"])]),
+        .systemLibrary(name: "CQREncode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
+        .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
+        // QR codes for tunnelctl peer qr: libqrencode's matrix, libpng's file (C, for libpng's longjmp errors).
+        .target(name: "CQRImage", dependencies: ["CQREncode", "CPNG"]),
         // Tiny C: atomics on shared memory, futex, TUN ioctls, batched socket calls.
         .target(name: "CShims"),
         // Allocation counter for benchmarks only (replaces malloc & co. in the process it links into).
@@ -69,7 +73,7 @@ let package = Package(
         .executableTarget(name: "tunneld", dependencies: ["Daemon", "Runtime", "Core"], swiftSettings: strict),
         .executableTarget(
             name: "tunnelctl",
-            dependencies: ["Core", "Runtime", "Sessions", "Packet", "Policy", "Store", "LiveFeed", "Capture", "Control", "WireGuard"],
+            dependencies: ["Core", "Runtime", "Sessions", "Packet", "Policy", "Store", "LiveFeed", "Capture", "Control", "WireGuard", "CQRImage"],
             swiftSettings: strict),
         .executableTarget(
             name: "tunnelbench",
@@ -98,7 +102,7 @@ let package = Package(
             dependencies: ["Core", "Runtime", "Sessions", "Packet", "Policy", "WireGuard", "SystemIO", "Engine", "Daemon", "TestSupport", "Store", "LiveFeed", "Capture", "Control", "CSodium", "CBlake2", "CShims"],
             swiftSettings: strict),
         .testTarget(
-            name: "TunnelctlTests", dependencies: ["Core", "Runtime", "Sessions", "tunnelctl", "Packet", "Policy", "Store", "LiveFeed", "Capture", "Control", "WireGuard"],
+            name: "TunnelctlTests", dependencies: ["Core", "Runtime", "Sessions", "tunnelctl", "Packet", "Policy", "Store", "LiveFeed", "Capture", "Control", "WireGuard", "CQRImage"],
             resources: [.copy("Golden")], swiftSettings: strict),
     ]
 )

@@ -18,7 +18,7 @@ _tunnelctl_peers() {
 
 _tunnelctl_subcommands() {
     case $1 in
-        peer) echo 'add remove disable enable rename list show config tier' ;;
+        peer) echo 'add remove disable enable rename list show config qr tier' ;;
         policy) echo 'check test reload show' ;;
         audit) echo 'start stop mark list' ;;
         retention) echo 'show set' ;;
@@ -35,7 +35,7 @@ _tunnelctl_reply() {
         w=${COMP_WORDS[i]}
         if ((skip)); then [[ $w == = ]] || skip=0; continue; fi
         case $w in
-            --allowed-ips|--config|--count|--detail|--dns|--endpoint|--expires|--filter|--flow|--ip|--peer|--policies|--ring|--since|--tier|-o) skip=1 ;;
+            --allowed-ips|--config|--count|--detail|--dns|--endpoint|--expires|--filter|--flow|--ip|--peer|--png|--policies|--ring|--since|--tier|-o) skip=1 ;;
             -*) ;;
             *) pos+=("$w") ;;
         esac
@@ -61,6 +61,8 @@ _tunnelctl_reply() {
             'peer list --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
             'peer show --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
             'peer config --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'peer qr --png') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'peer qr --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
             'peer tier --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
             'reload --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
             'import -o') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
@@ -98,6 +100,7 @@ _tunnelctl_reply() {
             'capture extract --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
             *' --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
             *' --peer') mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_peers)" -- "$cur") ;;
+            *' --png') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
             *' --policies') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -d -- "$cur") ;;
             *' --ring') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
             *' --tier') mapfile -t COMPREPLY < <(compgen -W 'free premium' -- "$cur") ;;
@@ -117,6 +120,7 @@ _tunnelctl_reply() {
             'peer list') w='--config --help' ;;
             'peer show') w='--config --help' ;;
             'peer config') w='--config --help' ;;
+            'peer qr') w='--png --config --help' ;;
             'peer tier') w='--json --config --help' ;;
             'reload') w='--config --help' ;;
             'import') w='-o --help' ;;
@@ -167,6 +171,7 @@ _tunnelctl_reply() {
         'peer enable 0') mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_peers)" -- "$cur") ;;
         'peer show 0') mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_peers)" -- "$cur") ;;
         'peer config 0') mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_peers)" -- "$cur") ;;
+        'peer qr 0') mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_peers)" -- "$cur") ;;
         'peer tier 0') mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_peers)" -- "$cur") ;;
         'peer tier 1') mapfile -t COMPREPLY < <(compgen -W 'free premium' -- "$cur") ;;
         'import 0') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;

@@ -100,6 +100,14 @@ extension Tunnelctl {
                         PresharedKey, Endpoint (PublicEndpoint), AllowedIPs = 0.0.0.0/0, ::/0, PersistentKeepalive.
                         """),
                 Command(
+                    "qr", "NAME", summary: "the client config as a QR code (terminal, or --png FILE)",
+                    arguments: [ArgumentSpec("NAME", "a peer of the configuration")],
+                    options: [OptionSpec("--png", "FILE", help: "write a PNG instead of printing UTF-8 blocks"), .config],
+                    help: """
+                        The text of 'peer config NAME' as a QR code for the WireGuard phone apps: UTF-8 half blocks on \
+                        the terminal (light modules drawn, for dark terminals), or a PNG with --png FILE (libqrencode, libpng).
+                        """),
+                Command(
                     "tier", "NAME free|premium", summary: "set a peer's tier (free or premium) at runtime",
                     arguments: [ArgumentSpec("NAME", "a peer of the configuration"), ArgumentSpec("free|premium", "the new tier")],
                     options: [.json("docs/session.md"), .config],

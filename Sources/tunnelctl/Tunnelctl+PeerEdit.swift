@@ -59,8 +59,10 @@ extension Tunnelctl {
                     + "put it in the PrivateKey line, or make a new key pair with 'peer remove \(name)' and 'peer add \(name) --keep-client-key'")
             }
             return .ok
+        case "qr":
+            return try peerQR(&args, configPath, config, console)
         default:
-            let subs = ["add", "remove", "disable", "enable", "rename", "list", "show", "config", "tier"]
+            let subs = ["add", "remove", "disable", "enable", "rename", "list", "show", "config", "qr", "tier"]
             throw CLIError.usage("unknown subcommand '\(sub)'\(DidYouMean.suffix(sub, subs))\n\(usageText(["peer"]))")
         }
     }

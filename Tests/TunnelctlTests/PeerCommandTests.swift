@@ -154,6 +154,35 @@ import WireGuard
         #expect(run(["peer", "add", "x", "--endpoint", "203.0.113.1:51820", "--config", f.conf]).code == .ok)
     }
 
+    /// `peer qr --png` decodes (zbarimg, Debian zbar-tools) to exactly the `peer config` text.
+    @Test func qrPNGDecodesToTheClientConfig() throws {
+        let zbar = "/usr/bin/zbarimg"
+        try #require(FileManager.default.isExecutableFile(atPath: zbar), "zbarimg missing: scripts/deps.sh installs zbar-tools")
+        let f = try fixture()
+        defer { try? FileManager.default.removeItem(atPath: f.dir) }
+        #expect(run(["peer", "add", "bob", "--psk", "--keep-client-key", "--config", f.conf]).code == .ok)
+        let config = run(["peer", "config", "bob", "--config", f.conf])
+        let qr = run(["peer", "qr", "bob", "--png", f.dir + "/bob.png", "--config", f.conf])
+        #expect(qr.code == .ok, "\(qr.err)")
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: zbar)
+        p.arguments = ["--raw", "-q", f.dir + "/bob.png"]
+        let pipe = Pipe()
+        p.standardOutput = pipe
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0)
+        let decoded = String(decoding: data, as: UTF8.self)
+        #expect(decoded == config.out + "\n", "zbarimg adds one newline after the data")
+        // The terminal form: half blocks, a square of width + 2 * 2 columns.
+        let text = run(["peer", "qr", "bob", "--config", f.conf])
+        let lines = text.out.split(separator: "\n")
+        #expect(text.code == .ok && !lines.isEmpty && lines.allSatisfy { $0.count == lines[0].count })
+        #expect(text.out.unicodeScalars.allSatisfy { "█▀▄ \n".unicodeScalars.contains($0) })
+    }
+
     @Test func reloadWithoutDaemonExits3() throws {
         let f = try fixture()
         defer { try? FileManager.default.removeItem(atPath: f.dir) }
