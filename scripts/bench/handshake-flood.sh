@@ -58,8 +58,10 @@ flood() {
   FLOOD_PID=$TV_LAST_PID
   sleep 1   # the flood runs for a second before anything is measured (the load window is 1 s)
 }
-flood_rate() {  # the achieved rate the flooder printed
+flood_end() {  # waits for the flooder (not in $(…): only this shell can wait for it)
   wait "$FLOOD_PID" 2>/dev/null || true
+}
+flood_rate() {  # the achieved rate the flooder printed
   awk '/achieved/{print $3}' "$TV_DIR/hsflood-$1.log"
 }
 
@@ -88,10 +90,10 @@ run_one() {  # $1 = wggo | tunneld, $2 = round
   flood junk $(( PINGS / 100 + 16 ))
   a=$(ping_stats)
   rh=$(rehandshake)
-  kill "$FLOOD_PID" 2>/dev/null || true; ra=$(flood_rate junk)
+  kill "$FLOOD_PID" 2>/dev/null || true; flood_end; ra=$(flood_rate junk)
   flood init $(( PINGS / 100 + 2 ))
   b=$(ping_stats)
-  rb=$(flood_rate init)
+  flood_end; rb=$(flood_rate init)
   if [ "$kind" = tunneld ]; then
     extra=$("$TV_TUNNELCTL" --config "$TV_DIR/tunneld.conf" status 2>/dev/null | grep -iE 'drop|handshake' | tr '\n' ';' || true)
   fi
