@@ -9,8 +9,16 @@
 #   fuzz_time_args 30 "$@"            # -> FUZZ_ARGS: a first numeric argument N becomes
 #                                     #    -max_total_time=N; no arguments -> the default
 #
+#   fuzz_link "$FUZZ_OUT/x" ARGS…     # swiftc ARGS… -o x, skipped when x is up to date
+#
 # Modules must be built in dependency order (Core, CShims, Runtime, Packet, …): each is compiled
 # against the ones before it. Everything is instrumented for libFuzzer and AddressSanitizer.
+#
+# Built modules are cached in .build/fuzz/_modules, keyed by a hash of their sources, the flags
+# and the modules built before them, and shared by every harness (a lock makes two harnesses
+# building at once wait for one compile). `fuzz_link` likewise skips a harness whose inputs did
+# not change. FUZZ_BUILD_ONLY=1 makes `fuzz_time_args` exit after the build (fuzz/smoke.sh uses
+# it), so every run.sh must call `fuzz_time_args` after building and before running.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH=/opt/swift/usr/bin:$PATH
@@ -18,6 +26,26 @@ export PATH=/opt/swift/usr/bin:$PATH
 FUZZ_SWIFT_FLAGS="-parse-as-library -sanitize=fuzzer,address -O -g"
 FUZZ_LIBS=""        # static libraries built so far, dependents first (the order ld wants)
 FUZZ_IMPORTS=""     # -I / module-map flags so later modules and the harness can import them
+FUZZ_CHAIN=""       # cache keys of the modules built so far (a module's key includes them)
+FUZZ_CACHE=.build/fuzz/_modules
+
+# A short hash of stdin.
+fuzz_hash() { sha1sum | cut -c1-16; }
+
+# Runs "$@" (a build step that creates everything in directory $2) once per key $1 across all
+# harnesses: the directory is marked done when the step succeeds; a lock serialises builders.
+fuzz_cached() {
+    local dir=$1; shift
+    mkdir -p "$FUZZ_CACHE"
+    (
+        flock 9
+        if [ ! -e "$dir/.done" ]; then
+            rm -rf "$dir"; mkdir -p "$dir"
+            "$@"
+            touch "$dir/.done"
+        fi
+    ) 9>"$dir.lock"
+}
 
 fuzz_init() {
     FUZZ_OUT=.build/fuzz/$1
@@ -29,38 +57,63 @@ fuzz_init() {
 # CShims: compile every C file with ASan (+ fuzzer coverage), archive them, and expose the
 # umbrella header through a module map in the output directory.
 fuzz_cshims() {
-    local c objs=()
-    for c in Sources/CShims/*.c; do
-        clang -O1 -g -fsanitize=address,fuzzer-no-link -I Sources/CShims/include \
-            -c "$c" -o "$FUZZ_OUT/$(basename "$c" .c).o"
-        objs+=("$FUZZ_OUT/$(basename "$c" .c).o")
-    done
-    rm -f "$FUZZ_OUT/libCShims.a"
-    ar rcs "$FUZZ_OUT/libCShims.a" "${objs[@]}"
+    local key dir
+    key=$( { echo "cshims $FUZZ_SWIFT_FLAGS"; clang --version; cat Sources/CShims/*.c Sources/CShims/include/*.h; } | fuzz_hash)
+    dir=$FUZZ_CACHE/CShims-$key
+    fuzz_cached "$dir" fuzz_build_cshims "$dir"
+    cp -f "$dir/libCShims.a" "$FUZZ_OUT/libCShims.a"
     mkdir -p "$FUZZ_OUT/cshims"
     printf 'module CShims {\n  header "%s/Sources/CShims/include/CShims.h"\n  export *\n}\n' "$PWD" \
         > "$FUZZ_OUT/cshims/module.modulemap"
     FUZZ_IMPORTS="$FUZZ_IMPORTS -Xcc -fmodule-map-file=$FUZZ_OUT/cshims/module.modulemap"
     FUZZ_LIBS="$FUZZ_OUT/libCShims.a $FUZZ_LIBS"
+    FUZZ_CHAIN="$FUZZ_CHAIN CShims-$key"
+}
+
+fuzz_build_cshims() {
+    local dir=$1 c objs=()
+    for c in Sources/CShims/*.c; do
+        clang -O1 -g -fsanitize=address,fuzzer-no-link -I Sources/CShims/include \
+            -c "$c" -o "$dir/$(basename "$c" .c).o"
+        objs+=("$dir/$(basename "$c" .c).o")
+    done
+    ar rcs "$dir/libCShims.a" "${objs[@]}"
 }
 
 # A Swift module from Sources/NAME (Swift 6 mode, as Package.swift builds it). Extra arguments
 # go to swiftc (e.g. -I Sources/CSodium).
 fuzz_module() {
     local name=$1; shift
+    local key dir
+    key=$( { echo "$name|$*|$FUZZ_SWIFT_FLAGS|$FUZZ_CHAIN"; swiftc --version 2>&1; cat Sources/"$name"/*.swift; } | fuzz_hash)
+    dir=$FUZZ_CACHE/$name-$key
     # shellcheck disable=SC2086
-    swiftc $FUZZ_SWIFT_FLAGS -swift-version 6 -enable-upcoming-feature ExistentialAny -wmo \
+    fuzz_cached "$dir" swiftc $FUZZ_SWIFT_FLAGS -swift-version 6 -enable-upcoming-feature ExistentialAny -wmo \
         $FUZZ_IMPORTS "$@" \
         -emit-library -static -emit-module -module-name "$name" \
-        -emit-module-path "$FUZZ_OUT/$name.swiftmodule" \
-        Sources/"$name"/*.swift -o "$FUZZ_OUT/lib$name.a"
+        -emit-module-path "$dir/$name.swiftmodule" \
+        Sources/"$name"/*.swift -o "$dir/lib$name.a"
+    cp -f "$dir"/"$name".* "$dir/lib$name.a" "$FUZZ_OUT/"
     FUZZ_LIBS="$FUZZ_OUT/lib$name.a $FUZZ_LIBS"
+    FUZZ_CHAIN="$FUZZ_CHAIN $name-$key"
+}
+
+# swiftc "${@:2}" -o "$1", skipped when $1 was built from the same arguments and inputs (every
+# argument that is a file is hashed, libraries included).
+fuzz_link() {
+    local out=$1; shift
+    local key a
+    key=$( { echo "$* $FUZZ_CHAIN"; for a in "$@"; do if [ -f "$a" ]; then cat "$a"; fi; done; } | fuzz_hash)
+    if [ -x "$out" ] && [ "$(cat "$out.key" 2>/dev/null)" = "$key" ]; then return 0; fi
+    swiftc "$@" -o "$out"
+    echo "$key" > "$out.key"
 }
 
 # FUZZ_ARGS from a run.sh's arguments: `N` -> -max_total_time=N (rest passed through);
 # none -> -max_total_time=DEFAULT; otherwise the arguments as given (libFuzzer options).
 fuzz_time_args() {
     local default=$1; shift
+    if [ "${FUZZ_BUILD_ONLY:-}" = 1 ]; then exit 0; fi
     if [ $# -eq 0 ]; then
         FUZZ_ARGS=(-max_total_time="$default")
     elif [[ $1 =~ ^[0-9]+$ ]]; then

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test: installs missing Debian packages, builds, runs `swift test`, the checks of
-# scripts/tests/ (man pages, completion, install.sh), then the
+# scripts/tests/ (man pages, completion, install.sh), the fuzz smoke run (fuzz/smoke.sh), then the
 # end-to-end scripts in scripts/e2e/ (root only: they create their own network namespaces).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +14,8 @@ for t in scripts/tests/test_*.sh; do
   echo "=== $t"
   bash "$t" .build/debug | grep -v '^ok ' || { echo "FAILED: $t"; exit 1; }
 done
+# Every libFuzzer harness under fuzz/*/ for ~20 s from its corpus (FUZZ_SMOKE_SECONDS): fails on any crash.
+bash fuzz/smoke.sh "${FUZZ_SMOKE_SECONDS:-20}"
 if [ "$(id -u)" -eq 0 ] && [ -d scripts/e2e ]; then
   swift build -c release
   pass=0; fail=0

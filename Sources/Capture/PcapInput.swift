@@ -16,8 +16,12 @@ struct PcapPacket {
     /// Original length on the wire.
     var length: Int { Int(header.pointee.len) }
     /// Timestamp, nanoseconds since the epoch (files are opened with nanosecond precision).
+    /// libpcap reads the record's fields as signed 32-bit numbers, so a damaged record can give
+    /// negative ones: those read as 0 (found by fuzz/pcap; this used to trap).
     var timestampNanoseconds: UInt64 {
-        UInt64(header.pointee.ts.tv_sec) &* 1_000_000_000 &+ UInt64(header.pointee.ts.tv_usec)
+        let seconds = header.pointee.ts.tv_sec, fraction = header.pointee.ts.tv_usec
+        guard seconds >= 0, fraction >= 0 else { return 0 }
+        return UInt64(seconds) &* 1_000_000_000 &+ UInt64(fraction)
     }
 }
 

@@ -22,9 +22,17 @@ struct LineReader {
     let fd: Int32
     /// What the socket is, for errors (its path when known).
     let name: String
+    /// Bytes read but not yet returned start at `start` (lines are taken off the front by
+    /// moving `start`; the buffer is compacted once per read, not once per line).
     var buffer: [UInt8] = []
+    var start = 0
     var limit: Int
     var total = 0
+    /// Longest line (without its newline) accepted; a longer one is `.tooLong` even under
+    /// `limit`, so a stream of many lines never buffers more than this plus one read.
+    var lineLimit = Int.max
+    /// One read's worth; lines are assembled in `buffer`.
+    private var scratch = [UInt8](repeating: 0, count: 65536)
 
     init(fd: Int32, limit: Int, name: String = "socket") {
         self.fd = fd
@@ -33,23 +41,35 @@ struct LineReader {
     }
 
     /// Starts a new byte budget (for the next operation on a kept-open connection).
-    mutating func resetLimit() { total = buffer.count }
+    mutating func resetLimit() { total = buffer.count - start }
 
     /// The next line without its `\n`. The limit counts every byte read through this reader.
     mutating func readLine(deadlineMs: Int64) -> Result<[UInt8], Failure> {
-        var scanFrom = 0
+        var scanFrom = start
         while true {
-            if let nl = buffer[scanFrom...].firstIndex(of: UInt8(ascii: "\n")) {
-                let line = Array(buffer[..<nl])
-                buffer.removeSubrange(...nl)
+            if let nl = newline(from: scanFrom) {
+                if nl - start > lineLimit { return .failure(.tooLong) }
+                let line = buffer.withUnsafeBufferPointer { Array(UnsafeBufferPointer(rebasing: $0[start..<nl])) }
+                start = nl + 1
+                if start == buffer.count {
+                    buffer.removeAll(keepingCapacity: true)
+                    start = 0
+                }
                 return .success(line)
             }
+            if start > 0 {
+                buffer.removeSubrange(0..<start)
+                start = 0
+            }
+            if buffer.count > lineLimit { return .failure(.tooLong) }
             scanFrom = buffer.count
             guard total < limit else { return .failure(.tooLong) }
             guard SocketIO.wait(fd, events: Int16(POLLIN), deadlineMs: deadlineMs) else { return .failure(.timedOut) }
-            var chunk = [UInt8](repeating: 0, count: min(16384, limit - total + 1))
-            let received = chunk.withUnsafeMutableBytes { p in
-                Result { () throws(SystemError) in try Sys.receiveNonblocking(fd, p, name) }
+            let want = min(scratch.count, limit - total + 1)
+            let received = scratch.withUnsafeMutableBytes { p in
+                Result { () throws(SystemError) in
+                    try Sys.receiveNonblocking(fd, UnsafeMutableRawBufferPointer(rebasing: p[0..<want]), name)
+                }
             }
             let n: Int
             switch received {
@@ -57,10 +77,19 @@ struct LineReader {
             case .success(nil): continue
             case .failure(let e): return .failure(.failed(e))
             }
+            scratch.withUnsafeBufferPointer { buffer.append(contentsOf: UnsafeBufferPointer(rebasing: $0[0..<n])) }
             if n == 0 { return .failure(.closed(partial: !buffer.isEmpty)) }
             total += n
-            buffer.append(contentsOf: chunk[0..<n])
-            if total > limit, buffer[scanFrom...].firstIndex(of: UInt8(ascii: "\n")) == nil { return .failure(.tooLong) }
+            if total > limit, newline(from: scanFrom) == nil { return .failure(.tooLong) }
+        }
+    }
+
+    /// Index of the first `\n` at or after `from` (memchr: large requests stream fast).
+    private func newline(from: Int) -> Int? {
+        guard from < buffer.count else { return nil }
+        return buffer.withUnsafeBufferPointer { (p) -> Int? in
+            guard let base = p.baseAddress, let hit = memchr(base + from, 0x0A, p.count - from) else { return nil }
+            return UnsafePointer(hit.assumingMemoryBound(to: UInt8.self)) - base
         }
     }
 }

@@ -24,8 +24,12 @@ public struct StatusReply: Hashable, Sendable, Codable {
     public var flowsActive: Int
     /// Dropped packets by reason (`not-allowed-ip`, `policy-block`, `queue-full`, …).
     public var drops: [String: UInt64]
-    /// Store write batches dropped because the store queue was full.
+    /// History records lost for good, all families together (queue full, or dropped after a
+    /// failed write); kept for tunnelctls that predate `store`.
     public var storeQueueDrops: UInt64
+    /// The store writer's health: drops per family, the outage in progress (absent from
+    /// daemons that predate it).
+    public var store: StoreHealth?
     /// The running policy.
     public var policy: PolicySummary
     /// TUN and UDP offloads (absent from daemons that predate them).
@@ -35,9 +39,10 @@ public struct StatusReply: Hashable, Sendable, Codable {
     public init(
         pid: Int32, startedAtMs: Int64, uptimeSeconds: Int64, version: String, interface: String, listenPort: UInt16,
         addresses: [String], peersConfigured: Int, peersConnected: Int, flowsActive: Int, drops: [String: UInt64],
-        storeQueueDrops: UInt64, policy: PolicySummary, offload: OffloadStatus? = nil
+        storeQueueDrops: UInt64, policy: PolicySummary, offload: OffloadStatus? = nil, store: StoreHealth? = nil
     ) {
         self.offload = offload
+        self.store = store
         self.pid = pid
         self.startedAtMs = startedAtMs
         self.uptimeSeconds = uptimeSeconds

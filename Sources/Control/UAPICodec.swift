@@ -38,33 +38,14 @@ public enum UAPICodec {
 
     /// Parses the lines of a `set=1` operation (after the `set=1` line, without the terminating
     /// blank line) following wireguard-go's rules: device keys until the first `public_key`,
-    /// then peer keys; boolean keys accept only `true`.
+    /// then peer keys; boolean keys accept only `true`. (`UAPISetParser` does the same a line
+    /// at a time, for requests streamed off a socket.)
     /// - Throws: `UAPIError` with `EPROTO` for a line without `=`, `EINVAL` for an unknown key
     ///   or a bad value.
     public static func parseSet<S: StringProtocol>(_ lines: [S]) throws(UAPIError) -> UAPISetRequest {
-        var request = UAPISetRequest()
-        var peer: UAPIPeerUpdate?
-        for raw in lines {
-            guard let eq = raw.firstIndex(of: "=") else {
-                throw .protocolError("line '\(raw.prefix(80))' is not key=value")
-            }
-            let key = String(raw[..<eq])
-            let value = String(raw[raw.index(after: eq)...])
-            if key == "public_key" {
-                if let p = peer { request.peers.append(p) }
-                guard let k = WireGuardKey(hex: value) else { throw .invalid("public_key: '\(value.prefix(80))' is not 64 hex digits") }
-                peer = UAPIPeerUpdate(publicKey: k)
-                continue
-            }
-            if var p = peer {
-                try applyPeer(key, value, &p)
-                peer = p
-            } else {
-                try applyDevice(key, value, &request)
-            }
-        }
-        if let p = peer { request.peers.append(p) }
-        return request
+        var parser = UAPISetParser()
+        for raw in lines { try parser.feed(raw) }
+        return parser.finish()
     }
 
     static func requireTrue(_ key: String, _ value: String) throws(UAPIError) {

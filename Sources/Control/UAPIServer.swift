@@ -11,9 +11,12 @@ import Glibc
 /// Like wireguard-go: the directory is created 0755 if missing; the socket is 0600 (root or the
 /// daemon's user only; `SO_PEERCRED` is checked as well); a stale socket left by a dead process
 /// is replaced; one connection may carry several operations; a `get=1` is answered with the
-/// snapshot from `get` and `errno=0`; a `set=1` is parsed fully (`UAPICodec.parseSet`) and only
-/// then handed to `set`, so a malformed request changes nothing; an unknown operation closes
-/// the connection.
+/// snapshot from `get` and `errno=0`; a `set=1` is parsed line by line as it arrives
+/// (`UAPISetParser`, never buffered as text) and handed to `set` only once complete, so a
+/// malformed request changes nothing; a bad line's error is answered after the rest of the
+/// operation is read (the connection stays usable); a `set=1` over `maxOperationBytes` (64 MiB)
+/// is answered `errno=-EMSGSIZE` and the connection closed; an unknown operation closes the
+/// connection.
 ///
 /// `@unchecked Sendable`: all stored properties are immutable after `init`; `SocketListener` is
 /// thread-safe.
@@ -25,8 +28,12 @@ public final class UAPIServer: @unchecked Sendable {
 
     /// Where `wg` looks for userspace interfaces on Linux.
     public static let defaultDirectory = "/var/run/wireguard"
-    /// Largest `set=1` operation accepted (bytes).
-    public static let maxOperationBytes = 1 << 20
+    /// Largest `set=1` operation accepted (bytes, its lines and newlines): 64 MiB, enough for a
+    /// peer with millions of AllowedIPs (issue 13 item 8).
+    public static let maxOperationBytes = 64 << 20
+    /// Longest line accepted (the longest valid one, an `endpoint=` with a bracketed IPv6
+    /// address, is under 60 bytes).
+    public static let maxLineBytes = 4096
 
     private let listener: SocketListener
     /// The socket path.
@@ -75,11 +82,13 @@ public final class UAPIServer: @unchecked Sendable {
     }
 
     /// Serves operations on one connection until EOF, an error, or an unknown operation.
-    static func serve(fd: Int32, timeoutMs: Int64, get: GetHandler, set: SetHandler, log: ErrorLog?) {
-        var reader = LineReader(fd: fd, limit: maxOperationBytes)
+    static func serve(fd: Int32, timeoutMs: Int64, maxBytes: Int = maxOperationBytes, get: GetHandler, set: SetHandler,
+                      log: ErrorLog?) {
+        var reader = LineReader(fd: fd, limit: maxBytes)
+        reader.lineLimit = maxLineBytes
         while true {
             reader.resetLimit()
-            let deadline = SocketIO.nowMs() + timeoutMs
+            var deadline = SocketIO.nowMs() + timeoutMs
             guard case .success(let opLine) = reader.readLine(deadlineMs: deadline) else { return }
             let op = String(decoding: opLine, as: UTF8.self)
             var reply: String
@@ -94,39 +103,46 @@ public final class UAPIServer: @unchecked Sendable {
                     reply = UAPICodec.statusLine(e)
                 }
             case "set=1":
-                var lines: [String] = []
+                var parser = UAPISetParser()
                 var failure: UAPIError?
-                while true {
+                var tooLarge = false
+                var lines = 0
+                reading: while true {
                     switch reader.readLine(deadlineMs: deadline) {
                     case .success(let l) where l.isEmpty:
-                        break
+                        break reading
                     case .success(let l):
-                        lines.append(String(decoding: l, as: UTF8.self))
-                        continue
+                        // A big request keeps its deadline while it keeps arriving.
+                        lines += 1
+                        if lines & 0x3ff == 0 { deadline = SocketIO.nowMs() + timeoutMs }
+                        guard failure == nil else { continue }  // read the rest, parse no more
+                        do throws(UAPIError) {
+                            try l.withUnsafeBufferPointer { (p) throws(UAPIError) in
+                                try parser.feed(String(decoding: p, as: UTF8.self))
+                            }
+                        } catch {
+                            failure = error
+                        }
                     case .failure(.tooLong):
-                        failure = .invalid("set operation larger than \(maxOperationBytes) bytes")
+                        failure = UAPIError(errno: EMSGSIZE, message: reader.total > maxBytes
+                            ? "set operation larger than \(maxBytes) bytes" : "set line longer than \(maxLineBytes) bytes")
+                        tooLarge = true
+                        break reading
                     case .failure:
                         return
                     }
-                    break
                 }
-                if failure == nil {
-                    do throws(UAPIError) {
-                        failure = set(try UAPICodec.parseSet(lines))
-                    } catch {
-                        failure = error
-                    }
-                }
+                if failure == nil { failure = set(parser.finish()) }
                 if let failure { log?(failure) }
                 reply = UAPICodec.statusLine(failure)
-                if failure?.message.hasPrefix("set operation larger") == true {
-                    _ = try? SocketIO.writeAll(fd, Array(reply.utf8), deadlineMs: deadline, path: "uapi")
+                if tooLarge {
+                    _ = try? SocketIO.writeAll(fd, Array(reply.utf8), deadlineMs: SocketIO.nowMs() + timeoutMs, path: "uapi")
                     return
                 }
             default:
                 return
             }
-            guard (try? SocketIO.writeAll(fd, Array(reply.utf8), deadlineMs: deadline, path: "uapi")) == true else { return }
+            guard (try? SocketIO.writeAll(fd, Array(reply.utf8), deadlineMs: SocketIO.nowMs() + timeoutMs, path: "uapi")) == true else { return }
         }
     }
 }

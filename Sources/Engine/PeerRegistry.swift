@@ -174,7 +174,12 @@ public final class PeerRegistry: Sendable {
             for p in prefixes { routes.insert(p, peer: Int32(handle.rawValue)) }
             if let i = peers.firstIndex(where: { $0.handle == handle }) {
                 let old = peers[i].allowedIPs
-                peers[i].allowedIPs = replace ? prefixes : old + prefixes.filter { !old.contains($0) }
+                if replace {
+                    peers[i].allowedIPs = prefixes
+                } else {
+                    var seen = Set(old)
+                    peers[i].allowedIPs = old + prefixes.filter { seen.insert($0).inserted }
+                }
             }
             PeerRegistry.release(prefixes, takenBy: handle, in: &peers)
             return true

@@ -63,6 +63,26 @@ extension StateStore {
         }
     }
 
+    /// Crash recovery for flows: every flow row still open (no `closed_at`) is closed with reason
+    /// `crash` at `at` (never before its last packet). Returns how many were closed.
+    @discardableResult
+    public func closeAllOpenFlowsAsCrash(at: Int64) throws -> Int {
+        try connection.transaction {
+            let s = try connection.prepared(
+                "UPDATE flows SET closed_at = max(last_seen, ?1), close_reason = 'crash' WHERE closed_at IS NULL")
+            s.bind(1, at)
+            try s.run()
+            return connection.changes
+        }
+    }
+
+    /// Rows still open: (sessions, flows), for recovery checks and `status`.
+    public func openRowCounts() throws -> (sessions: Int64, flows: Int64) {
+        let sessions = try connection.scalarInt("SELECT count(*) FROM sessions WHERE ended_at IS NULL") ?? 0
+        let flows = try connection.scalarInt("SELECT count(*) FROM flows WHERE closed_at IS NULL") ?? 0
+        return (sessions, flows)
+    }
+
     private func sessionRows(_ sql: String, _ binds: [Int64]) throws -> [Session] {
         let s = try connection.prepared(sql)
         defer { s.reset() }

@@ -34,6 +34,17 @@ struct StatusJSON: Encodable {
     var policy: PolicySummaryJSON
     /// Null from a daemon that does not report offloads.
     @Nullable var offload: Offload?
+    /// Null from a daemon that does not report its store writer's health.
+    @Nullable var store: Store?
+
+    /// The store writer: records lost per family, the outage in progress.
+    struct Store: Encodable {
+        var dropped: StoreDrops
+        var droppedTotal: UInt64
+        @Nullable var outageStartedAt: JSONTime?
+        var retained: Int
+        @Nullable var error: String?
+    }
 
     init(_ s: StatusReply) {
         pid = s.pid
@@ -49,6 +60,10 @@ struct StatusJSON: Encodable {
         drops = s.drops
         storeQueueDrops = s.storeQueueDrops
         policy = PolicySummaryJSON(s.policy)
+        store = s.store.map {
+            Store(dropped: $0.drops, droppedTotal: $0.drops.total, outageStartedAt: $0.unavailableSinceMs.map { JSONTime(ms: $0) },
+                  retained: $0.retained, error: $0.error)
+        }
         offload = s.offload.map {
             Offload(tun: $0.tun, udpSegmentation: $0.udpSegmentation, superPacketsRead: $0.superPacketsRead,
                     superPacketsWritten: $0.superPacketsWritten, packetsCoalesced: $0.packetsCoalesced)

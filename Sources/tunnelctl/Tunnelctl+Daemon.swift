@@ -165,15 +165,26 @@ extension Tunnelctl {
         CLIError.failure("the daemon answered '\(reply.type)', which this tunnelctl does not expect (version mismatch?)")
     }
 
-    static func renderStatus(_ s: StatusReply) -> String {
+    static func renderStatus(_ s: StatusReply, zone: TimeZone = TimeText.displayZone) -> String {
         var lines = [
             "tunneld \(s.version), pid \(s.pid), up \(remainingText(s.uptimeSeconds))",
             "interface \(s.interface), UDP port \(s.listenPort), addresses \(s.addresses.joined(separator: ", "))",
             "peers: \(s.peersConnected) connected of \(s.peersConfigured) configured",
             "flows: \(s.flowsActive) active",
             "policy: generation \(s.policy.generation), \(s.policy.ruleCount) rules from \(s.policy.files.count) file(s)",
-            "store queue drops: \(s.storeQueueDrops)",
         ]
+        if let store = s.store {
+            if let since = store.unavailableSinceMs {
+                lines.append("store: UNAVAILABLE since \(TimeText.local(since, zone: zone)) (\(store.error ?? "unknown error")); "
+                    + "\(store.retained) records kept for retry")
+            } else {
+                lines.append("store: writable")
+            }
+            let lost = RecordFamily.allCases.filter { store.drops[$0] > 0 }.map { "\($0.rawValue) \(store.drops[$0])" }
+            lines.append("store drops: " + (lost.isEmpty ? "none" : lost.joined(separator: ", ")))
+        } else {
+            lines.append("store queue drops: \(s.storeQueueDrops)")
+        }
         if let o = s.offload {
             lines.append("offloads: TUN \(o.tun), UDP GSO \(o.udpSegmentation ? "on" : "off"); "
                 + "\(o.superPacketsRead) super-packets read, \(o.superPacketsWritten) written "

@@ -1,6 +1,6 @@
 import Control
 import Core
-import Daemon
+@testable import Daemon
 import Engine
 import Foundation
 import LiveFeed
@@ -210,6 +210,24 @@ final class DaemonHarness: @unchecked Sendable {
         #expect(row?.allowedUntil == h.sessions.watchdog.view("alice")?.window?.allowedUntil)
     }
 
+    /// The running ticker moves the heartbeat every second (issue 13: crash recovery closes
+    /// sessions and flows at most ~1 s before a crash), whatever the WatchdogInterval.
+    @Test func theTickerBeatsEverySecond() throws {
+        let h = try DaemonHarness()
+        try h.sessions.start()
+        let store = try StateStore(path: h.storePath, mode: .readOnly)
+        var beats: Set<Int64> = []
+        let deadline = SystemClock().monotonicNanoseconds() + 4_000_000_000
+        while beats.count < 3 && SystemClock().monotonicNanoseconds() < deadline {
+            h.sessions.history.writer?.flush()
+            if let hb = try store.daemonState()?.heartbeatAt { beats.insert(hb) }
+            usleep(100_000)
+        }
+        #expect(beats.count >= 3, "heartbeats seen: \(beats.sorted())")
+        let now = SystemClock().wallMilliseconds()
+        #expect(now - (beats.max() ?? 0) <= 1_500)
+    }
+
     /// The quick flip of the issue: premium then free inside one WatchdogInterval, in the pause.
     /// The daemon owns both changes (control request path), the window stays, and a restart
     /// afterwards finds the same pause: no fresh window.
@@ -238,5 +256,45 @@ final class DaemonHarness: @unchecked Sendable {
         #expect(v.refused && v.window?.reconnectAt == paused.reconnectAt)
         try again.base.alice.sendInitiation()
         #expect(try again.base.alice.receiveFromGateway(timeout: 300) == nil, "no fresh window after the restart")
+    }
+}
+
+/// Issue 13 defect 7: a store that cannot be opened at start is retried with backoff and used
+/// once it can be; what the watchdog decided meanwhile reaches it.
+@Suite(.serialized) struct StoreReopenTests {
+    @Test func aStoreThatFailsAtStartIsRetriedAndAttached() throws {
+        let dir = FileManager.default.temporaryDirectory
+            .appendingPathComponent("tv-reopen-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var iface = InterfaceConfig()
+        iface.stateDirectory = dir + "/state"
+        iface.runtimeDirectory = dir + "/run"
+        // The state "directory" is a file: even root cannot create the store under it.
+        FileManager.default.createFile(atPath: iface.stateDirectory, contents: Data("not a directory".utf8))
+        var made: SessionService?
+        let h = try EngineHarness { engine in made = SessionService(engine: engine, interface: iface, log: engine.log) }
+        let sessions = try #require(made)
+        defer { sessions.stop() }
+        #expect(sessions.history.writer == nil)
+        #expect(h.log.all.contains { $0.contains("running without history") && $0.contains("retrying") })
+        // alice connects while there is no store: her window lives in memory.
+        try h.handshake()
+        let window = try #require(sessions.watchdog.view("alice")?.window)
+        let t0 = sessions.time.now()
+        sessions.retryStore(now: t0 + 1_000)  // still a file: fails, backoff doubles
+        #expect(sessions.history.writer == nil)
+        // The directory becomes usable.
+        try FileManager.default.removeItem(atPath: iface.stateDirectory)
+        try FileManager.default.createDirectory(atPath: iface.stateDirectory, withIntermediateDirectories: true)
+        sessions.retryStore(now: t0 + 2_000)
+        #expect(sessions.history.writer == nil, "not before the backoff (2 s after the failed try)")
+        sessions.retryStore(now: t0 + 3_100)
+        let writer = try #require(sessions.history.writer)
+        writer.flush()
+        let store = try StateStore(path: iface.storePath, mode: .readOnly)
+        #expect(try store.window(peer: "alice")?.allowedUntil == window.allowedUntil, "the in-memory window was written")
+        #expect(try store.markers().contains { $0.label.contains("usable again") })
+        #expect(h.log.all.contains { $0.contains("usable again") })
     }
 }

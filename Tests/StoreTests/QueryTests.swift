@@ -50,6 +50,23 @@ import Testing
         #expect(try store.sessions(since: 8000).map(\.peer) == ["carol"])
     }
 
+    /// Crash recovery closes flow rows too (issue 13 defect 3: open flows grew over kill -9 rounds):
+    /// every open flow ends `crash` at the proven-alive time, never before its last packet.
+    @Test func crashRecoveryClosesOpenFlows() throws {
+        let dir = TempDir()
+        defer { withExtendedLifetime(dir) {} }
+        let store = try StateStore(path: dir.db)
+        try Fixtures.insertFlows(store, firstId: 1, count: 4, at: 1000)  // last_seen 1000…1003
+        try store.closeFlow(FlowClose(id: 2, at: 1500, counters: FlowCounters(), reason: "fin", capture: nil))
+        #expect(try store.openRowCounts().flows == 3)
+        #expect(try store.closeAllOpenFlowsAsCrash(at: 1002) == 3)
+        #expect(try store.openRowCounts().flows == 0)
+        let flows = try store.flows().sorted { $0.id < $1.id }
+        #expect(flows.map(\.closeReason) == ["crash", "fin", "crash", "crash"])
+        #expect(flows.map(\.closedAt) == [1002, 1500, 1002, 1003])
+        #expect(try store.closeAllOpenFlowsAsCrash(at: 9999) == 0, "idempotent")
+    }
+
     @Test func sessionRefusalsCoalesceOneRowPerPeerAndWindow() throws {
         let dir = TempDir()
         defer { withExtendedLifetime(dir) {} }

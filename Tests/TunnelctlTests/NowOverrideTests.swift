@@ -8,18 +8,8 @@ import Testing
 /// give the same answer; anything else is a usage error, never silently the real clock.
 @Suite(.serialized) struct NowOverrideTests {
     static func run(_ argv: [String], now: String) throws -> (code: Int32, out: String, err: String) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: UnprivilegedReadTests.binary)
-        p.arguments = argv
-        p.environment = ["PATH": "/usr/bin:/bin", "TUNNELCTL_TZ": "UTC", "TZ": "UTC", "LANG": "C", "TUNNELCTL_NOW": now]
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+        try UnprivilegedReadTests.runProcess(UnprivilegedReadTests.binary, argv, environment: [
+            "PATH": "/usr/bin:/bin", "TUNNELCTL_TZ": "UTC", "TZ": "UTC", "LANG": "C", "TUNNELCTL_NOW": now])
     }
 
     @Test func isoAndEpochMillisecondsAgreeAndGarbageIsAnError() throws {

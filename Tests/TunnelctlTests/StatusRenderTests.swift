@@ -8,20 +8,46 @@ import Testing
 /// Golden text for `tunnelctl status`, from fixed replies: a daemon that reports offloads and one
 /// from before offloads existed (no `offload` field in its JSON).
 @Suite struct StatusRenderTests {
-    static func reply(offload: OffloadStatus?) -> StatusReply {
+    static func reply(offload: OffloadStatus?, store: StoreHealth? = nil) -> StatusReply {
         StatusReply(
             pid: 4242, startedAtMs: 1_764_400_000_000, uptimeSeconds: 3_725, version: "0.1.0", interface: "tv0",
             listenPort: 51820, addresses: ["10.99.0.1/24", "fd99::1/64"], peersConfigured: 3, peersConnected: 2,
-            flowsActive: 17, drops: ["policy-block": 12, "spoofed-source": 3, "tun-truncated": 1], storeQueueDrops: 0,
+            flowsActive: 17, drops: ["policy-block": 12, "spoofed-source": 3, "tun-truncated": 1], storeQueueDrops: store?.drops.total ?? 0,
             policy: PolicySummary(generation: 4, files: ["00-base.rules", "10-free.rules"], ruleCount: 9,
                                   loadedAtMs: 1_764_400_100_000),
-            offload: offload)
+            offload: offload, store: store)
     }
+
+    /// A writer that lost records earlier and is writable now.
+    static let storeWithDrops: StoreHealth = {
+        var d = StoreDrops()
+        d.flows = 736
+        d.refusals = 2
+        return StoreHealth(drops: d)
+    }()
+
+    /// A writer in an outage since 2025-11-29 07:30:00 UTC.
+    static let storeInOutage: StoreHealth = {
+        var d = StoreDrops()
+        d.flows = 12
+        return StoreHealth(drops: d, unavailableSinceMs: 1_764_401_400_000, retained: 4096,
+                           error: "the store at /var/lib/tunnelvision/state.db stayed locked by another process during BEGIN IMMEDIATE; try again")
+    }()
 
     @Test func statusWithOffloadsGolden() throws {
         let offload = OffloadStatus(tun: "csum tso4 tso6 uso4 uso6", udpSegmentation: true, superPacketsRead: 120,
                                     superPacketsWritten: 3_400, packetsCoalesced: 41_000)
-        try HistoryFixture.expectGolden(Tunnelctl.renderStatus(Self.reply(offload: offload)) + "\n", "status-offload.txt")
+        try HistoryFixture.expectGolden(Tunnelctl.renderStatus(Self.reply(offload: offload, store: Self.storeWithDrops)) + "\n", "status-offload.txt")
+    }
+
+    /// Issue 13 item 1: an outage in progress and the drops per family are shown, not a bare 0.
+    @Test func statusDuringAStoreOutageGolden() throws {
+        let utc = TimeZone(identifier: "UTC")!
+        let text = Tunnelctl.renderStatus(Self.reply(offload: nil, store: Self.storeInOutage), zone: utc)
+        #expect(text.contains("store: UNAVAILABLE since 2025-11-29 07:30:00 UTC ("))
+        #expect(text.contains("store drops: flows 12\n"))
+        #expect(!text.contains("store queue drops"))
+        try HistoryFixture.expectGolden(text + "\n", "status-store-outage.txt")
     }
 
     @Test func statusFromAnOlderDaemonGolden() throws {

@@ -24,9 +24,16 @@ import Testing
 
     /// Runs the binary as nobody (uid/gid 65534, no supplementary groups).
     static func runAsNobody(_ argv: [String]) throws -> (code: Int32, out: String, err: String) {
+        try runProcess(setpriv, ["--reuid=65534", "--regid=65534", "--clear-groups", binary] + argv, environment: environment)
+    }
+
+    /// Runs `executable` with `arguments` and `environment` (from `/`); its exit status and output.
+    static func runProcess(_ executable: String, _ arguments: [String], environment: [String: String]) throws
+        -> (code: Int32, out: String, err: String)
+    {
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: setpriv)
-        p.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", binary] + argv
+        p.executableURL = URL(fileURLWithPath: executable)
+        p.arguments = arguments
         p.environment = environment
         p.currentDirectoryURL = URL(fileURLWithPath: "/")
         let out = Pipe(), err = Pipe()

@@ -10,6 +10,6 @@ fuzz_module Runtime
 fuzz_module Packet
 fuzz_module Control
 # shellcheck disable=SC2086
-swiftc $FUZZ_SWIFT_FLAGS $FUZZ_IMPORTS fuzz/control/ControlFuzz.swift $FUZZ_LIBS -o "$FUZZ_OUT/control-fuzz"
+fuzz_link "$FUZZ_OUT/control-fuzz" $FUZZ_SWIFT_FLAGS $FUZZ_IMPORTS fuzz/control/ControlFuzz.swift $FUZZ_LIBS
 fuzz_time_args 60 "$@"
 exec "$FUZZ_OUT/control-fuzz" "$FUZZ_OUT/corpus" fuzz/control/corpus "${FUZZ_ARGS[@]}"

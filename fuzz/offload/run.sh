@@ -7,7 +7,7 @@ fuzz_init offload
 fuzz_module Core
 python3 fuzz/offload/make_seeds.py "$FUZZ_OUT/seeds"
 # shellcheck disable=SC2086
-swiftc $FUZZ_SWIFT_FLAGS $FUZZ_IMPORTS -module-name Packet \
-  Sources/Packet/*.swift fuzz/offload/OffloadFuzz.swift $FUZZ_LIBS -o "$FUZZ_OUT/offload-fuzz"
+fuzz_link "$FUZZ_OUT/offload-fuzz" $FUZZ_SWIFT_FLAGS $FUZZ_IMPORTS -module-name Packet \
+  Sources/Packet/*.swift fuzz/offload/OffloadFuzz.swift $FUZZ_LIBS
 fuzz_time_args 60 "$@"
 exec "$FUZZ_OUT/offload-fuzz" "$FUZZ_OUT/corpus" "$FUZZ_OUT/seeds" -max_len=70000 "${FUZZ_ARGS[@]}"

@@ -6,7 +6,7 @@
 fuzz_init packet
 fuzz_module Core
 # shellcheck disable=SC2086
-swiftc $FUZZ_SWIFT_FLAGS $FUZZ_IMPORTS -module-name Packet \
-  Sources/Packet/*.swift fuzz/packet/PacketFuzz.swift $FUZZ_LIBS -o "$FUZZ_OUT/packet-fuzz"
+fuzz_link "$FUZZ_OUT/packet-fuzz" $FUZZ_SWIFT_FLAGS $FUZZ_IMPORTS -module-name Packet \
+  Sources/Packet/*.swift fuzz/packet/PacketFuzz.swift $FUZZ_LIBS
 fuzz_time_args 60 "$@"
 exec "$FUZZ_OUT/packet-fuzz" "$FUZZ_OUT/corpus" fuzz/packet/seeds -max_len=2048 "${FUZZ_ARGS[@]}"

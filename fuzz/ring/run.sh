@@ -8,8 +8,8 @@ fuzz_module Core
 fuzz_cshims
 fuzz_module Runtime
 # shellcheck disable=SC2086
-swiftc $FUZZ_SWIFT_FLAGS $FUZZ_IMPORTS -module-name LiveFeed \
-  fuzz/ring/RingFuzz.swift Sources/LiveFeed/*.swift $FUZZ_LIBS -o "$FUZZ_OUT/ringfuzz"
+fuzz_link "$FUZZ_OUT/ringfuzz" $FUZZ_SWIFT_FLAGS $FUZZ_IMPORTS -module-name LiveFeed \
+  fuzz/ring/RingFuzz.swift Sources/LiveFeed/*.swift $FUZZ_LIBS
 fuzz_time_args 30 "$@"
 rm -rf "$FUZZ_OUT/corpus"; mkdir -p "$FUZZ_OUT/corpus"
 exec "$FUZZ_OUT/ringfuzz" "$FUZZ_OUT/corpus" "${FUZZ_ARGS[@]}"

@@ -10,7 +10,6 @@ C="-I Sources/CSodium -I Sources/CBlake2"
 # shellcheck disable=SC2086
 fuzz_module WireGuard $C
 # shellcheck disable=SC2086
-swiftc $FUZZ_SWIFT_FLAGS $FUZZ_IMPORTS $C fuzz/wireguard/FuzzReceive.swift $FUZZ_LIBS -lsodium -lb2 \
-    -o "$FUZZ_OUT/fuzz-receive"
+fuzz_link "$FUZZ_OUT/fuzz-receive" $FUZZ_SWIFT_FLAGS $FUZZ_IMPORTS $C fuzz/wireguard/FuzzReceive.swift $FUZZ_LIBS -lsodium -lb2
 fuzz_time_args 60 "$@"
 exec "$FUZZ_OUT/fuzz-receive" "$FUZZ_OUT/corpus" "${FUZZ_ARGS[@]}"

@@ -95,7 +95,7 @@ check_exit "explain alice exits 0 (refused)" 0 $CTL explain alice
 check_output "tunnelctl refusals: one coalesced session row" 'alice +session +pause after window' $CTL refusals --peer alice
 check_output "the session row ended 'free-limit'" 'free-limit' store_sql "SELECT end_reason FROM sessions WHERE peer = 'alice' AND ended_at IS NOT NULL ORDER BY id DESC LIMIT 1"
 check_output "a watchdog marker was written" 'watchdog: alice session ended \(free-limit\)' store_sql "SELECT label FROM markers WHERE kind = 'automatic'"
-check_output "tunnelctl status shows the store queue drops" 'store queue drops: 0' $CTL status
+check_output "tunnelctl status shows the store drops" 'store queue drops: 0|store drops: none' $CTL status
 
 echo "session: after the pause"
 RECONNECT=$(python3 -c "print(float('$A1') + 30)")

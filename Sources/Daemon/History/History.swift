@@ -16,12 +16,14 @@ import WireGuard
 /// windows and automatic markers. A full writer queue drops the record and counts it
 /// (`droppedRecords`, shown by `tunnelctl status`); nothing here waits on disk.
 public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
-    // Safe: `writer`, `clock`, `idBase`, `recordFlows`, `flowUpdateIntervalMs` are immutable;
+    // Safe: `clock`, `idBase`, `recordFlows`, `flowUpdateIntervalMs` are immutable; the writer and
+    // the ledger are set once (at init, or when a store that failed at start opens later);
     // `peers` is the engine's registry (thread-safe); the caches are behind Mutexes; `lastSweep`/`lastSweepMono` are only touched by
     // the timer thread (timerTick) under the engine's flow lock; `offsetMs` is atomic.
 
-    /// The writer (nil when the store could not be opened: every record is then dropped and counted).
-    public let writer: StoreWriter?
+    /// The writer (nil while the store cannot be opened: every record is then dropped and counted).
+    public var writer: StoreWriter? { writerRef.load() }
+    private let writerRef = AtomicLazyReference<StoreWriter>()
     let clock: any TimeSource
     /// Flow ids in the store are `idBase + FlowEntry.id`. The daemon passes 0 and seeds the engine's
     /// flow table above the store's highest id instead, so the id is the same everywhere (store,
@@ -35,7 +37,8 @@ public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
     public let peers: PeerRegistry
     /// The watchdog's own connection: windows and session refusals are written there at once,
     /// never through the droppable queue (nil: they go through `writer`, e.g. in benchmarks).
-    public let ledger: WindowLedger?
+    public var ledger: WindowLedger? { ledgerRef.load() }
+    private let ledgerRef = AtomicLazyReference<WindowLedger>()
     private let rules = Mutex<RuleTexts?>(nil)
     private let offsetMs: Atomic<Int64>
     private let lostWithoutWriter = Atomic<UInt64>(0)
@@ -62,9 +65,9 @@ public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
     public init(writer: StoreWriter?, clock: any TimeSource, idBase: Int64, peers: PeerRegistry, ledger: WindowLedger? = nil,
                 recordFlows: Bool = true, flowUpdateIntervalMs: Int64 = 5_000)
     {
-        self.writer = writer
+        if let writer { _ = writerRef.storeIfNil(writer) }
         self.peers = peers
-        self.ledger = ledger
+        if let ledger { _ = ledgerRef.storeIfNil(ledger) }
         self.clock = clock
         self.idBase = idBase
         self.recordFlows = recordFlows
@@ -73,11 +76,20 @@ public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
     }
 
 
+    /// Connects the store once it opens after a start without one (`SessionService` retries it).
+    /// Returns false when a writer was connected already.
+    @discardableResult
+    public func attach(writer: StoreWriter, ledger: WindowLedger) -> Bool {
+        guard writerRef.storeIfNil(writer) === writer else { return false }
+        _ = ledgerRef.storeIfNil(ledger)
+        return true
+    }
+
     /// Records dropped: queue full (or no store).
     public var droppedRecords: UInt64 { (writer?.droppedCount ?? 0) &+ lostWithoutWriter.load(ordering: .relaxed) }
 
     @inline(__always) func submit(_ r: StoreRecord) {
-        if let writer { writer.submit(r) } else { lostWithoutWriter.add(1, ordering: .relaxed) }
+        if let writer = writerRef.load() { writer.submit(r) } else { lostWithoutWriter.add(1, ordering: .relaxed) }
     }
 
     /// Moves the daemon's heartbeat (crash recovery proves liveness up to it).
@@ -92,15 +104,15 @@ public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
         switch record {
         case let .windowPut(peer, w):
             let row = SessionWindow(peer: peer, allowedUntil: w.allowedUntil, reconnectAt: w.reconnectAt)
-            if let ledger { ledger.putWindow(row, at: clock.wallMilliseconds()) } else { submit(.windowPut(row)) }
+            if let ledger = ledgerRef.load() { ledger.putWindow(row, at: clock.wallMilliseconds()) } else { submit(.windowPut(row)) }
         case let .windowDeleted(peer):
-            if let ledger { ledger.deleteWindow(peer: peer, at: clock.wallMilliseconds()) } else { submit(.windowDeleted(peer: peer)) }
+            if let ledger = ledgerRef.load() { ledger.deleteWindow(peer: peer, at: clock.wallMilliseconds()) } else { submit(.windowDeleted(peer: peer)) }
         case let .sessionOpened(peer, at): submit(.sessionOpened(peer: peer, at: at))
         case let .sessionClosed(peer, at, reason, rx, tx):
             submit(.sessionClosed(SessionClose(peer: peer, at: at, reason: reason, rxBytes: rx, txBytes: tx)))
         case let .refused(peer, windowEnd, at):
             let event = RefusalEvent.session(peer: peer, windowEnd: windowEnd, at: at)
-            if let ledger { ledger.refusal(event, at: at) } else { submit(.refusal(event)) }
+            if let ledger = ledgerRef.load() { ledger.refusal(event, at: at) } else { submit(.refusal(event)) }
         case let .marker(at, label, detail): submit(.marker(MarkerInput(at: at, label: label, kind: .automatic, detail: detail)))
         }
     }

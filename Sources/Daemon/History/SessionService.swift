@@ -14,7 +14,7 @@ import Synchronization
 public final class SessionService: @unchecked Sendable {
     // Safe: `ticker` and `heartbeatStore` are set once in init/`start` (before the ticker thread
     // exists) and then touched only by the ticker thread's body and `stop` (after the thread is
-    // joined); the tier overrides are behind their Mutex.
+    // joined), like `lastPassMs`; the tier overrides are behind their Mutex.
     /// The recorder hooked into the engine.
     public let history: History
     /// The free-session watchdog.
@@ -22,12 +22,17 @@ public final class SessionService: @unchecked Sendable {
     /// The watchdog's clock: wall-clock dates that advance with CLOCK_BOOTTIME (never step).
     public let time: WatchdogTime
     /// The watchdog's own store connection (windows, refusals, tier changes; nil without a store).
-    public let ledger: WindowLedger?
+    public var ledger: WindowLedger? { history.ledger }
     let engine: GatewayEngine
     let log: Logger
     let storePath: String
     private var ticker: WatchdogTicker?
     private var heartbeatStore: StateStore?
+    /// When the watchdog pass last ran (ticker thread only).
+    private var lastPassMs: Int64 = 0
+    /// While the store could not be opened at start: when to try again, the backoff, and since
+    /// when it has been unavailable (ticker thread only, after init).
+    private var storeRetry: (at: Int64, delayMs: Int64, since: Int64)?
     /// The tier overrides in force: the daemon is their one owner while it runs (control request
     /// `peerTier`); the store's rows are read once, at start.
     private let overrides: Mutex<[String: PeerTier]>
@@ -45,52 +50,26 @@ public final class SessionService: @unchecked Sendable {
         let now = time.now()
         var windows: [String: WindowDates] = [:]
         var overrides: [String: PeerTier] = [:]
-        var idBase: Int64 = 0
         var writer: StoreWriter? = nil
         var ledger: WindowLedger? = nil
         var startMarker: (String, String)? = nil
         do {
-            let store = try StateStore(path: storePath)
-            let proven = try store.lastProvenAlive()
-            let closed = try store.closeAllOpenSessionsAsCrash(at: min(proven ?? now, now))
-            if closed > 0 {
-                log.warning("store: \(closed) session(s) left open by a crash closed at \(proven.map(String.init) ?? "now") (end reason crash)")
-            }
-            // The case table of docs/session.md, "Across a restart".
-            // Only the heartbeat: the daemon moves it with a clock step (rows stamped before a
-            // backward step keep their later times and would make the clock look behind).
-            let start = StartClock.at(wallMs: now, heartbeatMs: try store.daemonState()?.heartbeatAt)
-            for w in try store.windows() {
-                let dates = WindowDates(allowedUntil: w.allowedUntil, reconnectAt: w.reconnectAt).shifted(by: start.shiftMs)
-                windows[w.peer] = dates
-                if start.shiftMs != 0 {
-                    try store.putWindow(SessionWindow(peer: w.peer, allowedUntil: dates.allowedUntil, reconnectAt: dates.reconnectAt))
-                }
-            }
-            switch start {
-            case .trusted: break
-            case .behind(let ms):
-                let text = "the wall clock is \(DurationFormat.format(ms: (ms + 500) / 1000 * 1000)) behind the daemon's last heartbeat; "
-                    + "\(windows.count) window(s) moved back with it, so no window or pause gains from the restart"
-                log.warning("watchdog: \(text)")
-                startMarker = ("watchdog: \(text)", "step_ms=\(-ms)")
-            case .farAhead(let ms):
-                let text = "the wall clock is \(DurationFormat.format(ms: (ms + 500) / 1000 * 1000)) ahead of the daemon's last heartbeat; "
-                    + "if the clock is wrong, pauses end early — check NTP (windows kept as stored)"
-                log.error("watchdog: \(text)")
-                startMarker = ("watchdog: \(text)", "ahead_ms=\(ms)")
-            }
-            try store.daemonStarted(pid: Int64(getpid()), at: now)
-            for o in try store.tierOverrides() { overrides[o.peer] = o.tier }
-            idBase = try store.maxFlowId()
-            engine.seedFlowIDs(after: UInt64(max(0, idBase)))
-            heartbeatStore = store
-            writer = try StoreWriter(path: storePath) { e in log.error("store: \(e)") }
-            ledger = WindowLedger(path: storePath, log: log)
+            let opened = try SessionService.openStore(storePath, now: now, log: log)
+            windows = opened.windows
+            overrides = opened.overrides
+            startMarker = opened.marker
+            engine.seedFlowIDs(after: UInt64(max(0, opened.maxFlowId)))
+            heartbeatStore = opened.store
+            writer = opened.writer
+            ledger = opened.ledger
         } catch {
-            log.error("store \(interface.storePath): \(error); running without history (windows kept in memory only)")
+            log.error("store \(interface.storePath): \(error); running without history (windows kept in memory only); "
+                + "retrying with backoff")
+            storeRetry = (at: now + 1_000, delayMs: 1_000, since: now)
+            // Flow ids must not collide with rows of a store that opens later: start them far
+            // above any id a store can hold from earlier runs (each run starts above the last max).
+            engine.seedFlowIDs(after: UInt64(max(0, now)) &* 1_000)
         }
-        self.ledger = ledger
         self.overrides = Mutex(overrides)
         history = History(writer: writer, clock: engine.clock, idBase: 0, peers: engine.registry, ledger: ledger,
                           recordFlows: recordFlows)
@@ -111,15 +90,119 @@ public final class SessionService: @unchecked Sendable {
     /// refuses every peer in its pause (a restarted daemon never lets one in), starts the ticker.
     public func start() throws {
         overrides.withLock { applyOverrides($0, log: false) }
-        watchdog.tick(now: time.now())
-        ticker = try WatchdogTicker(intervalMs: watchdog.config.intervalMs, log: log) { [self] reason in
+        lastPassMs = time.now()
+        watchdog.tick(now: lastPassMs)
+        // The ticker wakes every second (or every WatchdogInterval when shorter): each wake-up
+        // applies a clock step and moves the heartbeat, so crash recovery closes sessions and flows
+        // at most ~1 s before a crash; the watchdog pass runs every WatchdogInterval, and at once
+        // on a clock change or a resume.
+        let interval = watchdog.config.intervalMs
+        ticker = try WatchdogTicker(intervalMs: min(interval, 1_000), log: log) { [self] reason in
             if reason != .interval { log.notice("watchdog: \(reason.rawValue); re-checking windows") }
             syncClock()
             let now = time.now()
+            retryStore(now: now)
             ledger?.retry(now: now)
-            watchdog.tick(now: now)
+            if reason != .interval || now &- lastPassMs >= interval - 50 {
+                watchdog.tick(now: now)
+                lastPassMs = now
+            }
             history.heartbeat(now: now)
         }
+    }
+
+    /// What a store gives a starting daemon (`openStore`).
+    struct OpenedStore {
+        var store: StateStore
+        var writer: StoreWriter
+        var ledger: WindowLedger
+        var windows: [String: WindowDates]
+        var overrides: [String: PeerTier]
+        var maxFlowId: Int64
+        var marker: (String, String)?
+    }
+
+    /// Opens the store for a starting daemon: closes the sessions and flows a crash left open (at
+    /// the last time the store proves the daemon ran), moves the stored windows back when the wall
+    /// clock is behind the heartbeat (`StartClock`), records the start, and reads windows and tier
+    /// overrides. Throws when the store cannot be opened or read.
+    static func openStore(_ path: String, now: Int64, log: Logger) throws -> OpenedStore {
+        let store = try StateStore(path: path)
+        let proven = try store.lastProvenAlive()
+        let crashAt = min(proven ?? now, now)
+        let closed = try store.closeAllOpenSessionsAsCrash(at: crashAt)
+        let closedFlows = try store.closeAllOpenFlowsAsCrash(at: crashAt)
+        if closed > 0 || closedFlows > 0 {
+            log.warning("store: \(closed) session(s) and \(closedFlows) flow(s) left open by a crash closed at "
+                + "\(TimeText.iso(crashAt)) (the last time the store proves tunneld ran; reason crash)")
+        }
+        // The case table of docs/session.md, "Across a restart". Only the heartbeat counts: the
+        // daemon moves it with a clock step (rows stamped before a backward step keep their later
+        // times and would make the clock look behind).
+        let start = StartClock.at(wallMs: now, heartbeatMs: try store.daemonState()?.heartbeatAt)
+        var windows: [String: WindowDates] = [:]
+        for w in try store.windows() {
+            let dates = WindowDates(allowedUntil: w.allowedUntil, reconnectAt: w.reconnectAt).shifted(by: start.shiftMs)
+            windows[w.peer] = dates
+            if start.shiftMs != 0 {
+                try store.putWindow(SessionWindow(peer: w.peer, allowedUntil: dates.allowedUntil, reconnectAt: dates.reconnectAt))
+            }
+        }
+        var marker: (String, String)?
+        switch start {
+        case .trusted: break
+        case .behind(let ms):
+            let text = "the wall clock is \(DurationFormat.format(ms: (ms + 500) / 1000 * 1000)) behind the daemon's last heartbeat; "
+                + "\(windows.count) window(s) moved back with it, so no window or pause gains from the restart"
+            log.warning("watchdog: \(text)")
+            marker = ("watchdog: \(text)", "step_ms=\(-ms)")
+        case .farAhead(let ms):
+            let text = "the wall clock is \(DurationFormat.format(ms: (ms + 500) / 1000 * 1000)) ahead of the daemon's last heartbeat; "
+                + "if the clock is wrong, pauses end early — check NTP (windows kept as stored)"
+            log.error("watchdog: \(text)")
+            marker = ("watchdog: \(text)", "ahead_ms=\(ms)")
+        }
+        try store.daemonStarted(pid: Int64(getpid()), at: now)
+        var overrides: [String: PeerTier] = [:]
+        for o in try store.tierOverrides() { overrides[o.peer] = o.tier }
+        let maxFlowId = try store.maxFlowId()
+        let writer = try StoreWriter(path: path, log: log)
+        return OpenedStore(store: store, writer: writer, ledger: WindowLedger(path: path, log: log), windows: windows,
+                           overrides: overrides, maxFlowId: maxFlowId, marker: marker)
+    }
+
+    /// A store that could not be opened at start (read-only directory, full disk, wrong owner) is
+    /// tried again with backoff (1 s doubling to 60 s). Once it opens: the crash recovery and start
+    /// steps run, stored windows join the watchdog's (a stored pause is kept; what the watchdog
+    /// holds in memory since the start is written), stored tier overrides apply where tunneld has
+    /// not been told otherwise, and a marker says how long history was lost.
+    func retryStore(now: Int64) {
+        guard let retry = storeRetry, now >= retry.at else { return }
+        let opened: OpenedStore
+        do {
+            opened = try SessionService.openStore(storePath, now: now, log: log)
+        } catch {
+            let delay = min(retry.delayMs * 2, 60_000)
+            storeRetry = (at: now + delay, delayMs: delay, since: retry.since)
+            return
+        }
+        storeRetry = nil
+        heartbeatStore = opened.store
+        history.attach(writer: opened.writer, ledger: opened.ledger)
+        watchdog.adoptStored(windows: opened.windows, now: now)
+        overrides.withLock { current in
+            var merged = opened.overrides
+            for (peer, tier) in current { merged[peer] = tier }
+            current = merged
+            for (peer, tier) in current { opened.ledger.setTier(peer: peer, tier, at: now) }
+            applyOverrides(current, log: false)
+        }
+        let lost = history.droppedRecords
+        let text = "store: \(storePath) is usable again after \(DurationFormat.format(ms: (now - retry.since + 500) / 1000 * 1000)) "
+            + "without it; \(lost) record(s) could not be kept meanwhile"
+        log.notice(text)
+        history.record(.marker(at: now, label: text, detail: "dropped=\(lost)"))
+        if let (label, detail) = opened.marker { history.record(.marker(at: now, label: label, detail: detail)) }
     }
 
     /// Applies a wall-clock step, if the clock stepped since the last tick (docs/session.md,
@@ -192,6 +275,13 @@ public final class SessionService: @unchecked Sendable {
                 history.record(.marker(at: time.now(), label: "tier: \(p.name) \(t.rawValue)", detail: nil))
             }
         }
+    }
+
+    /// The store's health for `status`: the writer's (drops per family, an outage in progress), or,
+    /// without a store, unavailable since the daemon started, with every record counted as lost.
+    public func storeHealth() -> StoreHealth {
+        if let writer = history.writer { return writer.health() }
+        return StoreHealth(unavailableSinceMs: engine.startedAtMs, error: "the store could not be opened at start (see the log)")
     }
 
     /// Why a tier change was not made.

@@ -193,7 +193,8 @@ public enum Tunneld {
             switch request {
             case .status:
                 return .status(engine.statusReply(interface: tun.name, addresses: addressTexts, listenPort: bind.port,
-                                                  version: version, storeQueueDrops: sessions.history.droppedRecords))
+                                                  version: version, storeQueueDrops: sessions.history.droppedRecords,
+                                                  store: sessions.storeHealth()))
             case .peers:
                 return .peers(sessions.annotate(engine.peerStatuses()))
             case .policyReload:

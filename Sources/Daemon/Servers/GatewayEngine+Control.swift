@@ -25,7 +25,7 @@ extension GatewayEngine {
 
     /// `tunnelctl status`.
     public func statusReply(interface: String, addresses: [String], listenPort: UInt16, version: String,
-                            storeQueueDrops: UInt64 = 0) -> StatusReply
+                            storeQueueDrops: UInt64 = 0, store: StoreHealth? = nil) -> StatusReply
     {
         var drops: [String: UInt64] = [:]
         for reason in GatewayDrop.allCases where counters.count(reason) > 0 {
@@ -49,7 +49,8 @@ extension GatewayEngine {
             policy: policySummary(),
             offload: OffloadStatus(tun: tun.offloadDescription, udpSegmentation: bind.segmentation,
                                    superPacketsRead: t.superPacketsRead, superPacketsWritten: t.superPacketsWritten,
-                                   packetsCoalesced: t.packetsCoalesced))
+                                   packetsCoalesced: t.packetsCoalesced),
+            store: store)
     }
 
     /// `tunnelctl peers`.

@@ -194,6 +194,19 @@ public final class Watchdog: Sendable {
         return changed
     }
 
+    /// Windows read from a store that opened late (it could not be opened at start): a stored
+    /// window is taken where the watchdog has none (so a stored pause is kept); the watchdog's own
+    /// windows win and are written. Then a pass applies them.
+    public func adoptStored(windows stored: [String: WindowDates], now: Int64) {
+        state.withLock { s in
+            for (peer, w) in stored where s.windows[peer] == nil { s.windows[peer] = w }
+            for (peer, w) in s.windows.sorted(by: { $0.key < $1.key }) where stored[peer] != w {
+                sink.record(.windowPut(peer: peer, w))
+            }
+        }
+        tick(now: now)
+    }
+
     /// The wall clock stepped by `stepMs` (positive: forward), seen by `WatchdogTime.sync` at
     /// `now` (already on the new wall clock). Every stored date moves by the step, so each window
     /// and pause keeps the real time it had left; the moved windows are stored again and a marker
