@@ -20,6 +20,12 @@ let package = Package(
         .systemLibrary(name: "CPcap", pkgConfig: "libpcap", providers: [.apt(["libpcap-dev"])]),
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "CBlake2", pkgConfig: "libb2", providers: [.apt(["libb2-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CIDN2", pkgConfig: "libidn2", providers: [.apt(["libidn2-dev"])]),
+        .systemLibrary(name: "CQREncode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
+        .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
+        // QR codes for tunnelctl peer qr: libqrencode's matrix, libpng's file (C, for libpng's longjmp errors).
+        .target(name: "CQRImage", dependencies: ["CQREncode", "CPNG"]),
         // Tiny C: atomics on shared memory, futex, TUN ioctls, batched socket calls.
         .target(name: "CShims"),
         // Allocation counter for benchmarks only (replaces malloc & co. in the process it links into).
@@ -35,8 +41,8 @@ let package = Package(
         .target(name: "Runtime", dependencies: ["Core", "CShims"], swiftSettings: strict),
 
         // Pure cores: bytes and time in, decisions out, no I/O.
-        .target(name: "Packet", dependencies: ["Core"], swiftSettings: strict),
-        .target(name: "Policy", dependencies: ["Core", "Packet"], swiftSettings: strict),
+        .target(name: "Packet", dependencies: ["Core", "COpenSSL"], swiftSettings: strict),
+        .target(name: "Policy", dependencies: ["Core", "Packet", "CIDN2"], swiftSettings: strict),
         .target(name: "WireGuard", dependencies: ["Core", "Packet", "CSodium", "CBlake2"], swiftSettings: strict),
         // The free-session rules (DESIGN.md §6): a peer's phase at a time, connect and tick
         // decisions. Both binaries call them; neither re-derives them.
@@ -69,7 +75,7 @@ let package = Package(
         .executableTarget(name: "tunneld", dependencies: ["Daemon", "Runtime", "Core"], swiftSettings: strict),
         .executableTarget(
             name: "tunnelctl",
-            dependencies: ["Core", "Runtime", "Sessions", "Packet", "Policy", "Store", "LiveFeed", "Capture", "Control"],
+            dependencies: ["Core", "Runtime", "Sessions", "Packet", "Policy", "Store", "LiveFeed", "Capture", "Control", "WireGuard", "CQRImage"],
             swiftSettings: strict),
         .executableTarget(
             name: "tunnelbench",
@@ -80,7 +86,7 @@ let package = Package(
         .testTarget(name: "CoreTests", dependencies: ["Core"], swiftSettings: strict),
         .testTarget(name: "SessionsTests", dependencies: ["Core", "Sessions"], swiftSettings: strict),
         .testTarget(name: "RuntimeTests", dependencies: ["Core", "Runtime", "CShims"], swiftSettings: strict),
-        .testTarget(name: "PacketTests", dependencies: ["Core", "Packet"], swiftSettings: strict),
+        .testTarget(name: "PacketTests", dependencies: ["Core", "Packet", "COpenSSL"], swiftSettings: strict),
         .testTarget(name: "PolicyTests", dependencies: ["Core", "Policy", "Packet"], swiftSettings: strict),
         .testTarget(
             name: "WireGuardTests", dependencies: ["Core", "WireGuard", "Packet", "CSodium", "CBlake2"], exclude: ["vectors"],
@@ -88,7 +94,7 @@ let package = Package(
         .testTarget(name: "StoreTests", dependencies: ["Core", "Runtime", "Store", "CSQLite"], swiftSettings: strict),
         .testTarget(name: "LiveFeedTests", dependencies: ["Core", "Runtime", "LiveFeed", "CShims"], swiftSettings: strict),
         .testTarget(name: "CaptureTests", dependencies: ["Core", "Runtime", "Capture", "CPcap", "Packet"], swiftSettings: strict),
-        .testTarget(name: "ControlTests", dependencies: ["Core", "Runtime", "Control", "Packet"], swiftSettings: strict),
+        .testTarget(name: "ControlTests", dependencies: ["Core", "Runtime", "Control", "Packet"], exclude: ["Golden"], swiftSettings: strict),
         .testTarget(name: "SystemIOTests", dependencies: ["Core", "Runtime", "Packet", "SystemIO", "CMNL", "CShims"], swiftSettings: strict),
         .testTarget(
             name: "EngineTests", dependencies: ["Core", "Runtime", "Packet", "Policy", "WireGuard", "SystemIO", "Engine", "TestSupport", "CSodium", "CBlake2"],
@@ -98,7 +104,7 @@ let package = Package(
             dependencies: ["Core", "Runtime", "Sessions", "Packet", "Policy", "WireGuard", "SystemIO", "Engine", "Daemon", "TestSupport", "Store", "LiveFeed", "Capture", "Control", "CSodium", "CBlake2", "CShims"],
             swiftSettings: strict),
         .testTarget(
-            name: "TunnelctlTests", dependencies: ["Core", "Runtime", "Sessions", "tunnelctl", "Packet", "Policy", "Store", "LiveFeed", "Capture", "Control"],
+            name: "TunnelctlTests", dependencies: ["Core", "Runtime", "Sessions", "tunnelctl", "Packet", "Policy", "Store", "LiveFeed", "Capture", "Control", "WireGuard", "CQRImage"],
             resources: [.copy("Golden")], swiftSettings: strict),
     ]
 )

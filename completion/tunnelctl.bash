@@ -2,7 +2,7 @@
 # table (Sources/tunnelctl/CommandTable.swift): do not edit, run scripts/gen-docs.sh.
 # Install as /usr/share/bash-completion/completions/tunnelctl, or source it.
 
-_tunnelctl_commands='status peers peer kick session explain refusals flows timeline policy audit retention prune watch capture completion version help'
+_tunnelctl_commands='status peers peer reload import kick session explain refusals flows timeline policy audit retention prune watch capture completion version help'
 _tunnelctl_groups='peer policy audit retention capture completion'
 
 # The configured peer names (reads only the configuration: --config PATH of this line, if any).
@@ -18,7 +18,7 @@ _tunnelctl_peers() {
 
 _tunnelctl_subcommands() {
     case $1 in
-        peer) echo 'tier' ;;
+        peer) echo 'add remove disable enable rename list show config qr tier' ;;
         policy) echo 'check test reload show' ;;
         audit) echo 'start stop mark list' ;;
         retention) echo 'show set' ;;
@@ -35,7 +35,7 @@ _tunnelctl_reply() {
         w=${COMP_WORDS[i]}
         if ((skip)); then [[ $w == = ]] || skip=0; continue; fi
         case $w in
-            --config|--count|--detail|--filter|--flow|--peer|--policies|--ring|--since|-o) skip=1 ;;
+            --allowed-ips|--config|--count|--detail|--dns|--endpoint|--expires|--filter|--flow|--ip|--peer|--png|--policies|--ring|--since|--tier|-o) skip=1 ;;
             -*) ;;
             *) pos+=("$w") ;;
         esac
@@ -52,7 +52,20 @@ _tunnelctl_reply() {
         case "$path $opt" in
             'status --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
             'peers --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'peer add --tier') mapfile -t COMPREPLY < <(compgen -W 'free premium' -- "$cur") ;;
+            'peer add --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'peer remove --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'peer disable --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'peer enable --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'peer rename --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'peer list --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'peer show --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'peer config --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'peer qr --png') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'peer qr --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
             'peer tier --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'reload --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'import -o') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
             'kick --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
             'session --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
             'explain --policies') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -d -- "$cur") ;;
@@ -87,8 +100,10 @@ _tunnelctl_reply() {
             'capture extract --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
             *' --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
             *' --peer') mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_peers)" -- "$cur") ;;
+            *' --png') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
             *' --policies') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -d -- "$cur") ;;
             *' --ring') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            *' --tier') mapfile -t COMPREPLY < <(compgen -W 'free premium' -- "$cur") ;;
             *' -o') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
         esac
         return
@@ -97,7 +112,18 @@ _tunnelctl_reply() {
         case $path in
             'status') w='--json --config --help' ;;
             'peers') w='--names --json --config --help' ;;
+            'peer add') w='--tier --ip --dns --endpoint --allowed-ips --expires --psk --keep-client-key --config --help' ;;
+            'peer remove') w='--config --help' ;;
+            'peer disable') w='--config --help' ;;
+            'peer enable') w='--config --help' ;;
+            'peer rename') w='--config --help' ;;
+            'peer list') w='--config --help' ;;
+            'peer show') w='--config --help' ;;
+            'peer config') w='--config --help' ;;
+            'peer qr') w='--png --config --help' ;;
             'peer tier') w='--json --config --help' ;;
+            'reload') w='--config --help' ;;
+            'import') w='-o --help' ;;
             'kick') w='--json --config --help' ;;
             'session') w='--json --config --help' ;;
             'explain') w='--policies --json --config --help' ;;
@@ -139,8 +165,16 @@ _tunnelctl_reply() {
         return
     fi
     case "$path ${#args[@]}" in
+        'peer add 0') mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_peers)" -- "$cur") ;;
+        'peer remove 0') mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_peers)" -- "$cur") ;;
+        'peer disable 0') mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_peers)" -- "$cur") ;;
+        'peer enable 0') mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_peers)" -- "$cur") ;;
+        'peer show 0') mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_peers)" -- "$cur") ;;
+        'peer config 0') mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_peers)" -- "$cur") ;;
+        'peer qr 0') mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_peers)" -- "$cur") ;;
         'peer tier 0') mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_peers)" -- "$cur") ;;
         'peer tier 1') mapfile -t COMPREPLY < <(compgen -W 'free premium' -- "$cur") ;;
+        'import 0') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
         'kick 0') mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_peers)" -- "$cur") ;;
         'session 0') mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_peers)" -- "$cur") ;;
         'explain 0') mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_peers)" -- "$cur") ;;

@@ -8,6 +8,7 @@ struct ConfigParser {
     var sections: [ConfigSection] = []
     var errors: [ConfigError] = []
     var warnings: [ConfigError] = []
+    var notes: [ConfigError] = []
 
     init(file: String, baseDirectory: String?) {
         self.file = file
@@ -16,6 +17,10 @@ struct ConfigParser {
 
     mutating func error(_ line: Int, _ key: String?, _ message: String, _ hint: String? = nil) {
         errors.append(ConfigError(file: file, line: line, key: key, message: message, hint: hint))
+    }
+
+    mutating func note(_ line: Int, _ key: String?, _ message: String, _ hint: String? = nil) {
+        notes.append(ConfigError(file: file, line: line, key: key, message: message, hint: hint))
     }
 
     mutating func warn(_ line: Int, _ key: String?, _ message: String, _ hint: String? = nil) {
@@ -27,16 +32,24 @@ struct ConfigParser {
     mutating func run(_ text: String) {
         var lineNumber = 0
         var ignoringSection = false
+        var pendingName: (String, Int)?  // a name comment not yet followed by a header or a key
         for raw in text.split(omittingEmptySubsequences: false, whereSeparator: { $0.isNewline }) {
             lineNumber += 1
+            if let n = PeerNameComment.name(in: raw) { pendingName = (n, lineNumber); continue }
             var content = Substring(raw)
             if let hash = content.firstIndex(of: "#") { content = content[..<hash] }
             let line = content.trimmedSpaces()
             if line.isEmpty { continue }
             if line.hasPrefix("[") {
                 ignoringSection = !header(line, lineNumber)
+                if !ignoringSection, let (n, l) = pendingName, !sections[sections.count - 1].isInterface {
+                    sections[sections.count - 1].commentName = n
+                    sections[sections.count - 1].commentLine = l
+                }
+                pendingName = nil
                 continue
             }
+            pendingName = nil
             guard let eq = line.firstIndex(of: "=") else {
                 error(lineNumber, nil, "'\(ConfigValue.abbreviate(line))' is not a setting", "write 'Key = Value'")
                 continue
@@ -86,10 +99,7 @@ struct ConfigParser {
         let other = isInterface ? TunnelConfig.peerKeys : TunnelConfig.interfaceKeys
         let sectionName = isInterface ? "[Interface]" : "[Peer]"
         guard let key = known.first(where: { $0.lowercased() == keyText.lowercased() }) else {
-            if let q = TunnelConfig.wgQuickOnlyKeys.first(where: { $0.lowercased() == keyText.lowercased() }) {
-                error(lineNumber, q, "is a wg-quick setting that tunneld does not support",
-                      "remove it; tunneld configures the interface, addresses and routes itself")
-            } else if let o = other.first(where: { $0.lowercased() == keyText.lowercased() }) {
+            if let o = other.first(where: { $0.lowercased() == keyText.lowercased() }) {
                 error(lineNumber, o, "does not belong in \(sectionName)", "move it to the \(isInterface ? "[Peer]" : "[Interface]") section")
             } else if let guess = DidYouMean.closest(keyText, among: known) {
                 error(lineNumber, keyText, "unknown key in \(sectionName)", "did you mean '\(guess)'?")
@@ -98,6 +108,8 @@ struct ConfigParser {
             }
             return
         }
+        let hooks: Set<String> = ["PreUp", "PostUp", "PreDown", "PostDown"]
+        if value.isEmpty, hooks.contains(key) { return }  // wg-easy writes `PreUp = `: nothing to run
         guard !value.isEmpty else {
             error(lineNumber, key, "empty value", "give a value or remove the line")
             return
@@ -132,7 +144,8 @@ struct ConfigParser {
         if !errors.isEmpty {
             throw ConfigErrors(errors.sorted { $0.line < $1.line })
         }
-        return TunnelConfig(interface: interface, peers: peers, warnings: warnings.sorted { $0.line < $1.line })
+        return TunnelConfig(interface: interface, peers: peers, warnings: warnings.sorted { $0.line < $1.line },
+                            notes: notes.sorted { $0.line < $1.line })
     }
 
     func resolve(_ path: String) -> String {
@@ -211,6 +224,47 @@ struct ConfigParser {
                     else if e.key == "FreePause" { c.freePause = d }
                     else { c.watchdogInterval = d }
                 }
+            case "PublicEndpoint":
+                guard let ep = HostPort(v) else {
+                    error(e.line, e.key, "'\(v)' is not an endpoint", "write the host:port clients reach this gateway at, e.g. vpn.example.org:51820")
+                    continue
+                }
+                c.publicEndpoint = ep
+            case "DefaultTier":
+                guard let t = PeerTier(rawValue: v.lowercased()) else {
+                    error(e.line, e.key, "'\(v)' is not a tier", "use free or premium")
+                    continue
+                }
+                c.defaultTier = t
+            case "DNS":
+                c.dns += ConfigValue.list(v).filter { !$0.isEmpty }
+                warn(e.line, e.key, "is a client setting; tunneld does not use it", "it is the default --dns of 'tunnelctl peer add'")
+            case "SaveConfig":
+                guard let b = ConfigValue.bool(v) else {
+                    error(e.line, e.key, "'\(v)' is neither true nor false", "write SaveConfig = false, or remove it")
+                    continue
+                }
+                c.saveConfig = b
+                note(e.line, e.key, b ? "accepted, but tunneld never writes the running state back to this file on stop"
+                                      : "accepted (tunneld never writes this file on stop)",
+                     b ? "tunnelctl peer add|remove|rename|disable edit the file instead" : nil)
+            case "Table":
+                guard ["off", "auto"].contains(v.lowercased()) else {
+                    error(e.line, e.key, "'\(v)' is not supported: tunneld adds routes for AllowedIPs to the main table only",
+                          "write Table = off or auto, or remove it")
+                    continue
+                }
+                c.table = v.lowercased()
+                note(e.line, e.key, v.lowercased() == "off" ? "accepted; tunneld still adds routes for peers' AllowedIPs outside the interface subnets"
+                                                           : "accepted; tunneld adds routes to the main table as wg-quick's auto does")
+            case "PreUp", "PostUp", "PreDown", "PostDown":
+                switch e.key {
+                case "PreUp": c.preUp.append(v)
+                case "PostUp": c.postUp.append(v)
+                case "PreDown": c.preDown.append(v)
+                default: c.postDown.append(v)
+                }
+                note(e.line, e.key, "runs as root through /bin/sh with %i replaced by the interface name, as wg-quick does", nil)
             case "ControlGroup":
                 if v.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }), v.count <= 32 {
                     c.controlGroup = v
@@ -300,6 +354,20 @@ struct ConfigParser {
                     continue
                 }
                 peer.persistentKeepalive = n == 0 ? nil : UInt16(n)
+            case "Expires":
+                guard let ms = TimeText.parseDate(v, zone: ConfigValue.utc) else {
+                    ok = false
+                    error(e.line, e.key, "'\(v)' is not a date", "write YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS] (UTC unless a Z or ±HH:MM follows)")
+                    continue
+                }
+                peer.expiresMs = ms
+            case "Disabled":
+                guard let b = ConfigValue.bool(v) else {
+                    ok = false
+                    error(e.line, e.key, "'\(v)' is neither true nor false", "write Disabled = true, or remove the line")
+                    continue
+                }
+                peer.disabled = b
             case "Tier":
                 guard let t = PeerTier(rawValue: v.lowercased()) else {
                     ok = false
@@ -314,13 +382,22 @@ struct ConfigParser {
         }
         let hasName = section.entries.contains { $0.key == "Name" }
         let hasKey = section.entries.contains { $0.key == "PublicKey" }
-        if !hasName {
-            ok = false
-            error(section.line, "Name", "missing in [Peer]", "give every peer a unique Name = ...")
+        if !hasName, let written = section.commentName {
+            if let n = PeerNameComment.sanitized(written) {
+                name = n
+                peer.nameOrigin = .comment
+                note(section.commentLine, "Name", "peer named '\(n)' after this comment" + (n == written ? "" : " ('\(written)')"),
+                     "add Name = \(n) to keep it when the comment goes")
+            }
         }
         if !hasKey {
             ok = false
             error(section.line, "PublicKey", "missing in [Peer]\(name.map { " '\($0)'" } ?? "")", "add PublicKey = the peer's `wg pubkey` output")
+        }
+        if name == nil, !hasName, let publicKey {
+            name = PeerName.fromKey(publicKey.base64)
+            peer.nameOrigin = .publicKey
+            note(section.line, "Name", "peer named '\(name!)' after its key", "add Name = ... to give it a better one")
         }
         guard ok, let name, let publicKey else { return nil }
         peer.name = name

@@ -4,4 +4,7 @@ struct ConfigSection {
     var isInterface: Bool
     var line: Int
     var entries: [ConfigEntry] = []
+    /// The name a comment right above the header gives (`PeerNameComment`), and its line.
+    var commentName: String?
+    var commentLine = 0
 }

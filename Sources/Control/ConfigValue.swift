@@ -1,4 +1,5 @@
 import Core
+import Foundation
 import Packet
 
 /// Parsers for config values. Each returns the value or a message saying what is wrong and a hint
@@ -26,6 +27,18 @@ enum ConfigValue {
     static func list(_ text: String) -> [String] {
         text.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmedSpaces() }
     }
+
+    /// `true`/`false` (also `yes`/`no`, `on`/`off`, any case); nil otherwise.
+    static func bool(_ text: String) -> Bool? {
+        switch text.lowercased() {
+        case "true", "yes", "on": return true
+        case "false", "no", "off": return false
+        default: return nil
+        }
+    }
+
+    /// UTC, the zone of dates in the config file.
+    static let utc = TimeZone(identifier: "UTC")!
 
     /// At most 20 characters of `text`, with an ellipsis (keys are secrets: don't echo them whole).
     static func abbreviate(_ text: String) -> String {

@@ -19,6 +19,9 @@ public struct ControlErrorCode: RawRepresentable, Hashable, Sendable, Codable, C
     public static let permissionDenied = ControlErrorCode(rawValue: "permissionDenied")
     /// The named object (a peer) does not exist.
     public static let notFound = ControlErrorCode(rawValue: "notFound")
+    /// The config file has errors (`reload`): the message lists them as `file:line: Key: …`, one a
+    /// line, and nothing changed.
+    public static let invalidConfig = ControlErrorCode(rawValue: "invalidConfig")
     /// The daemon failed to carry out a valid request.
     public static let failed = ControlErrorCode(rawValue: "failed")
 

@@ -24,6 +24,9 @@ public enum ControlRequest: Hashable, Sendable {
     /// Change a peer's tier in force (`tunnelctl peer tier`): the daemon applies it and writes
     /// the store in one step → `ControlResponse.peerTier`.
     case peerTier(peer: String, tier: PeerTier)
+    /// Re-read the whole config file and apply the difference to the peers (`tunnelctl reload`,
+    /// SIGHUP) → `ControlResponse.reload`, or `.error` with code `invalidConfig` (nothing changed).
+    case reload
     /// A request type this build does not know (only produced by decoding).
     case unknown(type: String)
 
@@ -38,6 +41,7 @@ public enum ControlRequest: Hashable, Sendable {
         case .liveFlows: return "liveFlows"
         case .capture: return "capture"
         case .peerTier: return "peerTier"
+        case .reload: return "reload"
         case .unknown(let t): return t
         }
     }
@@ -62,6 +66,7 @@ extension ControlRequest: Codable {
             self = .capture(enabled: try c.decode(Bool.self, forKey: .enabled), detail: try c.decode(String.self, forKey: .detail))
         case "peerTier":
             self = .peerTier(peer: try c.decode(String.self, forKey: .peer), tier: try c.decode(PeerTier.self, forKey: .tier))
+        case "reload": self = .reload
         default: self = .unknown(type: type)
         }
     }

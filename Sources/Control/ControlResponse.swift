@@ -18,9 +18,11 @@ public enum ControlResponse: Hashable, Sendable {
     case liveFlows([LiveFlow])
     /// Reply to `.capture`.
     case capture(CaptureReply)
-    /// The request failed.
     /// Reply to `peerTier`.
     case peerTier(PeerTierReply)
+    /// Reply to `reload` (a config with errors is `.error` with code `invalidConfig` instead).
+    case reload(ReloadReply)
+    /// The request failed.
     case error(ControlErrorReply)
     /// A reply type this build does not know (only produced by decoding).
     case unknown(type: String)
@@ -36,6 +38,7 @@ public enum ControlResponse: Hashable, Sendable {
         case .liveFlows: return "liveFlows"
         case .capture: return "capture"
         case .peerTier: return "peerTier"
+        case .reload: return "reload"
         case .error: return "error"
         case .unknown(let t): return t
         }
@@ -49,7 +52,7 @@ public enum ControlResponse: Hashable, Sendable {
 
 extension ControlResponse: Codable {
     enum CodingKeys: String, CodingKey {
-        case version, type, status, peers, policyReload, policyShow, kick, liveFlows, capture, peerTier, error
+        case version, type, status, peers, policyReload, policyShow, kick, liveFlows, capture, peerTier, reload, error
     }
 
     public init(from decoder: any Decoder) throws {
@@ -64,6 +67,7 @@ extension ControlResponse: Codable {
         case "liveFlows": self = .liveFlows(try c.decode([LiveFlow].self, forKey: .liveFlows))
         case "capture": self = .capture(try c.decode(CaptureReply.self, forKey: .capture))
         case "peerTier": self = .peerTier(try c.decode(PeerTierReply.self, forKey: .peerTier))
+        case "reload": self = .reload(try c.decode(ReloadReply.self, forKey: .reload))
         case "error": self = .error(try c.decode(ControlErrorReply.self, forKey: .error))
         default: self = .unknown(type: type)
         }
@@ -82,6 +86,7 @@ extension ControlResponse: Codable {
         case .liveFlows(let r): try c.encode(r, forKey: .liveFlows)
         case .capture(let r): try c.encode(r, forKey: .capture)
         case .peerTier(let r): try c.encode(r, forKey: .peerTier)
+        case .reload(let r): try c.encode(r, forKey: .reload)
         case .error(let r): try c.encode(r, forKey: .error)
         case .unknown: break
         }

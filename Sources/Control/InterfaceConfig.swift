@@ -43,6 +43,28 @@ public struct InterfaceConfig: Hashable, Sendable {
     /// mode 0660 owned by this group instead of 0600.
     public var controlGroup: String?
 
+    /// The `host:port` clients reach the gateway at (`PublicEndpoint`, optional): the `Endpoint` of
+    /// the client configs `tunnelctl peer add|config|qr` print.
+    public var publicEndpoint: HostPort?
+    /// Tier of a peer added over the UAPI (`wg set`) without one (`DefaultTier`, default `free`).
+    public var defaultTier: PeerTier = .free
+    /// wg-quick's `DNS` (a client setting, kept for `tunnelctl peer add`'s `--dns` default; tunneld
+    /// does not use it). Items as written: addresses or search domains.
+    public var dns: [String] = []
+    /// wg-quick's `SaveConfig` (accepted, with a note; tunneld never writes the file on stop).
+    public var saveConfig: Bool?
+    /// wg-quick's `Table` (`off` or `auto` only; tunneld adds its routes to the main table).
+    public var table: String?
+    /// wg-quick's hooks, in file order, `%i` not yet replaced: commands the daemon runs through
+    /// `/bin/sh -c` before bring-up, after it, before tear-down and after it (repeatable keys).
+    public var preUp: [String] = []
+    /// See `preUp`.
+    public var postUp: [String] = []
+    /// See `preUp`.
+    public var preDown: [String] = []
+    /// See `preUp`.
+    public var postDown: [String] = []
+
     /// All defaults (no key, no address).
     public init() {}
 

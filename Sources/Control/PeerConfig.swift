@@ -3,8 +3,9 @@ import Packet
 
 /// One `[Peer]` section of `tunneld.conf` (DESIGN.md §4), with defaults applied.
 public struct PeerConfig: Hashable, Sendable {
-    /// Unique name (`Name`, required): 1–32 characters of `[A-Za-z0-9_.-]`; policy rules and
-    /// `tunnelctl` refer to the peer by it.
+    /// Unique name: 1–32 characters of `[A-Za-z0-9_.-]`; policy rules and `tunnelctl` refer to the
+    /// peer by it. From `Name`, else a name comment above the section (`### Client NAME`,
+    /// `### begin NAME ###`, `# Client: NAME`, `# Name = NAME`), else `PeerName.fromKey`.
     public var name: String
     /// The peer's static public key (`PublicKey`, required, unique).
     public var publicKey: WireGuardKey
@@ -19,6 +20,13 @@ public struct PeerConfig: Hashable, Sendable {
     public var persistentKeepalive: UInt16?
     /// Service tier (`Tier`, default `free`).
     public var tier: PeerTier
+    /// When the peer stops being admitted (`Expires = DATE|ISO time`, UTC unless a zone is given;
+    /// a date alone is 00:00 UTC that day), epoch ms; nil = never.
+    public var expiresMs: Int64?
+    /// `Disabled = true`: configured but refused (reason `disabled`) until enabled again.
+    public var disabled: Bool = false
+    /// Where `name` came from.
+    public var nameOrigin: PeerNameOrigin = .nameKey
 
     /// A peer from its fields.
     public init(

@@ -6,15 +6,19 @@ extension TunnelConfig {
     public static let interfaceKeys = [
         "Name", "PrivateKey", "PrivateKeyFile", "ListenPort", "Address", "MTU", "FwMark", "StateDirectory",
         "RuntimeDirectory", "PolicyDirectory", "FreeSession", "FreePause", "WatchdogInterval", "ControlGroup",
+        "PublicEndpoint", "DefaultTier", "DNS", "SaveConfig", "Table", "PreUp", "PostUp", "PreDown", "PostDown",
     ]
     /// Canonical spellings of the `[Peer]` keys.
     public static let peerKeys = [
-        "Name", "PublicKey", "PresharedKey", "AllowedIPs", "Endpoint", "PersistentKeepalive", "Tier",
+        "Name", "PublicKey", "PresharedKey", "AllowedIPs", "Endpoint", "PersistentKeepalive", "Tier", "Expires", "Disabled",
     ]
-    /// wg-quick keys that tunneld deliberately does not run (it configures the interface itself).
-    static let wgQuickOnlyKeys = ["DNS", "Table", "PreUp", "PostUp", "PreDown", "PostDown", "SaveConfig"]
+    /// The `[Interface]` keys that come from wg-quick (accepted for compatibility, issue 15).
+    public static let wgQuickKeys = ["DNS", "SaveConfig", "Table", "PreUp", "PostUp", "PreDown", "PostDown"]
     /// Keys that may appear more than once in a section (their lists are concatenated).
-    static let repeatableKeys: Set<String> = ["Address", "AllowedIPs"]
+    static let repeatableKeys: Set<String> = ["Address", "AllowedIPs", "DNS", "PreUp", "PostUp", "PreDown", "PostDown"]
+
+    /// True for a valid peer name: 1–32 characters of `[A-Za-z0-9_.-]`.
+    public static func isValidPeerName(_ name: String) -> Bool { ConfigParser.isValidPeerName(name) }
 
     /// Parses the text of a config file. Pure: a `PrivateKeyFile` is only recorded (with its path
     /// resolved against `baseDirectory`), not read — `load(path:)` reads it. Relative directory

@@ -10,12 +10,16 @@ public struct TunnelConfig: Hashable, Sendable {
     /// Problems that do not stop the daemon (overlapping AllowedIPs, host bits set in a prefix,
     /// a peer without AllowedIPs). `tunneld --check-config` prints them.
     public var warnings: [ConfigError]
+    /// Remarks that are not problems: wg-quick keys accepted as they are (`SaveConfig`, `Table`,
+    /// hooks), names taken from comments. `tunneld --check-config` prints them as notes.
+    public var notes: [ConfigError]
 
     /// A config from its parts.
-    public init(interface: InterfaceConfig, peers: [PeerConfig], warnings: [ConfigError] = []) {
+    public init(interface: InterfaceConfig, peers: [PeerConfig], warnings: [ConfigError] = [], notes: [ConfigError] = []) {
         self.interface = interface
         self.peers = peers
         self.warnings = warnings
+        self.notes = notes
     }
 
     /// The default config file path (DESIGN.md §3).

@@ -190,10 +190,10 @@ public final class PeerRegistry: Sendable {
     /// base64 (`/` as `_`), longer when another peer already has that name.
     public func runtimeName(for key: WireGuard.PublicKey) -> String {
         let dir = current
-        let text = key.base64.replacingOccurrences(of: "/", with: "_")
+        let text = key.base64
         var length = 8
         while true {
-            let name = "peer-" + String(text.prefix(length))
+            let name = PeerName.fromKey(text, length: length)
             if length >= text.count { return name }
             if let other = dir.named(name), other.publicKey != key { length += 4 } else { return name }
         }

@@ -4,9 +4,14 @@ import Core
 /// never past a length field, and allocates nothing.
 ///
 /// A ClientHello larger than one segment (common with post-quantum key shares) is parsed as far
-/// as the bytes go: the name is found if it lies in them, else `.needMoreData`. Only the first
-/// TLS record is read (a ClientHello fragmented over several records is `.needMoreData`
-/// until the caller gives up).
+/// as the bytes go: the name is found if it lies in them, else `.needMoreData`; a
+/// `FirstFlightBuffer` reassembles split and out-of-order segments for it. `serverName(in:)`
+/// reads the first TLS record only; `serverName(acrossRecords:scratch:)` joins a ClientHello
+/// fragmented over several records (what `FirstFlightHost` uses when the first record ends early).
+///
+/// GREASE values (RFC 8701) in cipher suites and extensions are skipped like any unknown value.
+/// With Encrypted Client Hello (draft-ietf-tls-esni) the name found is the *outer* SNI, the
+/// client-facing server's public name: the real name is encrypted and not visible to us.
 public enum TLSClientHello {
     /// Looks for the SNI host name in `payload`.
     public static func serverName(in payload: UnsafeRawBufferPointer) -> HostExtraction {
@@ -20,12 +25,60 @@ public enum TLSClientHello {
         guard recordLength >= 4 else { return .malformed }
         guard payload[5] == 1 else { return .notPresent }  // not a ClientHello
         // Everything below stays inside the record and the handshake message.
-        var end = min(n, 5 + recordLength)
-        if end < 9 { return .needMoreData }
-        let helloLength = Int(payload[6]) << 16 | Int(payload.be16(7))
-        end = min(end, 9 + helloLength)
-        let complete = n >= 5 + recordLength && 5 + recordLength >= 9 + helloLength
-        var i = 9
+        return handshake(payload, at: 5, end: min(n, 5 + recordLength), recordComplete: n >= 5 + recordLength)
+    }
+
+    /// Looks for the SNI host name in a ClientHello that may be fragmented over several TLS
+    /// records (RFC 8446 §5.1 allows it; anti-censorship tools do it on purpose to hide the SNI
+    /// from a reader of the first record). The handshake bytes of the consecutive handshake
+    /// records at the start of `stream` are joined into `scratch` and read there: a `.found`
+    /// range indexes `joined`, the returned bytes (inside `scratch`). A ClientHello in one
+    /// record gives the same answer as `serverName(in:)`. Allocates nothing.
+    public static func serverName(acrossRecords stream: UnsafeRawBufferPointer, scratch: UnsafeMutableRawBufferPointer)
+        -> (HostExtraction, joined: UnsafeRawBufferPointer)
+    {
+        let n = stream.count
+        let none = UnsafeRawBufferPointer(start: scratch.baseAddress, count: 0)
+        if n == 0 { return (.needMoreData, none) }
+        guard stream[0] == 22, n < 2 || stream[1] == 3, n < 3 || stream[2] <= 4 else { return (.notPresent, none) }
+        if n < 5 { return (.needMoreData, none) }
+        var i = 0
+        var out = 0
+        while i + 5 <= n {
+            guard stream[i] == 22, stream[i + 1] == 3, stream[i + 2] <= 4 else { break }  // the handshake records ended
+            let length = Int(stream.be16(i + 3))
+            let take = min(length, n - i - 5, scratch.count - out)
+            if take > 0 {
+                (scratch.baseAddress! + out).copyMemory(from: stream.baseAddress! + i + 5, byteCount: take)
+                out += take
+            }
+            if i + 5 + length > n || out == scratch.count { break }
+            i += 5 + length
+        }
+        let joined = UnsafeRawBufferPointer(start: scratch.baseAddress, count: out)
+        return (serverName(inHandshake: joined), joined)
+    }
+
+    /// Looks for the SNI host name in a ClientHello handshake message (RFC 8446 §4: type 1, a
+    /// 3-byte length, the body) at the start of `stream` without a record header: the CRYPTO
+    /// stream of a QUIC Initial (RFC 9001 §4.1.3). `.needMoreData` while the message is cut short.
+    public static func serverName(inHandshake stream: UnsafeRawBufferPointer) -> HostExtraction {
+        let n = stream.count
+        if n == 0 { return .needMoreData }
+        guard stream[0] == 1 else { return .notPresent }
+        return handshake(stream, at: 0, end: n, recordComplete: nil)
+    }
+
+    /// The ClientHello at `hs` (its type byte, already checked), read up to `end`. In a record,
+    /// `recordComplete` says whether the whole record is in (then a field cut short is
+    /// malformed); without one (nil) the message's own length says when it is complete.
+    static func handshake(_ payload: UnsafeRawBufferPointer, at hs: Int, end recordEnd: Int, recordComplete: Bool?) -> HostExtraction {
+        var end = recordEnd
+        if end < hs + 4 { return .needMoreData }
+        let helloLength = Int(payload[hs + 1]) << 16 | Int(payload.be16(hs + 2))
+        let complete = recordComplete.map { $0 && recordEnd >= hs + 4 + helloLength } ?? (recordEnd >= hs + 4 + helloLength)
+        end = min(end, hs + 4 + helloLength)
+        var i = hs + 4
         // legacy_version (2), random (32)
         i += 34
         // legacy_session_id

@@ -285,23 +285,26 @@ public final class CompiledPolicy: Sendable {
     /// The host class: an exact name, else the longest listed parent domain, else none.
     func hostOffset(_ host: String?) -> Int32 {
         guard let host else { return hostNone }
-        let r: Int32? = host.utf8.withContiguousStorageIfAvailable { buf in
-            var raw = UnsafeRawBufferPointer(buf)
-            if raw.last == UInt8(ascii: ".") { raw = UnsafeRawBufferPointer(rebasing: raw.dropLast()) }
-            if let o = hostExact.lookup(raw) { return o }
-            var i = 1  // a name starting with '.' is not below anything for its first dot
-            while i < raw.count {
-                if raw[i] == UInt8(ascii: ".") {
-                    if let o = hostBelow.lookup(UnsafeRawBufferPointer(rebasing: raw[(i + 1)...])) { return o }
-                }
-                i += 1
-            }
-            return hostNone
-        }
+        let r: Int32? = host.utf8.withContiguousStorageIfAvailable { buf in hostOffset(bytes: UnsafeRawBufferPointer(buf)) }
         if let r { return r }
         var copy = host
         copy.makeContiguousUTF8()
         return hostOffset(copy)
+    }
+
+    /// The host class of a name given as bytes (ASCII case folded by the tables).
+    func hostOffset(bytes host: UnsafeRawBufferPointer) -> Int32 {
+        var raw = host
+        if raw.last == UInt8(ascii: ".") { raw = UnsafeRawBufferPointer(rebasing: raw.dropLast()) }
+        if let o = hostExact.lookup(raw) { return o }
+        var i = 1  // a name starting with '.' is not below anything for its first dot
+        while i < raw.count {
+            if raw[i] == UInt8(ascii: ".") {
+                if let o = hostBelow.lookup(UnsafeRawBufferPointer(rebasing: raw[(i + 1)...])) { return o }
+            }
+            i += 1
+        }
+        return hostNone
     }
 
     /// The deciding rule (or default) of a verdict, in words.

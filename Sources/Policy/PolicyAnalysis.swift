@@ -71,14 +71,39 @@ enum PolicyAnalysis {
         else { return false }
         if a.hosts.isEmpty { return true }
         guard !b.hosts.isEmpty else { return false }
-        return b.hosts.allSatisfy { hb in
-            a.hosts.contains { ha in
-                switch (ha, hb) {
-                case (.exact(let x), .exact(let y)): return x == y
-                case (.subdomains(let s), .exact(let y)): return HostPattern.subdomains(of: s).matches(y)
-                case (.subdomains(let s), .subdomains(let t)): return s == t || HostPattern.subdomains(of: s).matches(t)
-                case (.exact, .subdomains): return false
+        if a.hosts.count <= 64 {
+            return b.hosts.allSatisfy { hb in
+                a.hosts.contains { ha in
+                    switch (ha, hb) {
+                    case (.exact(let x), .exact(let y)): return x == y
+                    case (.subdomains(let s), .exact(let y)): return HostPattern.subdomains(of: s).matches(y)
+                    case (.subdomains(let s), .subdomains(let t)): return s == t || HostPattern.subdomains(of: s).matches(t)
+                    case (.exact, .subdomains): return false
+                    }
                 }
+            }
+        }
+        // A long list (`host @file`): look names up instead of comparing every pair.
+        var exact: Set<String> = []
+        var below: Set<String> = []
+        for h in a.hosts {
+            switch h {
+            case .exact(let x): exact.insert(x)
+            case .subdomains(let s): below.insert(s)
+            }
+        }
+        func underListedSuffix(_ name: String) -> Bool {
+            var rest = Substring(name)
+            while let dot = rest.firstIndex(of: ".") {
+                rest = rest[rest.index(after: dot)...]
+                if below.contains(String(rest)) { return true }
+            }
+            return false
+        }
+        return b.hosts.allSatisfy { hb in
+            switch hb {
+            case .exact(let y): return exact.contains(y) || underListedSuffix(y)
+            case .subdomains(let t): return below.contains(t) || underListedSuffix(t)
             }
         }
     }

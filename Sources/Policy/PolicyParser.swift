@@ -13,8 +13,10 @@ public enum PolicyParser {
     public static let lineKeywords = ["allow", "block", "reject", "default"]
 
     /// Parses `sources` in byte order of their names, then runs the semantic checks. A missing
-    /// `default` is warned about only when there is at least one file.
-    public static func parse(_ sources: [PolicySource]) -> PolicySet {
+    /// `default` is warned about only when there is at least one file. `host @PATH` lists are
+    /// read through `hostLists`.
+    public static func parse(_ sources: [PolicySource], hostLists: HostListReader = .files) -> PolicySet {
+        let loader = HostListLoader(reader: hostLists)
         let ordered = sources.sorted { Array($0.name.utf8).lexicographicallyPrecedes(Array($1.name.utf8)) }
         var rules: [PolicyRule] = []
         var diagnostics: [PolicyDiagnostic] = []
@@ -28,11 +30,12 @@ public enum PolicyParser {
                 var end = start
                 while end < bytes.count && bytes[end] != UInt8(ascii: "\n") { end += 1 }
                 let line = bytes[start..<end]
-                parseLine(line, file: source.name, lineNo: lineNo, rules: &rules, defaults: &defaults, diagnostics: &diagnostics)
+                parseLine(line, file: source.name, lineNo: lineNo, rules: &rules, defaults: &defaults, diagnostics: &diagnostics, loader: loader)
                 if end >= bytes.count { break }
                 start = end + 1
             }
         }
+        diagnostics += loader.diagnostics
         let firstFile = ordered.first?.name ?? "(no files)"
         let out = defaults[.out] ?? PolicyDefault(
             action: PolicySet.builtInDefaultOut, direction: .out, location: nil, text: "built-in default: allow outbound")
@@ -70,8 +73,8 @@ public enum PolicyParser {
     }
 
     /// Parses the text of one file (a convenience for tests and tools).
-    public static func parse(_ text: String, file: String = "test.rules") -> PolicySet {
-        parse([PolicySource(name: file, text: text)])
+    public static func parse(_ text: String, file: String = "test.rules", hostLists: HostListReader = .files) -> PolicySet {
+        parse([PolicySource(name: file, text: text)], hostLists: hostLists)
     }
 
     struct Failure: Error {
@@ -81,7 +84,7 @@ public enum PolicyParser {
 
     static func parseLine(
         _ line: ArraySlice<UInt8>, file: String, lineNo: Int, rules: inout [PolicyRule],
-        defaults: inout [Direction: PolicyDefault], diagnostics: inout [PolicyDiagnostic]
+        defaults: inout [Direction: PolicyDefault], diagnostics: inout [PolicyDiagnostic], loader: HostListLoader
     ) {
         func fail(_ f: Failure) {
             diagnostics.append(PolicyDiagnostic(.error, SourceLocation(file: file, line: lineNo, column: f.column), f.message))
@@ -125,7 +128,7 @@ public enum PolicyParser {
             }
             cursor.advance()
             var rule = PolicyRule(action: action, location: location, text: text)
-            try parseFields(&cursor, into: &rule)
+            try parseFields(&cursor, into: &rule, file: file, loader: loader)
             rules.append(rule)
         } catch let f as Failure {
             fail(f)
@@ -134,7 +137,7 @@ public enum PolicyParser {
         }
     }
 
-    static func parseFields(_ c: inout TokenCursor, into rule: inout PolicyRule) throws {
+    static func parseFields(_ c: inout TokenCursor, into rule: inout PolicyRule, file: String, loader: HostListLoader) throws {
         var seen: Set<String> = []
         while let t = c.peek {
             guard t.kind == .word else {
@@ -197,7 +200,16 @@ public enum PolicyParser {
                 let ranges = try c.list("ports") { tok in try parsePortRange(tok) }
                 if key == "sport" { rule.sourcePorts = ranges } else { rule.destinationPorts = ranges }
             case "host":
-                rule.hosts = try c.list("host patterns") { tok in try parseHostPattern(tok) }
+                // `@PATH` stands for the names of a list file.
+                rule.hosts = try c.list("host patterns") { tok -> [HostPattern] in
+                    guard tok.text.hasPrefix("@") else { return [try parseHostPattern(tok)] }
+                    let path = String(tok.text.dropFirst())
+                    guard !path.isEmpty else { throw Failure(column: tok.column, message: "'@' needs a file path, e.g. host @/etc/tunnelvision/blocklist.txt") }
+                    switch loader.patterns(path, ruleFile: file) {
+                    case .success(let patterns): return patterns
+                    case .failure(let e): throw Failure(column: tok.column, message: e.message)
+                    }
+                }.flatMap { $0 }
             case "during":
                 rule.window = try parseDuring(&c)
             case "name":
@@ -267,23 +279,29 @@ public enum PolicyParser {
     }
 
     static func parseHostPattern(_ tok: PolicyToken) throws -> HostPattern {
-        var s = tok.text.lowercased()
-        if s.hasSuffix(".") { s.removeLast() }
-        var wildcard = false
-        if s.hasPrefix("*.") {
-            wildcard = true
-            s.removeFirst(2)
+        switch hostPattern(Substring(tok.text)) {
+        case .success(let p): return p
+        case .failure(let e): throw Failure(column: tok.column, message: e.message)
         }
-        let labels = s.split(separator: ".", omittingEmptySubsequences: false)
-        let valid = !s.isEmpty && s.utf8.count <= 253 && labels.allSatisfy { l in
-            !l.isEmpty && l.utf8.count <= 63 && l.utf8.allSatisfy { b in
-                (b >= 0x30 && b <= 0x39) || (b >= 0x61 && b <= 0x7A) || b == 0x2D || b == 0x5F
+    }
+
+    /// `name` or `*.name` as a pattern: IDN converted to punycode, ASCII lower-cased, one
+    /// trailing dot dropped (`HostNameText`).
+    static func hostPattern(_ text: Substring) -> Result<HostPattern, HostNameError> {
+        let wildcard = text.hasPrefix("*.")
+        let name = wildcard ? text.dropFirst(2) : text
+        guard !name.isEmpty, !name.contains("*") else {
+            return .failure(HostNameError(message: "'\(text)' is not a host pattern; use a name (example.com) or '*.' and a name (*.example.com)"))
+        }
+        switch HostNameText.ascii(name) {
+        case .failure(let e):
+            if name.utf8.allSatisfy({ $0 < 0x80 }) {
+                return .failure(HostNameError(message: "'\(text)' is not a host pattern; use a name (example.com) or '*.' and a name (*.example.com)"))
             }
+            return .failure(e)
+        case .success(let ascii):
+            return .success(wildcard ? .subdomains(of: ascii) : .exact(ascii))
         }
-        guard valid else {
-            throw Failure(column: tok.column, message: "'\(tok.text)' is not a host pattern; use a name (example.com) or '*.' and a name (*.example.com)")
-        }
-        return wildcard ? .subdomains(of: s) : .exact(s)
     }
 
     static func parseClock(_ s: Substring, column: Int, allow24: Bool) throws -> Int {

@@ -31,7 +31,7 @@ extension PolicySource {
             switch readFile(path) {
             case .success(let b): bytes = b
             case .failure(let e):
-                throw PolicyLoadError(message: "\(path): cannot read the file: \(String(cString: strerror(e.code)))")
+                throw PolicyLoadError(message: "\(path): cannot read the file: \(errnoSentence(e.code))")
             }
             guard let text = String(data: Data(bytes), encoding: .utf8) else {
                 throw PolicyLoadError(message: "\(path): not UTF-8 text")
@@ -42,6 +42,9 @@ extension PolicySource {
     }
 
     struct ReadErrno: Error { var code: Int32 }
+
+    /// The C library's sentence for `code` ("Permission denied").
+    static func errnoSentence(_ code: Int32) -> String { String(cString: strerror(code)) }
 
     /// The whole file, or the errno of the call that failed (`EACCES`, `EISDIR`, `ENOENT` for a
     /// dangling link, …).

@@ -20,6 +20,7 @@ let groups: [(name: String, summary: String, run: ([String]) throws -> Void)] = 
     ("history", "flow records/s through the daemon's History hooks -> StoreWriter; hook cost per flow", HistoryBench.run),
     ("observe", "daemon observer cost per packet: none, idle, watching, capture full", ObserveBench.run),
     (OffloadBench.name, OffloadBench.summary, OffloadBench.run),
+    (HostsBench.name, HostsBench.summary, HostsBench.run),
     (HandshakeFloodBench.name, HandshakeFloodBench.summary, HandshakeFloodBench.run),
 ]
 

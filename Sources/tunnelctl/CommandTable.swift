@@ -40,9 +40,73 @@ extension Tunnelctl {
                 """,
             run: runPeers),
         Command(
-            "peer", summary: "change a peer's tier at runtime",
-            help: "Changes a peer's tier without a restart: through tunneld when it runs, else in the store.",
+            "peer", summary: "add, remove, disable, rename peers; client configs; tiers at runtime",
+            help: """
+                Edits the peers of the configuration file without a restart (docs/peers.md): every change \
+                rewrites the file atomically (comments and layout kept) and asks the running tunneld to \
+                reload. With tunneld not running, the edited file is the change.
+                """,
             subcommands: [
+                Command(
+                    "add", "NAME", summary: "new key pair and address; appends a [Peer], reloads, prints the client config",
+                    arguments: [ArgumentSpec("NAME", "the new peer's name (1-32 of A-Z a-z 0-9 _ . -)")],
+                    options: [
+                        OptionSpec("--tier", "free|premium", help: "the peer's tier (default: Tier absent, so free)"),
+                        OptionSpec("--ip", "auto|ADDR", help: "its address: auto (the next free one of each interface subnet, default) or ADDR[,ADDR]"),
+                        OptionSpec("--dns", "ADDR", help: "DNS for the client config (default: DNS of [Interface])"),
+                        OptionSpec("--endpoint", "HOST:PORT", help: "Endpoint for the client config (default: PublicEndpoint of [Interface])"),
+                        OptionSpec("--allowed-ips", "PREFIXES", help: "the client's AllowedIPs (default 0.0.0.0/0, ::/0)"),
+                        OptionSpec("--expires", "DATE|DURATION", help: "Expires = this date, or now + DURATION (30d)"),
+                        OptionSpec("--psk", help: "also a preshared key"),
+                        OptionSpec("--keep-client-key", help: "keep the client's private key in clients/NAME.key (0600) beside the config"),
+                        .config,
+                    ],
+                    help: """
+                        Generates the client's key pair (libsodium), picks its address, appends a [Peer] with Name, \
+                        PublicKey, AllowedIPs (and PresharedKey, Tier, Expires when asked) to the configuration, asks \
+                        tunneld to reload, and prints the client's wg-quick file on stdout (messages go to stderr). \
+                        Without --keep-client-key that output is the only copy of the client's private key.
+                        """),
+                Command(
+                    "remove", "NAME", summary: "delete a peer's [Peer] block and reload (its session ends)",
+                    arguments: [ArgumentSpec("NAME", "a peer of the configuration")], options: [.config],
+                    help: "Deletes the peer's [Peer] block (with its name comment) and its kept client key, then asks tunneld to reload."),
+                Command(
+                    "disable", "NAME", summary: "Disabled = true and reload: the peer is refused (reason disabled)",
+                    arguments: [ArgumentSpec("NAME", "a peer of the configuration")], options: [.config],
+                    help: "Sets Disabled = true in the peer's block and asks tunneld to reload; it refuses the peer from then on, across restarts."),
+                Command(
+                    "enable", "NAME", summary: "remove Disabled and reload",
+                    arguments: [ArgumentSpec("NAME", "a peer of the configuration")], options: [.config],
+                    help: "Removes the Disabled line from the peer's block and asks tunneld to reload."),
+                Command(
+                    "rename", "OLD NEW", summary: "change a peer's Name and reload",
+                    arguments: [ArgumentSpec("OLD", "a peer of the configuration"), ArgumentSpec("NEW", "the new name")], options: [.config],
+                    help: "Sets Name = NEW in the peer's block (added when the name came from a comment or the key) and asks tunneld to reload. Policy rules naming OLD must be changed by hand."),
+                Command(
+                    "list", summary: "peers with addresses, tier, expiry, disabled, last handshake",
+                    options: [.config],
+                    help: "The configured peers; the last handshake comes from tunneld when it runs (- otherwise)."),
+                Command(
+                    "show", "NAME", summary: "one peer's settings and state",
+                    arguments: [ArgumentSpec("NAME", "a peer of the configuration")], options: [.config],
+                    help: "One peer's keys (public), AllowedIPs, tier, expiry, state and, with tunneld running, its last handshake."),
+                Command(
+                    "config", "NAME", summary: "the client's wg-quick file",
+                    arguments: [ArgumentSpec("NAME", "a peer of the configuration")], options: [.config],
+                    help: """
+                        Prints the client's wg-quick file: [Interface] PrivateKey (only when kept with --keep-client-key; \
+                        otherwise a comment and a note on stderr), Address, DNS; [Peer] the gateway's PublicKey, \
+                        PresharedKey, Endpoint (PublicEndpoint), AllowedIPs = 0.0.0.0/0, ::/0, PersistentKeepalive.
+                        """),
+                Command(
+                    "qr", "NAME", summary: "the client config as a QR code (terminal, or --png FILE)",
+                    arguments: [ArgumentSpec("NAME", "a peer of the configuration")],
+                    options: [OptionSpec("--png", "FILE", help: "write a PNG instead of printing UTF-8 blocks"), .config],
+                    help: """
+                        The text of 'peer config NAME' as a QR code for the WireGuard phone apps: UTF-8 half blocks on \
+                        the terminal (light modules drawn, for dark terminals), or a PNG with --png FILE (libqrencode, libpng).
+                        """),
                 Command(
                     "tier", "NAME free|premium", summary: "set a peer's tier (free or premium) at runtime",
                     arguments: [ArgumentSpec("NAME", "a peer of the configuration"), ArgumentSpec("free|premium", "the new tier")],
@@ -56,6 +120,26 @@ extension Tunnelctl {
                         """),
             ],
             run: runPeer),
+        Command(
+            "reload", summary: "ask tunneld to re-read the whole configuration and apply the peer changes",
+            options: [.config],
+            help: """
+                Asks the running tunneld to re-read its configuration file and apply the difference to the peers \
+                (added, removed, changed) without disturbing the others. A file with errors changes nothing: \
+                exit 1 with the file:line messages. Exit 3 when tunneld is not running.
+                """,
+            run: runReload),
+        Command(
+            "import", "FILE", summary: "a wg-quick server file as a tunneld config, with a summary of what changed",
+            arguments: [ArgumentSpec("FILE", "a wg-quick server configuration (wg0.conf)")],
+            options: [OptionSpec("-o", "PATH", help: "write the result to PATH (mode 0600; refused when PATH exists) instead of stdout")],
+            help: """
+                Reads a wg-quick server file (pivpn, wg-easy, hand-written) and prints it as a tunneld \
+                configuration: the same text with a Name = line for every peer named by a comment \
+                (### Client NAME, ### begin NAME ###, # Client: NAME, # Name = NAME) or by its key. The summary \
+                (stderr, or stdout with -o) lists the names, the notes and warnings, and what is left to do.
+                """,
+            run: runImport),
         Command(
             "kick", "PEER", summary: "end a peer's session now (it may reconnect unless refused)",
             arguments: [ArgumentSpec("PEER", "a configured peer")],

@@ -10,11 +10,12 @@ import Store
 /// ignores it, and a move back to free finds the pause it was in.
 extension Tunnelctl {
     static let runPeer: Command.Body = { args, console in
-        let usage = usageText(["peer", "tier"])
         let json = args.flag("--json")
-        let config = try cliConfig(&args)
-        guard let sub = args.next() else { throw CLIError.usage(usage) }
-        guard sub == "tier" else { throw CLIError.usage("unknown subcommand '\(sub)'\(DidYouMean.suffix(sub, ["tier"]))\n\(usage)") }
+        let configPath = try args.option("--config") ?? TunnelConfig.defaultPath
+        let config = try cliConfig(path: configPath)
+        guard let sub = args.next() else { throw CLIError.usage(usageText(["peer"])) }
+        guard sub == "tier" else { return try runPeerEdit(sub, &args, configPath: configPath, config: config, console) }
+        let usage = usageText(["peer", "tier"])
         guard let name = args.next(), let tierText = args.next() else { throw CLIError.usage(usage) }
         try args.finish()
         guard let tier = PeerTier(rawValue: tierText) else {

@@ -6,11 +6,18 @@
 
 import Core
 
+let fuzzHostLists = HostListReader { path in
+    path.hasSuffix("list.txt") ? .success(Array("# list\nads.example\n0.0.0.0 a.example b.example\n*.t.example\nbücher.de\nbad name\n".utf8))
+        : .failure(PolicyLoadError(message: "No such file or directory"))
+}
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func policyFuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     let bytes = UnsafeBufferPointer(start: data, count: size)
     let text = String(decoding: bytes, as: UTF8.self)
-    let set = PolicyParser.parse([PolicySource(name: "fuzz.rules", text: text), PolicySource(name: "0.rules", text: "default allow")])
+    // `host @PATH` lists come from a fixed in-memory file, never from the disk.
+    let set = PolicyParser.parse([PolicySource(name: "fuzz.rules", text: text), PolicySource(name: "0.rules", text: "default allow")],
+                                 hostLists: fuzzHostLists)
     for d in set.diagnostics {
         precondition(d.location.line >= 1 && d.location.column >= 1, "diagnostic without a place: \(d)")
     }

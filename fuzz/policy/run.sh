@@ -13,7 +13,7 @@ for f in Sources/Packet/*.swift Sources/Policy/*.swift; do
   grep -v '^import Packet$' "$f" > "$src/$(basename "$(dirname "$f")")-$(basename "$f")"
 done
 # shellcheck disable=SC2086
-fuzz_link "$FUZZ_OUT/policy-fuzz" $FUZZ_SWIFT_FLAGS $FUZZ_IMPORTS -module-name PolicyFuzz fuzz/policy/PolicyFuzz.swift "$src"/*.swift \
-  $FUZZ_LIBS
+fuzz_link "$FUZZ_OUT/policy-fuzz" $FUZZ_SWIFT_FLAGS $FUZZ_IMPORTS -I Sources/CIDN2 -module-name PolicyFuzz fuzz/policy/PolicyFuzz.swift "$src"/*.swift \
+  $FUZZ_LIBS -lidn2
 fuzz_time_args 60 "$@"
 exec "$FUZZ_OUT/policy-fuzz" "$FUZZ_OUT/corpus" fuzz/policy/seeds -max_len=4096 -dict=fuzz/policy/policy.dict "${FUZZ_ARGS[@]}"

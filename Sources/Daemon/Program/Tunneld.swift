@@ -62,6 +62,11 @@ public enum Tunneld {
             return fail(checkOnly ? "\(error)" : "\(error)\n(tunneld --check-config --config \(configPath) shows every problem)", 1)
         }
         for w in config.warnings { log.warning("\(w)") }
+        // Notes (wg-quick keys accepted as they are, names taken from comments): --check-config
+        // prints them on stdout; a start logs them at info.
+        for n in config.notes {
+            if checkOnly { print("note: \(n)") } else { log.info("\(n)") }
+        }
         let loaded: (PolicySet, CompiledPolicy)
         switch ActivePolicy.load(directory: config.interface.policyDirectory) {
         case .success(let p): loaded = p
@@ -222,6 +227,8 @@ public enum Tunneld {
                 case .failure(.unknownPeer):
                     return .failure(.notFound, "no peer named '\(name)' (tunnelctl peers lists them)")
                 }
+            case .reload:  // placeholder on branch peers; the lead's daemon handler replaces it
+                return .failure(.unknownRequest, "unknown request 'reload'")
             case .unknown(let type):
                 return .failure(.unknownRequest, "unknown request '\(type)'")
             }

@@ -1,0 +1,52 @@
+import Core
+import Glibc
+import Runtime
+
+/// Replaces a file so that a reader (or a crash) sees the old contents or the new, never a mix
+/// (issue 15): write a temporary file in the same directory, fsync it, give it the old file's mode
+/// and owner, rename it over the old one, fsync the directory. A failure at any step before the
+/// rename leaves the old file untouched and removes the temporary file.
+public enum AtomicFile {
+    /// Writes `contents` to `path`. `beforeRename` runs after the temporary file is complete and
+    /// synced, right before the rename (tests inject a failure there). A new file gets `newMode`.
+    public static func replace(_ path: String, contents: [UInt8], newMode: mode_t = 0o600,
+                               beforeRename: () throws(SystemError) -> Void = {}) throws(SystemError) {
+        let slash = path.lastIndex(of: "/")
+        let dir = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        let base = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        let temp = (dir == "/" ? "" : dir) + "/.\(base).tmp-\(getpid())"
+        let old = Sys.statIfPresent(path)
+        try Sys.unlinkIfPresent(temp)
+        let fd = try Sys.open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode: 0o600)
+        do throws(SystemError) {
+            defer { close(fd) }
+            var failure: SystemError?
+            contents.withUnsafeBytes { b in
+                do throws(SystemError) { try Sys.writeAll(fd, b, temp) } catch { failure = error }
+            }
+            if let failure { throw failure }
+            if let old {
+                if old.st_uid != geteuid() || old.st_gid != getegid() {
+                    _ = try Sys.call("fchown(\(temp))") { fchown(fd, old.st_uid, old.st_gid) }
+                }
+                try Sys.fchmod(fd, old.st_mode & 0o7777, temp)
+            } else {
+                try Sys.fchmod(fd, newMode, temp)
+            }
+            _ = try Sys.call("fsync(\(temp))") { fsync(fd) }
+        } catch {
+            try? Sys.unlinkIfPresent(temp)
+            throw error
+        }
+        do throws(SystemError) {
+            try beforeRename()
+            try Sys.rename(temp, path)
+        } catch {
+            try? Sys.unlinkIfPresent(temp)
+            throw error
+        }
+        let dfd = try Sys.open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        defer { close(dfd) }
+        _ = try Sys.call("fsync(\(dir))") { fsync(dfd) }
+    }
+}
