@@ -64,6 +64,12 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let underLoad = size > 2 && input[2] & 1 == 1
     let now = UInt64(size) * 1_000_000_000
     for device in [fixture.responder, fixture.initiator] {
+        // The inbound thread's screen (what counts toward "under load"): any bytes, never a trap;
+        // a message it counts has a handshake type of its exact length.
+        datagram.withUnsafeBytes { d in
+            let type = HandshakeScreen.messageType(d)
+            if device.countsTowardLoad(d) { precondition(type != nil) }
+        }
         let result = buffer.withUnsafeMutableBytes { b in
             output.withUnsafeMutableBytes {
                 device.receive(b, length: datagram.count, from: Fixture.source, now: now, underLoad: underLoad, output: $0)
