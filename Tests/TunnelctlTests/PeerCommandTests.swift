@@ -138,6 +138,18 @@ import WireGuard
         #expect(run(["peer", "remove", "zed", "--config", f.conf]).code == .failure)
     }
 
+    @Test func listAndShowJSONAreGolden() throws {
+        let f = try fixture()
+        defer { try? FileManager.default.removeItem(atPath: f.dir) }
+        let text = try String(contentsOfFile: f.conf, encoding: .utf8)
+        try (text + "Expires = 2027-01-31\nDisabled = true\n").write(toFile: f.conf, atomically: false, encoding: .utf8)
+        let list = run(["peer", "list", "--json", "--config", f.conf])
+        #expect(list.code == .ok)
+        try HistoryFixture.expectGolden(list.out, "peer-list.json")
+        let show = run(["peer", "show", "alice", "--json", "--config", f.conf])
+        try HistoryFixture.expectGolden(show.out, "peer-show.json")
+    }
+
     @Test func addErrors() throws {
         let f = try fixture()
         defer { try? FileManager.default.removeItem(atPath: f.dir) }
