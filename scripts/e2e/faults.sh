@@ -84,7 +84,7 @@ wait_for 15 bash -c "$CTL status | grep -q 'store: writable'"
 check_output "status says the store is writable again" 'store: writable' $CTL status
 sleep 2
 AFTER=$(store_sql "SELECT count(*) FROM flows")
-DROPPED=$($CTL status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["store"]["drops"]["flows"])')
+DROPPED=$($CTL status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["store"]["dropped"]["flows"])')
 REACHED=$((AFTER - BEFORE))
 echo "  $SENT flows made; $REACHED new flow rows reached the store; $DROPPED flow records counted as dropped"
 check "every flow is in the store or counted as dropped ($REACHED + $DROPPED ≥ $SENT)" test $((REACHED + DROPPED)) -ge "$SENT"
@@ -109,7 +109,7 @@ wait "$LOCK_PID"; LOCK_PID=""
 check_output "the lock was held" 'locked' cat "$TV_DIR/lock.log"
 sleep 8
 FLOWS1=$(store_sql "SELECT count(*) FROM flows")
-DROPPED2=$($CTL status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["store"]["drops"]["flows"])')
+DROPPED2=$($CTL status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["store"]["dropped"]["flows"])')
 echo "  $SENT2 flows made during the lock; $((FLOWS1 - FLOWS0)) reached the store after it (drops now $DROPPED2)"
 check "the lock lost nothing: every flow reached the store once it was released" test $((FLOWS1 - FLOWS0)) -ge "$SENT2"
 check "and no new drops were counted" test "$DROPPED2" = "$DROPPED"
