@@ -117,8 +117,8 @@ _tunnelctl_reply() {
             'peer disable') w='--config --help' ;;
             'peer enable') w='--config --help' ;;
             'peer rename') w='--config --help' ;;
-            'peer list') w='--config --help' ;;
-            'peer show') w='--config --help' ;;
+            'peer list') w='--json --config --help' ;;
+            'peer show') w='--json --config --help' ;;
             'peer config') w='--config --help' ;;
             'peer qr') w='--png --config --help' ;;
             'peer tier') w='--json --config --help' ;;

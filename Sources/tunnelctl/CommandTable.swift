@@ -85,11 +85,11 @@ extension Tunnelctl {
                     help: "Sets Name = NEW in the peer's block (added when the name came from a comment or the key) and asks tunneld to reload. Policy rules naming OLD must be changed by hand."),
                 Command(
                     "list", summary: "peers with addresses, tier, expiry, disabled, last handshake",
-                    options: [.config],
+                    options: [.json("docs/json.md"), .config],
                     help: "The configured peers; the last handshake comes from tunneld when it runs (- otherwise)."),
                 Command(
                     "show", "NAME", summary: "one peer's settings and state",
-                    arguments: [ArgumentSpec("NAME", "a peer of the configuration")], options: [.config],
+                    arguments: [ArgumentSpec("NAME", "a peer of the configuration")], options: [.json("docs/json.md"), .config],
                     help: "One peer's keys (public), AllowedIPs, tier, expiry, state and, with tunneld running, its last handshake."),
                 Command(
                     "config", "NAME", summary: "the client's wg-quick file",

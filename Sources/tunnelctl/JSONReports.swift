@@ -91,6 +91,20 @@ struct PeerTierJSON: Encodable {
     var inForce: Bool
 }
 
+/// `peer list --json` (an array of these) and `peer show --json` (one): a configured peer.
+struct ConfiguredPeerJSON: Encodable {
+    var peer: String
+    var publicKey: String
+    var allowedIPs: [String]
+    var tier: PeerTier
+    @Nullable var expiresAt: String?
+    var disabled: Bool
+    /// `enabled`, `disabled` or `expired`.
+    var state: String
+    /// From tunneld when it runs; null otherwise or before the first handshake.
+    @Nullable var lastHandshake: String?
+}
+
 /// `policy show --json`.
 struct PolicyShowJSON: Encodable {
     /// One rule, or one of the two defaults (after the rules, `out` then `in`).

@@ -11,7 +11,7 @@ import WireGuard
 /// running the edited file is the change, and tunneld reads it when it starts.
 extension Tunnelctl {
     static func runPeerEdit(_ sub: String, _ args: inout Arguments, configPath: String, config: TunnelConfig,
-                            _ console: Console) throws -> ExitCode {
+                            _ console: Console, json: Bool = false) throws -> ExitCode {
         switch sub {
         case "add": return try peerAdd(&args, configPath, config, console)
         case "remove":
@@ -45,10 +45,10 @@ extension Tunnelctl {
             return try reloadAfterEdit(config, console)
         case "list":
             try args.finish()
-            return try peerList(config, console)
+            return try peerList(config, console, json: json)
         case "show":
             let name = try oneName(&args, "show")
-            return try peerShow(try configuredPeer(name, config), config, console)
+            return try peerShow(try configuredPeer(name, config), config, console, json: json)
         case "config":
             let name = try oneName(&args, "config")
             let peer = try configuredPeer(name, config)
@@ -329,12 +329,27 @@ extension Tunnelctl {
 
     // MARK: list and show
 
-    static func peerList(_ config: TunnelConfig, _ console: Console) throws -> ExitCode {
+    static func liveHandshakes(_ config: TunnelConfig) -> [String: Int64] {
         var handshakes: [String: Int64] = [:]
         if case .peers(let live)? = try? askIfRunning(config, .peers) {
             for p in live { if let h = p.lastHandshakeMs { handshakes[p.name] = h } }
         }
+        return handshakes
+    }
+
+    static func peerJSON(_ p: PeerConfig, _ handshakes: [String: Int64], _ now: Int64) -> ConfiguredPeerJSON {
+        ConfiguredPeerJSON(peer: p.name, publicKey: p.publicKey.base64, allowedIPs: p.allowedIPs.map(\.description), tier: p.tier,
+                           expiresAt: p.expiresMs.map { TimeText.iso($0) }, disabled: p.disabled, state: peerState(p, now),
+                           lastHandshake: handshakes[p.name].map { TimeText.iso($0) })
+    }
+
+    static func peerList(_ config: TunnelConfig, _ console: Console, json: Bool) throws -> ExitCode {
+        let handshakes = liveHandshakes(config)
         let now = cliNow()
+        if json {
+            console.print(try encodeJSON(config.peers.map { peerJSON($0, handshakes, now) }))
+            return .ok
+        }
         var rows = [["NAME", "ADDRESSES", "TIER", "EXPIRES", "STATE", "LAST HANDSHAKE"]]
         for p in config.peers {
             rows.append([p.name, p.allowedIPs.map(\.description).joined(separator: ","), p.tier.rawValue,
@@ -355,7 +370,11 @@ extension Tunnelctl {
         return "enabled"
     }
 
-    static func peerShow(_ p: PeerConfig, _ config: TunnelConfig, _ console: Console) throws -> ExitCode {
+    static func peerShow(_ p: PeerConfig, _ config: TunnelConfig, _ console: Console, json: Bool) throws -> ExitCode {
+        if json {
+            console.print(try encodeJSON(peerJSON(p, liveHandshakes(config), cliNow())))
+            return .ok
+        }
         var lines = [
             "name: \(p.name)" + (p.nameOrigin == .nameKey ? "" : p.nameOrigin == .comment ? " (from a comment)" : " (from its key)"),
             "public key: \(p.publicKey.base64)",

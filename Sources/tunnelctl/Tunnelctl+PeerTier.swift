@@ -14,7 +14,7 @@ extension Tunnelctl {
         let configPath = try args.option("--config") ?? TunnelConfig.defaultPath
         let config = try cliConfig(path: configPath)
         guard let sub = args.next() else { throw CLIError.usage(usageText(["peer"])) }
-        guard sub == "tier" else { return try runPeerEdit(sub, &args, configPath: configPath, config: config, console) }
+        guard sub == "tier" else { return try runPeerEdit(sub, &args, configPath: configPath, config: config, console, json: json) }
         let usage = usageText(["peer", "tier"])
         guard let name = args.next(), let tierText = args.next() else { throw CLIError.usage(usage) }
         try args.finish()

@@ -100,6 +100,23 @@ extension Tunnelctl {
         let live = try liveSessions(config)
         let session = try sessionReport(peer, config: config, store: store, live: live, now: now)
         var e = PeerExplanation(peer: name, refused: false, session: session)
+        // The configuration refuses before the session rules do (docs/peers.md): Disabled, Expires.
+        let expired = peer.expiresMs.map { $0 <= now } ?? false
+        if peer.disabled || expired {
+            e.refused = true
+            e.reason = peer.disabled ? "disabled" : "expired"
+            e.since = expired && !peer.disabled ? peer.expiresMs.map(isoText) : nil
+            if json {
+                console.print(try encodeJSON(e))
+                return .ok
+            }
+            if peer.disabled {
+                console.print("\(name): refused — disabled in the configuration (Disabled = true; tunnelctl peer enable \(name))")
+            } else {
+                console.print("\(name): refused — expired at \(dateTimeText(peer.expiresMs!)) (Expires in the configuration)")
+            }
+            return .ok
+        }
         if session.state == "paused", let w = try store?.window(peer: name) {
             e.refused = true
             e.reason = "free-limit pause"

@@ -100,6 +100,27 @@ import Testing
         #expect(try ConfigRewriter.removePeer(text, named: name) == "[Interface]\nPrivateKey = AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQI=\nAddress = 10.0.0.1/24\n")
     }
 
+    /// Every truncation of the golden inputs (by Unicode scalar): every edit of every peer the
+    /// truncated text names returns without trapping, appending keeps the old text as a prefix, and
+    /// setting then clearing a new key gives the text back.
+    @Test func everyTruncation() throws {
+        for base in ["lf", "crlf"] {
+            let full = Array(try Self.read("\(base).before.conf").unicodeScalars)
+            for n in 0...full.count {
+                var t = ""
+                t.unicodeScalars.append(contentsOf: full[0..<n])
+                let appended = ConfigRewriter.appendPeer(t, entries: [("Name", "z")])
+                #expect(Array(appended.utf8).starts(with: t.utf8), "append, \(base) cut at \(n)")
+                for name in ["alice", "bob", "carol"] {
+                    guard let removed = try? ConfigRewriter.removePeer(t, named: name) else { continue }
+                    #expect(removed.count < t.count)
+                    let on = try ConfigRewriter.setKey(t, peer: name, key: "Colour", value: "red")
+                    #expect(try ConfigRewriter.setKey(on, peer: name, key: "Colour", value: nil) == t, "\(base) cut at \(n), \(name)")
+                }
+            }
+        }
+    }
+
     @Test func appendToEmptyAndToFileEndingInBlank() {
         #expect(ConfigRewriter.appendPeer("", entries: [("Name", "a")]) == "[Peer]\nName = a\n")
         #expect(ConfigRewriter.appendPeer("[Interface]\r\n\r\n", entries: [("Name", "a")]) == "[Interface]\r\n\r\n[Peer]\r\nName = a\r\n")

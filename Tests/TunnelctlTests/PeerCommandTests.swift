@@ -130,12 +130,32 @@ import WireGuard
         #expect(run(["peer", "disable", "alice", "--config", f.conf]).code == .ok)
         #expect(try TunnelConfig.parse(String(contentsOfFile: f.conf, encoding: .utf8), file: "t").peer(named: "alice")?.disabled == true)
         #expect(run(["peer", "list", "--config", f.conf]).out.contains("disabled"))
+        let explain = run(["explain", "alice", "--config", f.conf])
+        #expect(explain.code == .ok && explain.out.hasPrefix("alice: refused — disabled in the configuration"))
         #expect(run(["peer", "enable", "alice", "--config", f.conf]).code == .ok)
+        #expect(run(["explain", "alice", "--config", f.conf]).code == .failure, "enabled: not refused")
         #expect(try String(contentsOfFile: f.conf, encoding: .utf8) == before)
         #expect(run(["peer", "rename", "alice", "ann", "--config", f.conf]).code == .ok)
         #expect(try String(contentsOfFile: f.conf, encoding: .utf8) == before.replacingOccurrences(of: "AllowedIPs = 10.99.0.2/32\n", with: "AllowedIPs = 10.99.0.2/32\nName = ann\n"))
         #expect(run(["peer", "show", "ann", "--config", f.conf]).out.contains("name: ann\n"))
         #expect(run(["peer", "remove", "zed", "--config", f.conf]).code == .failure)
+    }
+
+    @Test func listAndShowJSONAreGolden() throws {
+        let f = try fixture()
+        defer { try? FileManager.default.removeItem(atPath: f.dir) }
+        let text = try String(contentsOfFile: f.conf, encoding: .utf8)
+        try (text + "Expires = 2027-01-31\nDisabled = true\n").write(toFile: f.conf, atomically: false, encoding: .utf8)
+        let list = run(["peer", "list", "--json", "--config", f.conf])
+        #expect(list.code == .ok)
+        try HistoryFixture.expectGolden(list.out, "peer-list.json")
+        let show = run(["peer", "show", "alice", "--json", "--config", f.conf])
+        try HistoryFixture.expectGolden(show.out, "peer-show.json")
+        // Expired (not disabled): explain says since when.
+        try (text + "Expires = 2020-01-31\n").write(toFile: f.conf, atomically: false, encoding: .utf8)
+        let e = run(["explain", "alice", "--json", "--config", f.conf])
+        #expect(e.code == .ok && e.out.contains("\"reason\" : \"expired\"") && e.out.contains("\"since\" : \"2020-01-31T00:00:00.000Z\""))
+        #expect(run(["peer", "list", "--config", f.conf]).out.contains("expired"))
     }
 
     @Test func addErrors() throws {
