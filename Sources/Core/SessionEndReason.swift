@@ -6,4 +6,8 @@ public enum SessionEndReason: String, Sendable, CaseIterable {
     case shutdown
     case removed
     case crash
+    /// The peer was disabled (`tunnelctl peer disable`, `Disabled = true`).
+    case disabled
+    /// The peer's `Expires` date passed.
+    case expired
 }

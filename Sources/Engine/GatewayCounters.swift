@@ -29,6 +29,8 @@ public enum GatewayDrop: Int, CaseIterable, Sendable, CustomStringConvertible {
     case udpBusy
     /// A later IP fragment whose first fragment was not seen (so its flow, and verdict, are unknown).
     case unattributableFragment
+    /// A handshake message arrived while the handshake thread's queue was full (a flood).
+    case handshakeBacklogFull
 
     public var description: String {
         switch self {
@@ -44,6 +46,7 @@ public enum GatewayDrop: Int, CaseIterable, Sendable, CustomStringConvertible {
         case .tunBusy: "tun-busy"
         case .udpBusy: "udp-busy"
         case .unattributableFragment: "unattributable-fragment"
+        case .handshakeBacklogFull: "handshake-backlog-full"
         }
     }
 }

@@ -56,59 +56,30 @@ extension GatewayEngine {
             rejects.removeAll(keepingCapacity: true)
             flushes.removeAll(keepingCapacity: true)
 
-            // 1. WireGuard: decrypt transport messages in place, answer handshakes.
+            // 1. WireGuard: handshake messages to the handshake thread; transport decrypted in place.
             for i in 0..<n {
                 dataPeer[i] = 0
                 let length = rx.lengths[i]
                 let slot = rx.slot(i)
-                let type = length > 0 ? slot[0] : 0
-                let underLoad = (type >= 1 && type <= 3) ? noteHandshake(now: now) : false
-                let k = toNet.count
-                // An authenticated initiation is put to the admission (the watchdog) before the
-                // device builds a response or a keypair: a refused one gets nothing back, and no
-                // handshake is reported anywhere.
+                let datagram = UnsafeRawBufferPointer(rebasing: slot[0..<length])
+                if HandshakeScreen.messageType(datagram) != nil {
+                    if !handshakes.push(datagram, from: rx.endpoints[i]) { counters.drop(.handshakeBacklogFull) }
+                    continue
+                }
+                // Transport data, or junk the device drops and counts (no handshake of the right
+                // length reaches it here, so nothing is answered from this thread).
                 let result = device.receive(
-                    slot, length: length, from: rx.endpoints[i], now: now, underLoad: underLoad,
-                    output: toNet.slot(k),
-                    admit: { peer, refused in admission.map { $0.admitInitiation(peer: peer) } ?? !refused })
+                    slot, length: length, from: rx.endpoints[i], now: now, underLoad: false,
+                    output: toNet.slot(toNet.count))
                 switch result {
                 case .data(let peer, let range, let confirmed):
                     rx.offsets[i] = range.lowerBound
                     rx.lengths[i] = range.count
                     dataPeer[i] = peer.rawValue
                     if confirmed { flushes.append((peer, false)) }
-                case .sendResponse(let peer, let range):
-                    // Admitted above; the watchdog may still refuse it if the window ended in
-                    // between (it dropped the keys): then nothing goes back.
-                    if admission?.handshakeCompleted(peer: peer) == false {
-                        counters.drop(.peerRefused)
-                        observer?.noteRefusal(peer: peer.rawValue, reason: 0)
-                        break
-                    }
-                    observer?.noteHandshake(peer: peer.rawValue)
-                    toNet.offsets[k] = range.lowerBound
-                    toNet.lengths[k] = range.count
-                    toNet.endpoints[k] = rx.endpoints[i]
-                    netValid[k] = true
-                    toNet.count = k + 1
-                case .sendCookieReply(let range):
-                    toNet.offsets[k] = range.lowerBound
-                    toNet.lengths[k] = range.count
-                    toNet.endpoints[k] = rx.endpoints[i]
-                    netValid[k] = true
-                    toNet.count = k + 1
-                case .handshakeComplete(let peer):
-                    if admission?.handshakeCompleted(peer: peer) != false {
-                        flushes.append((peer, true))
-                        observer?.noteHandshake(peer: peer.rawValue)
-                    }
                 case .keepalive(let peer, let confirmed):
                     if confirmed { flushes.append((peer, false)) }
-                case .refused(let peer):
-                    counters.drop(.peerRefused)
-                    admission?.handshakeRefused(peer: peer)
-                    observer?.noteRefusal(peer: peer.rawValue, reason: 0)
-                case .cookieStored, .drop:
+                case .sendResponse, .sendCookieReply, .handshakeComplete, .refused, .cookieStored, .drop:
                     break
                 }
             }
@@ -175,23 +146,103 @@ extension GatewayEngine {
             for r in rejects {
                 seal(peer: r.peer, batch: toNet, slot: r.slot, length: r.length, now: now, valid: netValid)
             }
-            for f in flushes {
-                var sent = false
-                while toNet.count < toNet.capacity {
-                    let k = toNet.count
-                    let room = UnsafeMutableRawBufferPointer(rebasing: toNet.slot(k)[16...])
-                    guard let len = pending.withLock({ $0[f.peer.rawValue]?.pop(into: room) }) else { break }
+            flushPending(flushes, into: toNet, valid: netValid, now: now)
+            sendRuns(toNet, valid: netValid)
+        }
+    }
+
+    // MARK: handshake: the queue → responses, cookie replies, completed handshakes
+
+    /// The handshake thread: every initiation, response and cookie reply the inbound thread
+    /// queued. Only screened messages (right length, valid mac1) count toward "under load".
+    func handshakeLoop() {
+        let batchSize = options.batchSize
+        let rx = PacketBatch(capacity: batchSize, slotSize: HandshakeQueue.slotBytes)
+        let toNet = PacketBatch(capacity: batchSize * 2, slotSize: datagramSlotSize)
+        let netValid = UnsafeMutablePointer<Bool>.allocate(capacity: toNet.capacity)
+        // Peers whose handshake completed: their queued packets go out now (or a keepalive).
+        var flushes: [(peer: PeerHandle, keepalive: Bool)] = []
+        flushes.reserveCapacity(batchSize)
+        defer { netValid.deallocate() }
+
+        while running.load(ordering: .relaxed) {
+            let n = handshakes.pop(into: rx, timeoutMilliseconds: 250)
+            if n == 0 { continue }
+            toNet.count = 0
+            flushes.removeAll(keepingCapacity: true)
+            var now = clock.boottimeNanoseconds()
+            for i in 0..<n {
+                now = clock.boottimeNanoseconds()
+                let source = rx.endpoints[i]
+                let datagram = UnsafeRawBufferPointer(rx.packet(i))
+                let underLoad = device.countsTowardLoad(datagram) ? noteHandshake(now: now) : false
+                let k = toNet.count
+                // An authenticated initiation is put to the admission (the watchdog) before the
+                // device builds a response or a keypair: a refused one gets nothing back, and no
+                // handshake is reported anywhere.
+                let result = device.receive(
+                    rx.packet(i), length: datagram.count, from: source, now: now, underLoad: underLoad,
+                    output: toNet.slot(k),
+                    admit: { peer, refused in admission.map { $0.admitInitiation(peer: peer) } ?? !refused })
+                switch result {
+                case .sendResponse(let peer, let range):
+                    // Admitted above; the watchdog may still refuse it if the window ended in
+                    // between (it dropped the keys): then nothing goes back.
+                    if admission?.handshakeCompleted(peer: peer) == false {
+                        counters.drop(.peerRefused)
+                        observer?.noteRefusal(peer: peer.rawValue, reason: 0)
+                        break
+                    }
+                    observer?.noteHandshake(peer: peer.rawValue)
+                    toNet.offsets[k] = range.lowerBound
+                    toNet.lengths[k] = range.count
+                    toNet.endpoints[k] = source
+                    netValid[k] = true
                     toNet.count = k + 1
-                    seal(peer: f.peer, batch: toNet, slot: k, length: len, now: now, valid: netValid)
-                    sent = true
-                }
-                if !sent && f.keepalive && toNet.count < toNet.capacity {
-                    let k = toNet.count
+                case .sendCookieReply(let range):
+                    toNet.offsets[k] = range.lowerBound
+                    toNet.lengths[k] = range.count
+                    toNet.endpoints[k] = source
+                    netValid[k] = true
                     toNet.count = k + 1
-                    seal(peer: f.peer, batch: toNet, slot: k, length: 0, now: now, valid: netValid)
+                case .handshakeComplete(let peer):
+                    if admission?.handshakeCompleted(peer: peer) != false {
+                        flushes.append((peer, true))
+                        observer?.noteHandshake(peer: peer.rawValue)
+                    }
+                case .refused(let peer):
+                    counters.drop(.peerRefused)
+                    admission?.handshakeRefused(peer: peer)
+                    observer?.noteRefusal(peer: peer.rawValue, reason: 0)
+                case .data, .keepalive, .cookieStored, .drop:
+                    break
                 }
             }
+            flushPending(flushes, into: toNet, valid: netValid, now: now)
             sendRuns(toNet, valid: netValid)
+        }
+    }
+
+    /// Encrypts the packets that waited for each peer's handshake into the free slots of `toNet`
+    /// (a keepalive when none waited and `keepalive` is set).
+    func flushPending(_ flushes: [(peer: PeerHandle, keepalive: Bool)], into toNet: PacketBatch,
+                      valid netValid: UnsafeMutablePointer<Bool>, now: UInt64)
+    {
+        for f in flushes {
+            var sent = false
+            while toNet.count < toNet.capacity {
+                let k = toNet.count
+                let room = UnsafeMutableRawBufferPointer(rebasing: toNet.slot(k)[16...])
+                guard let len = pending.withLock({ $0[f.peer.rawValue]?.pop(into: room) }) else { break }
+                toNet.count = k + 1
+                seal(peer: f.peer, batch: toNet, slot: k, length: len, now: now, valid: netValid)
+                sent = true
+            }
+            if !sent && f.keepalive && toNet.count < toNet.capacity {
+                let k = toNet.count
+                toNet.count = k + 1
+                seal(peer: f.peer, batch: toNet, slot: k, length: 0, now: now, valid: netValid)
+            }
         }
     }
 

@@ -1,10 +1,11 @@
 // The gateway's data path.
 //
-// Three dedicated threads move packets; nothing on them allocates per packet or holds a lock
+// Four dedicated threads move packets; nothing on them allocates per packet or holds a lock
 // across I/O:
 //
-//   inbound  (UDP → TUN): recvmmsg a batch → WireGuardDevice.receive decrypts each datagram in
-//            place (handshakes are answered into a send batch) → under the flow lock, once per
+//   inbound  (UDP → TUN): recvmmsg a batch → handshake messages (type 1–3 of their exact length)
+//            are copied to the bounded handshake queue (full: dropped and counted) →
+//            WireGuardDevice.receive decrypts each transport datagram in place → under the flow lock, once per
 //            batch: parse the inner packet, drop it unless its source is in the sending peer's
 //            AllowedIPs (cryptokey routing), track its flow, take or reuse the flow's verdict
 //            (allow: copy to the TUN batch; block: drop; reject: build an RST / ICMP unreachable
@@ -14,6 +15,12 @@
 //            flow lock: parse, find the destination peer in the AllowedIPs trie, track the flow,
 //            verdict → outside the lock: encrypt each packet in place → sendmmsg runs of slots.
 //            A peer without a session gets the packet queued (bounded) and a handshake started.
+//   handshake  the handshake queue → only messages that pass `HandshakeScreen` (right length,
+//            valid mac1) count toward "under load" (more than `underLoadHandshakesPerSecond` in
+//            the current second: cookie replies and the per-source rate limit) →
+//            WireGuardDevice.receive, asking `HandshakeAdmission` before any response is built →
+//            sendmmsg the responses and cookie replies, and the packets that waited for a
+//            handshake that just completed. The X25519 work of a flood never delays transport data.
 //   timers   every 100 ms: WireGuardDevice.tick (handshake retries, keepalives, key expiry),
 //            an incremental flow-expiry sweep, and the policy's next `during` boundary.
 //
@@ -41,7 +48,11 @@ public struct GatewayOptions: Sendable {
     /// Flow-table entries examined per timer tick by the expiry sweep.
     public var expiryBudget = 2_048
     /// Handshake messages per second above which the device is "under load" (cookies, rate limit).
+    /// Only messages that pass `HandshakeScreen` (right length, valid mac1) count (whitepaper §5.3).
     public var underLoadHandshakesPerSecond = 256
+    /// Handshake messages waiting for the handshake thread at most (wireguard-go: 1024); beyond,
+    /// they are dropped and counted (`handshake-backlog-full`).
+    public var handshakeQueueCapacity = 1024
     /// Seed of the flow table's bucket hash. Nil (the default): a fresh random one from the
     /// system (`SystemRandomNumberGenerator`, getrandom(2)) for every engine, so peers cannot
     /// predict which keys share a bucket. Set it only to reproduce a run.
@@ -78,6 +89,8 @@ public final class GatewayEngine: @unchecked Sendable {
     let fragments = FragmentBox()
     let pending = Mutex<[UInt32: PendingPackets]>([:])
     let handshakeWindow = Mutex<(second: UInt64, count: Int)>((0, 0))
+    /// Handshake messages from the inbound thread to the handshake thread.
+    let handshakes: HandshakeQueue
     let running = Atomic<Bool>(false)
     /// Live ring and capture (nil: none). Set before `start()`; the data path reads it unlocked
     /// (so without the per-access exclusivity check).
@@ -103,6 +116,7 @@ public final class GatewayEngine: @unchecked Sendable {
         self.log = log
         self.options = options
         startedAtMs = clock.wallMilliseconds()
+        handshakes = HandshakeQueue(capacity: max(1, options.handshakeQueueCapacity))
         var random = SystemRandomNumberGenerator()
         flowBox = FlowBox(FlowTable(capacity: options.flowCapacity, hashSeed: options.flowHashSeed ?? random.next()))
         let now = clock.wallMilliseconds()
@@ -194,11 +208,12 @@ public final class GatewayEngine: @unchecked Sendable {
 
     // MARK: Life cycle
 
-    /// Starts the inbound, outbound and timer threads.
+    /// Starts the inbound, handshake, outbound and timer threads.
     public func start() {
         guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
         threads = [
             WorkerThread(name: "tv-inbound") { [self] in inboundLoop() },
+            WorkerThread(name: "tv-handshake") { [self] in handshakeLoop() },
             WorkerThread(name: "tv-outbound") { [self] in outboundLoop() },
             WorkerThread(name: "tv-timers") { [self] in timerLoop() },
         ]
@@ -209,6 +224,7 @@ public final class GatewayEngine: @unchecked Sendable {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
         tun.close()
         bind.close()
+        handshakes.close()
         for t in threads { t.join() }
         threads = []
         if let events {
@@ -238,8 +254,12 @@ public final class GatewayEngine: @unchecked Sendable {
 
     // MARK: Helpers shared by the loops
 
-    /// True when handshake messages arrive faster than the configured rate (cookies and the
-    /// per-source rate limit engage).
+    /// Handshake messages waiting for the handshake thread now.
+    public var handshakeBacklog: Int { handshakes.depth }
+
+    /// Counts one handshake message that passed `HandshakeScreen` in the current second; true when
+    /// more than the configured rate arrived in it (cookies and the per-source rate limit engage).
+    /// Call only for screened messages: junk must never make the gateway "under load".
     func noteHandshake(now: UInt64) -> Bool {
         let second = now / 1_000_000_000
         return handshakeWindow.withLock { w in

@@ -5,8 +5,10 @@ import WireGuard
 /// WireGuard device answers an initiation, told when a handshake completed or was refused. The
 /// daemon installs the watchdog; an engine without one admits every peer.
 ///
-/// Calls come from the inbound thread, outside every engine lock; implementations may take their
-/// own short locks and call back into the engine's peer operations (refuse, drop keys), never block.
+/// Calls come from the engine's handshake thread (`tv-handshake`, one message at a time), outside
+/// every engine lock; implementations may take their own short locks and call back into the
+/// engine's peer operations (refuse, drop keys), never block: while a call runs, further handshakes
+/// wait in the bounded handshake queue (transport data keeps flowing on the inbound thread).
 public protocol HandshakeAdmission: AnyObject, Sendable {
     /// An initiation from `peer` was authenticated (mac1, its static key, a fresh timestamp) and the
     /// device is about to build the response and a keypair — also when the device refuses the peer

@@ -17,7 +17,7 @@ public enum Schema {
     }
 
     /// All migrations in order; `migrations[i].version == i + 1`.
-    public static let migrations: [Migration] = [v1, v2]
+    public static let migrations: [Migration] = [v1, v2, v3]
 
     /// The version this build writes and understands.
     public static var currentVersion: Int { migrations.count }
@@ -122,6 +122,29 @@ public enum Schema {
             heartbeat_at INTEGER NOT NULL,
             dropped_records INTEGER NOT NULL DEFAULT 0
         );
+        """)
+
+    /// Version 3: sessions may end `disabled` (the peer was disabled) or `expired` (its `Expires`
+    /// passed). SQLite cannot change a CHECK in place: the table is rebuilt, rows and indexes kept.
+    static let v3 = Migration(version: 3, summary: "session end reasons disabled and expired", sql: """
+        CREATE TABLE sessions_v3 (
+            id INTEGER PRIMARY KEY,
+            peer TEXT NOT NULL,
+            started_at INTEGER NOT NULL,
+            ended_at INTEGER,
+            end_reason TEXT CHECK (end_reason IN ('free-limit', 'admin-kick', 'idle', 'shutdown', 'removed', 'crash',
+                                                  'disabled', 'expired')),
+            rx_bytes INTEGER NOT NULL DEFAULT 0,
+            tx_bytes INTEGER NOT NULL DEFAULT 0
+        );
+        INSERT INTO sessions_v3 (id, peer, started_at, ended_at, end_reason, rx_bytes, tx_bytes)
+            SELECT id, peer, started_at, ended_at, end_reason, rx_bytes, tx_bytes FROM sessions;
+        DROP TABLE sessions;
+        ALTER TABLE sessions_v3 RENAME TO sessions;
+        CREATE INDEX sessions_started_at ON sessions (started_at);
+        CREATE INDEX sessions_peer_started_at ON sessions (peer, started_at);
+        CREATE INDEX sessions_ended_at ON sessions (ended_at) WHERE ended_at IS NOT NULL;
+        CREATE INDEX sessions_open ON sessions (peer) WHERE ended_at IS NULL;
         """)
 
     /// Brings the store at `connection` up to `target` (default: current). Returns the version

@@ -13,6 +13,10 @@ import Synchronization
 /// `SO_SNDBUFFORCE` (CAP_NET_ADMIN, ignores `net.core.rmem_max`), falls back to `SO_RCVBUF`/
 /// `SO_SNDBUF` (capped by `rmem_max`/`wmem_max`), and reports what the kernel granted in
 /// ``buffers``.
+///
+/// Threading: one receiver; ``send(_:from:)`` may run on several threads at once, each with its own
+/// batch — it builds its messages in that batch's arrays, shares only atomics (the GSO switches,
+/// counters), and each `sendmmsg(2)` is one system call the kernel serialises on the socket.
 public final class LinuxDatagramBind: Sendable {
     /// The bound port.
     public let port: UInt16

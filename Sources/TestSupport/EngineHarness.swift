@@ -129,18 +129,20 @@ public final class EngineHarness: @unchecked Sendable {
     public let log = LogCapture()
 
     /// `beforeStart` runs after `alice` is added and before the engine's threads start (e.g. to
-    /// attach an observer or a watchdog).
+    /// attach an observer or a watchdog). `options` and `clock` go to the engine;
+    /// `gatewayQueueLimit` is how many datagrams the gateway's bind holds unread (floods).
     public init(rules: String = EngineHarness.rules, aliceTier: PeerTier = .free,
-                beforeStart: (GatewayEngine) throws -> Void = { _ in }) throws
+                options: GatewayOptions = GatewayOptions(), clock: any TimeSource = SystemClock(),
+                gatewayQueueLimit: Int = 1024, beforeStart: (GatewayEngine) throws -> Void = { _ in }) throws
     {
-        gwBind = network.bind(address: IPAddress(v4: 0xC000_0201))
+        gwBind = network.bind(address: IPAddress(v4: 0xC000_0201), queueLimit: gatewayQueueLimit)
         guard let gwDevice = WireGuardDevice(privateKey: EngineHarness.gatewayKey) else { throw HarnessError("bad gateway key") }
         alice = try EngineClient(privateKey: EngineHarness.clientKey, bind: network.bind(address: IPAddress(v4: 0xC000_0202)),
                                  gatewayKey: gwDevice.publicKey, gateway: gwBind.endpoint)
         let set = PolicyParser.parse(rules)
         guard !set.hasErrors else { throw HarnessError("rules: \(set.diagnostics)") }
-        engine = GatewayEngine(device: gwDevice, tun: tun, bind: gwBind, clock: SystemClock(),
-                               policy: (set, CompiledPolicy(set)), log: log.logger)
+        engine = GatewayEngine(device: gwDevice, tun: tun, bind: gwBind, clock: clock,
+                               policy: (set, CompiledPolicy(set)), options: options, log: log.logger)
         engine.addPeer(name: "alice", publicKey: alice.publicKey, presharedKey: nil,
                        allowedIPs: [IPPrefix("10.99.0.2/32")!, IPPrefix("fd99::2/128")!], endpoint: nil,
                        persistentKeepalive: 0, tier: aliceTier)

@@ -21,6 +21,7 @@ let groups: [(name: String, summary: String, run: ([String]) throws -> Void)] = 
     ("observe", "daemon observer cost per packet: none, idle, watching, capture full", ObserveBench.run),
     (OffloadBench.name, OffloadBench.summary, OffloadBench.run),
     (HostsBench.name, HostsBench.summary, HostsBench.run),
+    (HandshakeFloodBench.name, HandshakeFloodBench.summary, HandshakeFloodBench.run),
 ]
 
 let argv = Array(CommandLine.arguments.dropFirst())

@@ -298,3 +298,73 @@ final class DaemonHarness: @unchecked Sendable {
         #expect(h.log.all.contains { $0.contains("usable again") })
     }
 }
+
+/// Issue 15, the daemon side: the whole config applied like `wg syncconf`, disabled and expired
+/// peers refused by the watchdog.
+@Suite(.serialized) struct ConfigReloadTests {
+    static let bobKey = (0..<32).map { UInt8(truncatingIfNeeded: $0 &* 19 &+ 7) }
+
+    static func alice(_ h: DaemonHarness, tier: PeerTier = .free, allowed: [String] = ["10.99.0.2/32", "fd99::2/128"],
+                      disabled: Bool = false, expires: Int64? = nil) throws -> PeerConfig {
+        var p = PeerConfig(name: "alice", publicKey: try #require(WireGuardKey(bytes: h.base.alice.publicKey.bytes)),
+                           allowedIPs: allowed.map { IPPrefix($0)! }, tier: tier)
+        p.disabled = disabled
+        p.expiresMs = expires
+        return p
+    }
+
+    @Test func addRemoveChangeLeaveTheUntouchedPeerAlone() throws {
+        let h = try DaemonHarness()
+        try h.base.handshake()
+        let out = TestPackets.udp(from: "10.99.0.2", 40000, to: "198.19.0.2", 53)
+        try h.base.sendPacket(out)
+        #expect(h.base.tun.waitWritten(count: 1) == [out])
+        let session = try #require(h.sessions.watchdog.view("alice")?.session)
+        let bobPub = try #require(WireGuardDevice(privateKey: Self.bobKey)).publicKey
+        let bob = PeerConfig(name: "bob", publicKey: try #require(WireGuardKey(bytes: bobPub.bytes)),
+                             allowedIPs: [IPPrefix("10.99.0.3/32")!], tier: .premium)
+        // bob appears; alice is untouched: same session, her packets still pass.
+        var diff = h.engine.applyConfigPeers([try Self.alice(h), bob])
+        #expect(diff.added == ["bob"] && diff.removed.isEmpty && diff.changed.isEmpty)
+        #expect(h.sessions.watchdog.view("alice")?.session == session)
+        try h.base.sendPacket(out)
+        #expect(h.base.tun.waitWritten(count: 1) == [out])
+        #expect(h.engine.registry.current.named("bob")?.tier == .premium)
+        // alice's AllowedIPs change (applied in place); bob goes.
+        diff = h.engine.applyConfigPeers([try Self.alice(h, allowed: ["10.99.0.2/32", "10.99.0.20/32"])])
+        #expect(diff.added.isEmpty && diff.removed == ["bob"] && diff.changed == ["alice"])
+        #expect(h.engine.registry.current.named("alice")?.allowedIPs.count == 2)
+        #expect(h.engine.registry.current.named("bob") == nil)
+        #expect(h.sessions.watchdog.view("alice")?.session == session, "a changed peer keeps its session")
+        // The same config again: nothing changes.
+        diff = h.engine.applyConfigPeers([try Self.alice(h, allowed: ["10.99.0.2/32", "10.99.0.20/32"])])
+        #expect(diff.added.isEmpty && diff.removed.isEmpty && diff.changed.isEmpty)
+    }
+
+    @Test func aDisabledPeerIsCutAndRefusedAndAnExpiredOneToo() throws {
+        let h = try DaemonHarness()
+        try h.base.handshake()
+        #expect(h.sessions.watchdog.view("alice")?.session != nil)
+        h.sessions.configPeersChanged([try Self.alice(h, disabled: true)])
+        #expect(h.sessions.watchdog.view("alice")?.session == nil)
+        #expect(h.sessions.watchdog.view("alice")?.refused == true)
+        // A new initiation is refused at arrival, recorded with reason `disabled`.
+        usleep(60_000)  // past WireGuard's initiation rate limit (one per 20 ms per peer)
+        let again = try h.base.client(privateKey: EngineHarness.clientKey, address: IPAddress(v4: 0xC000_0202))
+        try again.sendInitiation()
+        #expect(try again.receiveFromGateway(timeout: 300) == nil)
+        #expect(h.engine.counters.count(.peerRefused) == 1)
+        let store = try h.store()
+        #expect(try store.sessions(peer: "alice").first?.endReason == .disabled)
+        let refusals = try store.refusals(peer: "alice")
+        #expect(refusals.contains { $0.reason == "disabled" }, "\(refusals) refused=\(h.engine.counters.count(.peerRefused))")
+        // Enabled again: admitted. Then an Expires in the past: refused, reason `expired`.
+        h.sessions.configPeersChanged([try Self.alice(h)])
+        #expect(h.sessions.watchdog.view("alice")?.refused == false)
+        let now = SystemClock().wallMilliseconds()
+        h.sessions.configPeersChanged([try Self.alice(h, expires: now - 1_000)])
+        #expect(h.sessions.watchdog.view("alice")?.refused == true)
+        #expect(!h.sessions.watchdog.admitInitiation(try #require(h.engine.peer(named: "alice")).handle, now: now))
+        #expect(try h.store().refusals(peer: "alice").contains { $0.reason == "expired" })
+    }
+}

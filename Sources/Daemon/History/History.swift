@@ -110,6 +110,10 @@ public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
         case let .sessionOpened(peer, at): submit(.sessionOpened(peer: peer, at: at))
         case let .sessionClosed(peer, at, reason, rx, tx):
             submit(.sessionClosed(SessionClose(peer: peer, at: at, reason: reason, rxBytes: rx, txBytes: tx)))
+        case let .restricted(peer, reason, at):
+            // One coalesced row per peer and reason (window 0): attempts counted, first and last time.
+            let event = RefusalEvent.session(peer: peer, windowEnd: 0, at: at, reason: reason)
+            if let ledger = ledgerRef.load() { ledger.refusal(event, at: at) } else { submit(.refusal(event)) }
         case let .refused(peer, windowEnd, at):
             let event = RefusalEvent.session(peer: peer, windowEnd: windowEnd, at: at)
             if let ledger = ledgerRef.load() { ledger.refusal(event, at: at) } else { submit(.refusal(event)) }

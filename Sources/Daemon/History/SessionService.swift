@@ -229,6 +229,17 @@ public final class SessionService: @unchecked Sendable {
         heartbeatStore = nil
     }
 
+    /// The configured peers changed (start, reload): their `Disabled` and `Expires` go to the
+    /// watchdog, and the tier overrides are applied again over the (maybe new) configured tiers.
+    public func configPeersChanged(_ peers: [PeerConfig]) {
+        var restrictions: [String: Watchdog.Restriction] = [:]
+        for p in peers {
+            if p.disabled { restrictions[p.name] = .disabled } else if let at = p.expiresMs { restrictions[p.name] = .expires(at: at) }
+        }
+        watchdog.setRestrictions(restrictions, now: time.now())
+        overrides.withLock { applyOverrides($0, log: false) }
+    }
+
     /// `tunnelctl peer tier NAME TIER` with the daemon running (control request `peerTier`): the
     /// override is written on the watchdog's connection and applied to the watchdog and policy in
     /// one step. Returns the tier before, or an error text for an unknown peer.

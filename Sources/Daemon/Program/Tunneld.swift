@@ -3,6 +3,7 @@
 import Engine
 import SystemIO
 import Core
+import Synchronization
 import Control
 import Foundation
 import Glibc
@@ -88,7 +89,7 @@ public enum Tunneld {
             return 0
         }
         do {
-            return try run(config: config, policy: loaded, log: log)
+            return try run(config: config, path: configPath, policy: loaded, log: log)
         } catch {
             log.error("\(error)")
             return 1
@@ -101,7 +102,7 @@ public enum Tunneld {
     }
 
     /// Brings the gateway up, serves until SIGTERM/SIGINT, tears everything down.
-    static func run(config: TunnelConfig, policy: (PolicySet, CompiledPolicy), log: Logger) throws -> Int32 {
+    static func run(config: TunnelConfig, path configPath: String, policy: (PolicySet, CompiledPolicy), log: Logger) throws -> Int32 {
         let iface = config.interface
         guard let key = iface.privateKey, let device = WireGuardDevice(privateKey: key.bytes, mtu: iface.mtu) else {
             return fail("the private key is missing or invalid", 1)
@@ -150,6 +151,7 @@ public enum Tunneld {
             engine.addPeer(name: p.name, publicKey: pub, presharedKey: p.presharedKey?.bytes, allowedIPs: p.allowedIPs,
                            endpoint: endpoint, persistentKeepalive: p.persistentKeepalive ?? 0, tier: p.tier)
         }
+        sessions.configPeersChanged(config.peers)  // disabled and expiring peers
         try sessions.start()  // session/history (issue 5): refuse paused peers before traffic
         // ---- live ring and capture (docs/ring.md, docs/capture.md) ----
         let observe = Observe.start(config: config, engine: engine, log: log)
@@ -193,6 +195,38 @@ public enum Tunneld {
         }
         // ── end history ──
 
+        // The whole config again (issue 15): peers applied like `wg syncconf`, disabled/expired
+        // peers to the watchdog, the policy reloaded. A config with errors changes nothing.
+        let reloadLock = Mutex(())
+        let reloadConfig: @Sendable () -> ControlResponse = {
+            reloadLock.withLock { _ in
+                let next: TunnelConfig
+                do {
+                    next = try TunnelConfig.load(path: configPath)
+                } catch {
+                    log.error("reload: \(configPath) has errors; nothing changed:\n\(error)")
+                    return .failure(.invalidConfig, "\(error)")
+                }
+                var warnings = next.warnings.map(\.description)
+                if next.interface.listenPort != iface.listenPort || next.interface.addresses != iface.addresses
+                    || next.interface.name != iface.name
+                {
+                    warnings.append("\(configPath): [Interface] Name, ListenPort or Address changed: they apply at the next restart")
+                }
+                let diff = engine.applyConfigPeers(next.peers)
+                sessions.configPeersChanged(next.peers)
+                let policyReply = engine.reloadPolicy(directory: iface.policyDirectory)
+                warnings += policyReply.warnings.map(\.description)
+                if !policyReply.succeeded { warnings += policyReply.errors.map { "policy: \($0) (the running policy is kept)" } }
+                log.notice("reload: \(diff.added.count) peer(s) added, \(diff.removed.count) removed, \(diff.changed.count) changed"
+                    + (diff.added.isEmpty ? "" : "; added \(diff.added.joined(separator: ", "))")
+                    + (diff.removed.isEmpty ? "" : "; removed \(diff.removed.joined(separator: ", "))")
+                    + (diff.changed.isEmpty ? "" : "; changed \(diff.changed.joined(separator: ", "))"))
+                for w in warnings { log.warning("reload: \(w)") }
+                return .reload(ReloadReply(added: diff.added, removed: diff.removed, changed: diff.changed,
+                                           warnings: warnings, policyGeneration: engine.policy.generation))
+            }
+        }
         let addressTexts = iface.addresses.map(\.description)
         let control = try ControlServer(path: iface.controlSocketPath, log: log) { request, _ in
             switch request {
@@ -227,8 +261,8 @@ public enum Tunneld {
                 case .failure(.unknownPeer):
                     return .failure(.notFound, "no peer named '\(name)' (tunnelctl peers lists them)")
                 }
-            case .reload:  // placeholder on branch peers; the lead's daemon handler replaces it
-                return .failure(.unknownRequest, "unknown request 'reload'")
+            case .reload:  // tunnelctl reload, SIGHUP: the whole config, applied like wg syncconf
+                return reloadConfig()
             case .unknown(let type):
                 return .failure(.unknownRequest, "unknown request '\(type)'")
             }
@@ -247,10 +281,7 @@ public enum Tunneld {
         while true {
             guard let signal = try signals.wait(timeoutMilliseconds: -1, shutdown: wake) else { continue }
             if signal == SIGHUP {
-                let reply = engine.reloadPolicy(directory: iface.policyDirectory)
-                if !reply.succeeded {
-                    for e in reply.errors { log.error("policy: \(e)") }
-                }
+                _ = reloadConfig()  // logs what it did or why it changed nothing
                 continue
             }
             log.notice("signal \(signal): shutting down")

@@ -39,7 +39,15 @@ public final class Watchdog: Sendable {
     /// A configured peer, as the engine's registry holds it.
     public typealias Peer = GatewayPeer
 
+    /// Why a configured peer is refused whatever its tier (issue 15): `Disabled = true`, or an
+    /// `Expires` date.
+    public enum Restriction: Sendable, Hashable {
+        case disabled
+        case expires(at: Int64)
+    }
+
     struct State {
+        var restrictions: [String: Restriction] = [:]
         var overrides: [String: PeerTier] = [:]
         var windows: [String: WindowDates] = [:]
         var sessions: [String: LiveSession] = [:]
@@ -70,6 +78,23 @@ public final class Watchdog: Sendable {
 
     private static func tier(_ s: State, _ p: Peer) -> PeerTier { s.overrides[p.name] ?? p.configTier }
 
+    /// Why `p` is refused at `now` regardless of windows (nil: it is not).
+    private static func restricted(_ s: State, _ p: Peer, now: Int64) -> SessionEndReason? {
+        switch s.restrictions[p.name] {
+        case .disabled?: return .disabled
+        case .expires(let at)? where now >= at: return .expired
+        default: return nil
+        }
+    }
+
+    /// The disabled and expiring peers (from the config, at start and at every reload). A live
+    /// session of a peer that becomes disabled or expired ends at once (reason `disabled` /
+    /// `expired`); its handshakes are refused and recorded until it is enabled (or its date moves).
+    public func setRestrictions(_ restrictions: [String: Restriction], now: Int64) {
+        state.withLock { $0.restrictions = restrictions }
+        tick(now: now)
+    }
+
     /// The registry changed from `old` to `new` at `now` (the daemon calls this from the registry's
     /// change listener): a peer that disappeared with a live session ends it `removed`.
     public func peersChanged(from old: PeerDirectory, to new: PeerDirectory, now: Int64) {
@@ -90,6 +115,12 @@ public final class Watchdog: Sendable {
         let dir = peers.current
         return state.withLock { s in
             guard let p = dir[handle] else { return true }
+            if let why = Watchdog.restricted(s, p, now: now) {
+                closeSessionLocked(&s, p, at: now, reason: why)
+                refuseLocked(&s, p, at: now)
+                sink.record(.restricted(peer: p.name, reason: why.rawValue, at: now))
+                return false
+            }
             let phase = WatchdogRules.phase(now: now, tier: Watchdog.tier(s, p), window: s.windows[p.name])
             if s.sessions[p.name] != nil {
                 // A rekey of a live session; refused only when its window ended between ticks.
@@ -117,6 +148,11 @@ public final class Watchdog: Sendable {
         let dir = peers.current
         return state.withLock { s in
             guard let p = dir[handle] else { return true }
+            if let why = Watchdog.restricted(s, p, now: now) {  // our own initiation's answer, too
+                closeSessionLocked(&s, p, at: now, reason: why)
+                refuseLocked(&s, p, at: now)
+                return false
+            }
             if var live = s.sessions[p.name] {
                 // Rekey of a live session (or an unconnected peer's retry): not a new connect.
                 if case .paused = WatchdogRules.phase(now: now, tier: Watchdog.tier(s, p), window: s.windows[p.name]) {
@@ -239,6 +275,11 @@ public final class Watchdog: Sendable {
         let dir = peers.current
         state.withLock { s in
             for p in dir.all {
+                if let why = Watchdog.restricted(s, p, now: now) {
+                    closeSessionLocked(&s, p, at: now, reason: why)
+                    refuseLocked(&s, p, at: now)
+                    continue
+                }
                 let d = WatchdogRules.onTick(
                     now: now, tier: Watchdog.tier(s, p), window: s.windows[p.name],
                     sessionLastHandshake: s.sessions[p.name]?.lastHandshake, config: config)
@@ -290,7 +331,9 @@ public final class Watchdog: Sendable {
     private func closeSessionLocked(_ s: inout State, _ p: Peer, at now: Int64, reason: SessionEndReason) {
         guard let live = s.sessions.removeValue(forKey: p.name) else { return }
         let bytes = device.byteCounts(p.handle)
-        if reason == .freeLimit || reason == .adminKick || reason == .removed { device.endSession(p.handle) }
+        if reason == .freeLimit || reason == .adminKick || reason == .removed || reason == .disabled || reason == .expired {
+            device.endSession(p.handle)
+        }
         sink.record(.sessionClosed(peer: p.name, at: max(now, live.startedAt), reason: reason,
                                    rx: bytes.rx &- live.rx0, tx: bytes.tx &- live.tx0))
         if reason == .freeLimit || reason == .idle {

@@ -14,6 +14,8 @@ public enum WatchdogRecord: Sendable, Hashable {
     case sessionClosed(peer: String, at: Int64, reason: SessionEndReason, rx: UInt64, tx: UInt64)
     /// A refused handshake during the pause after the window ending at `windowEnd`.
     case refused(peer: String, windowEnd: Int64, at: Int64)
+    /// A refused handshake of a disabled or expired peer (`reason`: `disabled`, `expired`).
+    case restricted(peer: String, reason: String, at: Int64)
     /// An automatic marker.
     case marker(at: Int64, label: String, detail: String?)
 }

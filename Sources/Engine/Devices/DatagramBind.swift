@@ -5,9 +5,12 @@ import Runtime
 /// implementation is ``LinuxDatagramBind`` (one IPv4 and one IPv6 socket); tests use
 /// `TestSupport.ChannelBind` (binds connected in memory, like wireguard-go's `conn/bindtest`).
 ///
-/// Threading: one thread receives (``receive(into:)`` + ``waitReadable(timeoutMilliseconds:)``), one
-/// thread sends; ``close()`` may be called from any thread and wakes the receiver. Receive and send
-/// never block and never allocate.
+/// Threading: one thread receives (``receive(into:)`` + ``waitReadable(timeoutMilliseconds:)``);
+/// any number of threads send at once, each with its own ``PacketBatch`` (the engine's inbound,
+/// handshake, outbound and timer threads all do): an implementation keeps no per-send state of its
+/// own outside the batch (the Linux one issues one `sendmmsg(2)` per run, which the kernel
+/// serialises per socket). ``close()`` may be called from any thread and wakes the receiver.
+/// Receive and send never block and never allocate.
 public protocol DatagramBind: AnyObject, Sendable {
     /// The bound UDP port (the actual one when port 0 was asked for).
     var port: UInt16 { get }
