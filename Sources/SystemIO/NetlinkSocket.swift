@@ -46,13 +46,20 @@ public final class NetlinkSocket {
         public var mtu: UInt32
         /// True when `IFF_UP` is set.
         public var isUp: Bool
+
+        /// A link with these values (all zero: nothing read yet).
+        public init(index: Int32 = 0, mtu: UInt32 = 0, isUp: Bool = false) {
+            self.index = index
+            self.mtu = mtu
+            self.isUp = isUp
+        }
     }
 
     /// Looks up interface `name`. Throws `netlink: get link NAME: No such device (ENODEV)` when absent.
     public func link(named name: String) throws(SystemError) -> Link {
         var found = Link(index: 0, mtu: 0, isUp: false)
         try withUnsafeMutablePointer(to: &found) { (p) throws(SystemError) in
-            try request("netlink: get link \(name)", data: UnsafeMutableRawPointer(p), callback: NetlinkSocket.parseLink) {
+            try request("netlink: get link \(name)", data: UnsafeMutableRawPointer(p), callback: NetlinkReply.parseLink) {
                 NetlinkMessage.getLink(into: $0, sequence: $1, name: name)
             }
         }
@@ -62,7 +69,8 @@ public final class NetlinkSocket {
 
     /// Sends the message `build` writes (given the buffer and a fresh sequence number) and waits for
     /// the kernel's acknowledgement; a kernel error is thrown as `SystemError(operation, errno)`.
-    /// Replies other than the acknowledgement go to `callback` with `data`.
+    /// Replies other than the acknowledgement go to `callback` with `data` (``NetlinkReply``
+    /// walks each buffer received).
     public func request(
         _ operation: @autoclosure () -> String, data: UnsafeMutableRawPointer? = nil, callback: mnl_cb_t? = nil,
         _ build: (UnsafeMutableRawPointer, UInt32) -> UnsafeMutablePointer<nlmsghdr>
@@ -79,26 +87,12 @@ public final class NetlinkSocket {
                 if errno == EINTR { continue }
                 throw SystemError(operation(), errno: errno)
             }
-            let r = mnl_cb_run(receiveBuffer, n, seq, portID, callback, data)
-            if r < 0 { throw SystemError(operation(), errno: errno) }
-            if r == MNL_CB_STOP { return }
-        }
-    }
-
-    /// `mnl_cb_t` for an `RTM_NEWLINK` reply: fills the `Link` at `data`.
-    private static let parseLink: mnl_cb_t = { nlh, data in
-        guard let nlh, let data else { return MNL_CB_ERROR }
-        let link = data.assumingMemoryBound(to: Link.self)
-        let ifi = mnl_nlmsg_get_payload(nlh)!.assumingMemoryBound(to: ifinfomsg.self)
-        link.pointee.index = ifi.pointee.ifi_index
-        link.pointee.isUp = ifi.pointee.ifi_flags & UInt32(IFF_UP) != 0
-        _ = mnl_attr_parse(nlh, UInt32(MemoryLayout<ifinfomsg>.size), { attr, data in
-            guard let attr, let data else { return MNL_CB_OK }
-            if mnl_attr_get_type(attr) == UInt16(IFLA_MTU) && mnl_attr_validate(attr, MNL_TYPE_U32) >= 0 {
-                data.assumingMemoryBound(to: Link.self).pointee.mtu = mnl_attr_get_u32(attr)
+            let replies = UnsafeRawBufferPointer(start: receiveBuffer, count: n)
+            switch NetlinkReply.process(replies, sequence: seq, portID: portID, callback: callback, data: data) {
+            case .more: continue
+            case .done: return
+            case .failed(let e): throw SystemError(operation(), errno: e)
             }
-            return MNL_CB_OK
-        }, data)
-        return MNL_CB_OK
+        }
     }
 }
