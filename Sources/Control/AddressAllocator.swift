@@ -33,18 +33,19 @@ public enum AddressAllocator {
         // Hosts: network + 1 ... last (IPv4 also excludes the broadcast address, except in a /31).
         let lastHost = !v6 && subnet.length < 31 ? last.minusOne : last
         var c = subnet.length == 31 && !v6 ? first : first.plusOne
-        while c <= lastHost {
-            let address = c.address(v6: v6)
-            if own.contains(address) { if c == lastHost { return nil }; c = c.plusOne; continue }
-            if let p = blocking.first(where: { $0.contains(address) }) {
-                let end = Wide(p.address).or(Wide.hostMask(width: width, prefix: p.length))
-                if end >= lastHost { return nil }
-                c = end.plusOne
-                continue
+        // Taken ranges (the gateway's own addresses and the peers' prefixes) in address order;
+        // the lowest free host is below the first range that starts above the candidate.
+        var ranges: [(start: Wide, end: Wide)] = own.filter { $0.isIPv6 == v6 }.map { (Wide($0), Wide($0)) }
+        ranges += blocking.map { (Wide($0.address), Wide($0.address).or(Wide.hostMask(width: width, prefix: $0.length))) }
+        ranges.sort { $0.start < $1.start }
+        for t in ranges {
+            if c < t.start { break }
+            if t.end >= c {
+                if t.end >= lastHost { return nil }
+                c = t.end.plusOne
             }
-            return address
         }
-        return nil
+        return c <= lastHost ? c.address(v6: v6) : nil
     }
 
     /// A 128-bit unsigned number (an IPv4 address in the low 32 bits).

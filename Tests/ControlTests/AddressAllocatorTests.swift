@@ -70,4 +70,25 @@ import Testing
             }
         }
     }
+
+    @Test func randomPrefixesAgainstAScan() throws {
+        // A /26 with random peer prefixes of any length and a random gateway address, against a
+        // scan of every host address.
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<500 {
+            let gw = UInt32.random(in: 1...62, using: &rng)
+            let taken = (0..<Int.random(in: 0...12, using: &rng)).map { _ in
+                IPPrefix(IPAddress(v4: 0x0A00_0000 | UInt32.random(in: 0...63, using: &rng)), length: Int.random(in: 24...32, using: &rng))!
+            }
+            let expected = (1...62).map { IPAddress(v4: 0x0A00_0000 | UInt32($0)) }.first { a in
+                a.v4 & 63 != gw && !taken.contains { $0.length >= 26 && $0.contains(a) }
+            }
+            let iface = [InterfaceAddress(address: IPAddress(v4: 0x0A00_0000 | gw), prefixLength: 26)]
+            if let expected {
+                #expect(try AddressAllocator.next(interface: iface, taken: taken) == [IPPrefix(expected, length: 32)!], "\(gw) \(taken)")
+            } else {
+                #expect(throws: ValueError.self) { try AddressAllocator.next(interface: iface, taken: taken) }
+            }
+        }
+    }
 }
