@@ -368,3 +368,37 @@ final class DaemonHarness: @unchecked Sendable {
         #expect(try h.store().refusals(peer: "alice").contains { $0.reason == "expired" })
     }
 }
+
+/// The running ticker keeps passing after the wall clock steps back (scripts/e2e/clock.sh found a
+/// build whose pass schedule ran on the watchdog's time, which jumps back with the step, so no
+/// pass ran for an hour and a window never ended).
+@Suite(.serialized) struct TickerAcrossStepsTests {
+    @Test func aBackwardStepDoesNotStopTheWatchdog() throws {
+        let dir = FileManager.default.temporaryDirectory
+            .appendingPathComponent("tv-ticker-step-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+        try FileManager.default.createDirectory(atPath: dir + "/state", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var iface = InterfaceConfig()
+        iface.stateDirectory = dir + "/state"
+        iface.runtimeDirectory = dir + "/run"
+        iface.freeSession = .seconds(2)
+        iface.freePause = .seconds(60)
+        iface.watchdogInterval = .seconds(1)
+        let clock = ManualClock()
+        var made: SessionService?
+        let h = try EngineHarness(clock: clock) { engine in made = SessionService(engine: engine, interface: iface, log: engine.log) }
+        let sessions = try #require(made)
+        defer { sessions.stop() }
+        try sessions.start()
+        try h.handshake()
+        #expect(sessions.watchdog.view("alice")?.session != nil)
+        clock.setWall(milliseconds: clock.wallMilliseconds() - 3_600_000)
+        // 3 s of the machine's time pass while the ticker runs (it wakes every real second).
+        for _ in 0..<30 {
+            clock.advance(by: .milliseconds(100))
+            usleep(100_000)
+        }
+        #expect(sessions.watchdog.view("alice")?.session == nil, "the 2 s window did not end after the step")
+        #expect(sessions.watchdog.view("alice")?.refused == true)
+    }
+}

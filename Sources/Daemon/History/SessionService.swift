@@ -14,7 +14,7 @@ import Synchronization
 public final class SessionService: @unchecked Sendable {
     // Safe: `ticker` and `heartbeatStore` are set once in init/`start` (before the ticker thread
     // exists) and then touched only by the ticker thread's body and `stop` (after the thread is
-    // joined), like `lastPassMs`; the tier overrides are behind their Mutex.
+    // joined), like `lastPassBootMs`; the tier overrides are behind their Mutex.
     /// The recorder hooked into the engine.
     public let history: History
     /// The free-session watchdog.
@@ -28,8 +28,8 @@ public final class SessionService: @unchecked Sendable {
     let storePath: String
     private var ticker: WatchdogTicker?
     private var heartbeatStore: StateStore?
-    /// When the watchdog pass last ran (ticker thread only).
-    private var lastPassMs: Int64 = 0
+    /// When the watchdog pass last ran, on the boot clock (ticker thread only).
+    private var lastPassBootMs: Int64 = 0
     /// While the store could not be opened at start: when to try again, the backoff, and since
     /// when it has been unavailable (ticker thread only, after init).
     private var storeRetry: (at: Int64, delayMs: Int64, since: Int64)?
@@ -90,8 +90,8 @@ public final class SessionService: @unchecked Sendable {
     /// refuses every peer in its pause (a restarted daemon never lets one in), starts the ticker.
     public func start() throws {
         overrides.withLock { applyOverrides($0, log: false) }
-        lastPassMs = time.now()
-        watchdog.tick(now: lastPassMs)
+        lastPassBootMs = Int64(engine.clock.boottimeNanoseconds() / 1_000_000)
+        watchdog.tick(now: time.now())
         // The ticker wakes every second (or every WatchdogInterval when shorter): each wake-up
         // applies a clock step and moves the heartbeat, so crash recovery closes sessions and flows
         // at most ~1 s before a crash; the watchdog pass runs every WatchdogInterval, and at once
@@ -99,13 +99,16 @@ public final class SessionService: @unchecked Sendable {
         let interval = watchdog.config.intervalMs
         ticker = try WatchdogTicker(intervalMs: min(interval, 1_000), log: log) { [self] reason in
             if reason != .interval { log.notice("watchdog: \(reason.rawValue); re-checking windows") }
-            syncClock()
+            let stepped = syncClock()
             let now = time.now()
             retryStore(now: now)
             ledger?.retry(now: now)
-            if reason != .interval || now &- lastPassMs >= interval - 50 {
+            // The pass schedule runs on the boot clock: the watchdog's `now` jumps when a step is
+            // applied, and a backward jump must not postpone the next pass.
+            let boot = Int64(engine.clock.boottimeNanoseconds() / 1_000_000)
+            if reason != .interval || stepped || boot &- lastPassBootMs >= interval - 50 {
                 watchdog.tick(now: now)
-                lastPassMs = now
+                lastPassBootMs = boot
             }
             history.heartbeat(now: now)
         }
@@ -207,14 +210,16 @@ public final class SessionService: @unchecked Sendable {
 
     /// Applies a wall-clock step, if the clock stepped since the last tick (docs/session.md,
     /// "Clock steps"): the stored dates move with it and the heartbeat follows the new clock.
-    func syncClock() {
-        guard let step = time.sync() else { return }
+    @discardableResult
+    func syncClock() -> Bool {
+        guard let step = time.sync() else { return false }
         let now = time.now()
         let sign = step < 0 ? "-" : "+"
         log.notice("watchdog: the wall clock stepped \(sign)\(DurationFormat.format(ms: (abs(step) + 500) / 1000 * 1000)); "
             + "windows and pauses keep their real time left")
         watchdog.clockStepped(by: step, now: now)
         do { try heartbeatStore?.moveHeartbeat(to: now) } catch { log.warning("store: moving the heartbeat after a clock step: \(error)") }
+        return true
     }
 
     /// Daemon shutdown (after the engine stopped): sessions end `shutdown`, the writer drains.
