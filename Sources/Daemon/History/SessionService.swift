@@ -295,9 +295,22 @@ public final class SessionService: @unchecked Sendable {
 
     /// The store's health for `status`: the writer's (drops per family, an outage in progress), or,
     /// without a store, unavailable since the daemon started, with every record counted as lost.
+    /// The watchdog's own writes count too: refusals its backlog had no room for are drops, and
+    /// writes waiting for a retry are retained.
     public func storeHealth() -> StoreHealth {
-        if let writer = history.writer { return writer.health() }
-        return StoreHealth(unavailableSinceMs: engine.startedAtMs, error: "the store could not be opened at start (see the log)")
+        guard let writer = history.writer else {
+            return StoreHealth(unavailableSinceMs: engine.startedAtMs, error: "the store could not be opened at start (see the log)")
+        }
+        var health = writer.health()
+        if let ledger {
+            health.drops.refusals &+= ledger.droppedRefusals.load(ordering: .relaxed)
+            health.retained += ledger.backlog
+            if health.unavailableSinceMs == nil, let outage = ledger.outage {
+                health.unavailableSinceMs = outage.sinceMs
+                health.error = outage.error
+            }
+        }
+        return health
     }
 
     /// Why a tier change was not made.

@@ -59,6 +59,11 @@ public final class WindowLedger: @unchecked Sendable {
     /// True while writes are failing (some are waiting for the next retry).
     public var isFailing: Bool { state.withLock { $0.failingSince != nil } }
 
+    /// The outage in progress: since when, and its error (nil while writes succeed).
+    public var outage: (sinceMs: Int64, error: String)? {
+        state.withLock { s in s.failingSince.map { ($0, s.lastError) } }
+    }
+
     /// Writes waiting for a retry.
     public var backlog: Int { state.withLock { $0.windows.count + $0.tiers.count + $0.refusals.count } }
 
