@@ -368,6 +368,26 @@ struct ConfigParser {
                     continue
                 }
                 peer.disabled = b
+            case "ClientDNS":
+                peer.clientDNS = ConfigValue.list(v)
+            case "ClientEndpoint":
+                guard let ep = HostPort(v) else {
+                    ok = false
+                    error(e.line, e.key, "'\(v)' is not an endpoint", "write host:port, e.g. vpn.example.org:51820")
+                    continue
+                }
+                peer.clientEndpoint = ep
+            case "ClientAllowedIPs":
+                var list: [IPPrefix] = []
+                for item in ConfigValue.list(v) {
+                    guard let p = IPPrefix(item) else {
+                        ok = false
+                        error(e.line, e.key, "'\(item)' is not a CIDR prefix", "write e.g. 0.0.0.0/0, ::/0 or 192.168.1.0/24")
+                        continue
+                    }
+                    list.append(p)
+                }
+                peer.clientAllowedIPs = list
             case "Tier":
                 guard let t = PeerTier(rawValue: v.lowercased()) else {
                     ok = false

@@ -187,7 +187,7 @@ public final class PeerRegistry: Sendable {
     }
 
     /// The name a peer added over the UAPI gets: `peer-` and the first 8 characters of its key in
-    /// base64 (`/` as `_`), longer when another peer already has that name.
+    /// base64 (`/` as `_`, `+` as `-`), longer when another peer already has that name.
     public func runtimeName(for key: WireGuard.PublicKey) -> String {
         let dir = current
         let text = key.base64
