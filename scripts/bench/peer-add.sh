@@ -31,7 +31,7 @@ echo "== $(date -u +%FT%TZ) on $(nproc) cores, load $(cut -d' ' -f1-3 /proc/load
 echo "tunneld RSS with 1 peer: $(rss_kb "$TV_GW_PID") kB"
 
 # The stream: a receiver in the server ns records arrival times until a stop file appears.
-tv_spawn "$TV_NS_S" "$TV_DIR/rx.log" python3 - "$TV_DIR/arrivals" "$TV_DIR/stop" <<'PY'
+cat >"$TV_DIR/rx.py" <<'PY'
 import os, socket, sys, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("0.0.0.0", 9999)); s.settimeout(0.2)
 t = []
@@ -40,7 +40,7 @@ while not os.path.exists(sys.argv[2]):
     except socket.timeout: pass
 open(sys.argv[1], "w").write("\n".join(f"{x:.6f}" for x in t))
 PY
-tv_spawn "$TV_NS_C" "$TV_DIR/tx.log" python3 - "$TV_SRV" "$TV_DIR/stop" "$TV_DIR/sent" <<'PY'
+cat >"$TV_DIR/tx.py" <<'PY'
 import os, socket, sys, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); n = 0; nxt = time.monotonic()
 while not os.path.exists(sys.argv[2]):
@@ -49,6 +49,8 @@ while not os.path.exists(sys.argv[2]):
     if d > 0: time.sleep(d)
 open(sys.argv[3], "w").write(str(n))
 PY
+tv_spawn "$TV_NS_S" "$TV_DIR/rx.log" python3 "$TV_DIR/rx.py" "$TV_DIR/arrivals" "$TV_DIR/stop"
+tv_spawn "$TV_NS_C" "$TV_DIR/tx.log" python3 "$TV_DIR/tx.py" "$TV_SRV" "$TV_DIR/stop" "$TV_DIR/sent"
 sleep 1
 
 : >"$TV_DIR/adds"
@@ -60,7 +62,8 @@ for i in $(seq 1 "$PEERS"); do
 done
 grep -q "tunneld reloaded" "$TV_DIR/add.err" || { echo "the last add did not reload tunneld:"; cat "$TV_DIR/add.err"; exit 1; }
 sleep 1
-touch "$TV_DIR/stop"; sleep 1
+touch "$TV_DIR/stop"
+for _ in $(seq 50); do [ -s "$TV_DIR/arrivals" ] && [ -s "$TV_DIR/sent" ] && break; sleep 0.1; done
 python3 - "$TV_DIR/adds" "$TV_DIR/arrivals" "$TV_DIR/sent" <<'PY'
 import sys
 def pct(v, p): v = sorted(v); return v[min(len(v) - 1, int(p / 100 * len(v)))]

@@ -163,12 +163,7 @@ public enum Tunneld {
                                       recordFlows: ProcessInfo.processInfo.environment["TUNNELD_HISTORY"] != "off")
         defer { sessions.stop() }
         // END session/history
-        for p in config.peers {
-            guard let pub = WireGuard.PublicKey(p.publicKey.bytes) else { continue }
-            let endpoint = p.endpoint.flatMap { e in e.address.map { Endpoint(address: $0, port: e.port) } }
-            engine.addPeer(name: p.name, publicKey: pub, presharedKey: p.presharedKey?.bytes, allowedIPs: p.allowedIPs,
-                           endpoint: endpoint, persistentKeepalive: p.persistentKeepalive ?? 0, tier: p.tier)
-        }
+        _ = engine.applyConfigPeers(config.peers)  // one batch: a start with 10,000 peers stays linear
         sessions.configPeersChanged(config.peers)  // disabled and expiring peers
         try sessions.start()  // session/history (issue 5): refuse paused peers before traffic
         // ---- live ring and capture (docs/ring.md, docs/capture.md) ----

@@ -14,6 +14,7 @@ extension GatewayEngine {
         var wanted: [WireGuard.PublicKey: PeerConfig] = [:]
         for p in peers { if let key = WireGuard.PublicKey(p.publicKey.bytes) { wanted[key] = p } }
         var added: [String] = [], removed: [String] = [], changed: [String] = []
+        var newPeers: [NewPeer] = []
         // By key once, not a linear search per peer (a reload of 10,000 peers was O(n²)).
         var byKey: [WireGuard.PublicKey: GatewayPeer] = [:]
         for p in current.all where wanted[p.publicKey] != nil { byKey[p.publicKey] = p }
@@ -25,8 +26,8 @@ extension GatewayEngine {
             guard let key = WireGuard.PublicKey(p.publicKey.bytes) else { continue }
             let endpoint = p.endpoint.flatMap { e in e.address.map { Endpoint(address: $0, port: e.port) } }
             guard let old = byKey[key] else {
-                addPeer(name: p.name, publicKey: key, presharedKey: p.presharedKey?.bytes, allowedIPs: p.allowedIPs,
-                        endpoint: endpoint, persistentKeepalive: p.persistentKeepalive ?? 0, tier: p.tier)
+                newPeers.append(NewPeer(name: p.name, publicKey: key, presharedKey: p.presharedKey?.bytes, allowedIPs: p.allowedIPs,
+                                        endpoint: endpoint, persistentKeepalive: p.persistentKeepalive ?? 0, tier: p.tier))
                 added.append(p.name)
                 continue
             }
@@ -62,6 +63,7 @@ extension GatewayEngine {
             }
             if differs { changed.append(p.name) }
         }
+        addPeers(newPeers)  // one registry change for all of them
         return (added, removed, changed)
     }
 }
