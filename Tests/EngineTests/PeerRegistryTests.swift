@@ -3,6 +3,7 @@ import Engine
 import Packet
 import Synchronization
 import Testing
+import TestSupport
 import WireGuard
 
 /// The one peer registry: the lists and the routing trie agree, listeners see each change once
@@ -83,19 +84,6 @@ import WireGuard
         #expect(r.runtimeName(for: a) == na, "its own name again")
         let nb = r.runtimeName(for: b)
         #expect(nb != na && nb.hasPrefix(na))
-    }
-}
-
-/// A small deterministic generator for the random tests.
-struct SplitMix {
-    var state: UInt64
-    init(_ seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

@@ -71,7 +71,7 @@ final class PeerConfigSync: Sendable {
             guard !request.peers.isEmpty || request.replacePeers else { return nil }
             let base = (configPath as NSString).deletingLastPathComponent
             let bytes: [UInt8]
-            do { bytes = try Sys.readFile(configPath) } catch {
+            do { bytes = try Sys.readFile(configPath, limit: TunnelConfig.maximumFileSize) } catch {
                 return .io("cannot read \(configPath) to write the peers back: \(error); nothing changed")
             }
             let text = String(decoding: bytes, as: UTF8.self)
