@@ -132,6 +132,17 @@ import Testing
         #expect(after.peers.map(\.name) == ["bob", PeerName.fromKey(key(9).base64)])
     }
 
+    /// `wg setconf tv0 <(wg showconf tv0)`: the same peers again change nothing in the file.
+    @Test func setconfOfTheSamePeersChangesNothing() throws {
+        var r = UAPISetRequest()
+        r.replacePeers = true
+        r.peers = [Self.update(key(2)) { $0.allowedIPs = [IPPrefix("10.99.0.2/32")!, IPPrefix("10.50.0.0/16")!] },
+                   Self.update(key(3)) { $0.allowedIPs = [IPPrefix("10.99.0.3/32")!]; $0.persistentKeepaliveInterval = 25 }]
+        let (wb, _) = try Self.apply(r)
+        #expect(!wb.changesFile)
+        #expect(wb.text == Self.text)
+    }
+
     @Test func aNameTakenInTheFileGetsALongerPrefix() throws {
         let taken = PeerName.fromKey(key(9).base64)
         let text = Self.text.replacingOccurrences(of: "Name = bob", with: "Name = \(taken)")
