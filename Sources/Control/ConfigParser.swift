@@ -303,6 +303,7 @@ struct ConfigParser {
         var name: String?
         var publicKey: WireGuardKey?
         var peer = PeerConfig(name: "", publicKey: WireGuardKey(bytes: [UInt8](repeating: 0, count: 32))!)
+        var seenAllowed = Set<IPPrefix>()  // (a peer with 100,000 prefixes stays linear)
         var ok = true
         for e in section.entries {
             let v = e.value
@@ -333,7 +334,7 @@ struct ConfigParser {
                     if p.address != a.address {
                         warn(e.line, e.key, "'\(item)' has host bits set; it means \(p)", "write \(p)")
                     }
-                    if peer.allowedIPs.contains(p) {
+                    if !seenAllowed.insert(p).inserted {
                         warn(e.line, e.key, "\(p) is listed twice for this peer", nil)
                         continue
                     }

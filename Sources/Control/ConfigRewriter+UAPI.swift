@@ -51,6 +51,14 @@ extension ConfigRewriter {
         }
         let original = records
         var named = Set<WireGuardKey>()
+        // Which record holds each prefix (one owner, as in WireGuard's trie): a set with 100,000
+        // allowed_ip lines stays linear.
+        var owner: [IPPrefix: Int] = [:]
+        for (i, r) in records.enumerated() { for p in r.allowedIPs { owner[p] = i } }
+        func clearAllowedIPs(_ i: Int) {
+            for p in records[i].allowedIPs where owner[p] == i { owner[p] = nil }
+            records[i].allowedIPs = []
+        }
         func index(_ key: WireGuardKey) -> Int? { records.firstIndex { $0.key == key && !$0.removed } }
         func uniqueName(_ key: WireGuardKey) -> String {
             let text = key.base64
@@ -67,7 +75,10 @@ extension ConfigRewriter {
             }
             named.insert(update.publicKey)
             if update.remove {
-                if let i = index(update.publicKey) { records[i].removed = true }
+                if let i = index(update.publicKey) {
+                    clearAllowedIPs(i)
+                    records[i].removed = true
+                }
                 continue
             }
             var i = index(update.publicKey)
@@ -78,7 +89,7 @@ extension ConfigRewriter {
                 i = records.count - 1
             } else if request.replacePeers && !records[i!].touched {
                 // replace_peers: this peer starts afresh, as if it had been removed and added.
-                records[i!].allowedIPs = []
+                clearAllowedIPs(i!)
                 records[i!].presharedKey = nil
             }
             let at = i!
@@ -86,14 +97,18 @@ extension ConfigRewriter {
             if let psk = update.presharedKey { records[at].presharedKey = psk.isZero ? nil : psk }
             if let k = update.persistentKeepaliveInterval { records[at].keepalive = k == 0 ? nil : k }
             if !records[at].inFile, let e = update.endpoint { records[at].endpoint = e }
-            if update.replaceAllowedIPs { records[at].allowedIPs = [] }
-            for p in update.allowedIPs where !records[at].allowedIPs.contains(p) {
+            if update.replaceAllowedIPs { clearAllowedIPs(at) }
+            for p in update.allowedIPs where owner[p] != at {
+                if let other = owner[p] { records[other].allowedIPs.removeAll { $0 == p } }
                 records[at].allowedIPs.append(p)
-                for j in records.indices where j != at { records[j].allowedIPs.removeAll { $0 == p } }
+                owner[p] = at
             }
         }
         if request.replacePeers {
-            for i in records.indices where !named.contains(records[i].key) { records[i].removed = true }
+            for i in records.indices where !named.contains(records[i].key) && !records[i].removed {
+                clearAllowedIPs(i)
+                records[i].removed = true
+            }
         }
 
         var out = UAPIWriteBack(text: text)

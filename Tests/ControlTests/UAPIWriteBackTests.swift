@@ -143,6 +143,28 @@ import Testing
         #expect(wb.text == Self.text)
     }
 
+    /// A new peer with 20,000 allowed_ip lines (UAPILargeSetTests sends 100,000 to the server)
+    /// is written back as one line, in order, without a quadratic scan.
+    @Test func manyAllowedIPsStayLinear() throws {
+        var r = UAPISetRequest()
+        let prefixes = (0..<20_000).map { IPPrefix("10.\(100 + $0 / 65536).\($0 / 256 % 256).\($0 % 256)/32")! }
+        r.peers = [Self.update(key(9)) { $0.allowedIPs = prefixes }]
+        let (wb, after) = try Self.apply(r)
+        #expect(wb.added.count == 1)
+        #expect(after.peer(named: wb.added[0])?.allowedIPs == prefixes)
+    }
+
+    /// A prefix that moves to a peer and back ends with its last taker, as in WireGuard.
+    @Test func aPrefixMovedTwiceEndsWithItsLastTaker() throws {
+        var r = UAPISetRequest()
+        let p = IPPrefix("10.50.0.0/16")!
+        r.peers = [Self.update(key(3)) { $0.allowedIPs = [p] }, Self.update(key(2)) { $0.allowedIPs = [p] }]
+        let (wb, after) = try Self.apply(r)
+        #expect(!wb.changesFile, "alice had it and has it again")
+        #expect(after.peer(named: "alice")?.allowedIPs.contains(p) == true)
+        #expect(after.peer(named: "bob")?.allowedIPs == [IPPrefix("10.99.0.3/32")!])
+    }
+
     @Test func aNameTakenInTheFileGetsALongerPrefix() throws {
         let taken = PeerName.fromKey(key(9).base64)
         let text = Self.text.replacingOccurrences(of: "Name = bob", with: "Name = \(taken)")
