@@ -49,7 +49,7 @@ while not os.path.exists(sys.argv[2]):
     if d > 0: time.sleep(d)
 open(sys.argv[3], "w").write(str(n))
 PY
-tv_spawn "$TV_NS_S" "$TV_DIR/rx.log" python3 "$TV_DIR/rx.py" "$TV_DIR/arrivals" "$TV_DIR/stop"
+tv_spawn "$TV_NS_S" "$TV_DIR/rx.log" python3 "$TV_DIR/rx.py" "$TV_DIR/arrivals" "$TV_DIR/stop-rx"
 tv_spawn "$TV_NS_C" "$TV_DIR/tx.log" python3 "$TV_DIR/tx.py" "$TV_SRV" "$TV_DIR/stop" "$TV_DIR/sent"
 sleep 1
 
@@ -62,7 +62,7 @@ for i in $(seq 1 "$PEERS"); do
 done
 grep -q "tunneld reloaded" "$TV_DIR/add.err" || { echo "the last add did not reload tunneld:"; cat "$TV_DIR/add.err"; exit 1; }
 sleep 1
-touch "$TV_DIR/stop"
+touch "$TV_DIR/stop"; sleep 0.5; touch "$TV_DIR/stop-rx"  # the receiver stops after the last datagram landed
 for _ in $(seq 50); do [ -s "$TV_DIR/arrivals" ] && [ -s "$TV_DIR/sent" ] && break; sleep 0.1; done
 python3 - "$TV_DIR/adds" "$TV_DIR/arrivals" "$TV_DIR/sent" <<'PY'
 import sys
