@@ -3,7 +3,9 @@
 # running tunneld (each add: key pair, allocation, atomic rewrite, reload over the control
 # socket), while alice streams UDP through the tunnel (one datagram every 5 ms, client ns → server
 # ns). Reports the time per add (median, p90, p99, max), the stream's inter-arrival gaps during the
-# adds (p99 and max: the stall a streaming peer sees; bar: no stall > 50 ms) and lost datagrams, and
+# adds (p99 and max: the stall a streaming peer sees; bar: no stall > 50 ms), how much of that was
+# the sender itself starved of CPU (gaps between send times) and each datagram's time through the
+# tunnel (send to arrival on the one CLOCK_MONOTONIC: a stall of the path), lost datagrams, and
 # tunneld's RSS with 1,000 and 10,000 peers configured (fresh starts; bar ≤ 64 MB at 10,000).
 #   scripts/bench/peer-add.sh [PEERS] [BIG]      (defaults 1000 10000)
 # Needs root. Honours /tmp/tv-quiet (waits while someone else measures; holds it while measuring).
@@ -32,19 +34,19 @@ echo "tunneld RSS with 1 peer: $(rss_kb "$TV_GW_PID") kB"
 
 # The stream: a receiver in the server ns records arrival times until a stop file appears.
 cat >"$TV_DIR/rx.py" <<'PY'
-import os, socket, sys, time
+import os, socket, struct, sys, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("0.0.0.0", 9999)); s.settimeout(0.2)
 t = []
 while not os.path.exists(sys.argv[2]):
-    try: s.recv(64); t.append(time.monotonic())
+    try: d = s.recv(64); t.append((struct.unpack("d", d[:8])[0], time.monotonic()))
     except socket.timeout: pass
-open(sys.argv[1], "w").write("\n".join(f"{x:.6f}" for x in t))
+open(sys.argv[1], "w").write("\n".join(f"{a:.6f} {b:.6f}" for a, b in t))
 PY
 cat >"$TV_DIR/tx.py" <<'PY'
-import os, socket, sys, time
+import os, socket, struct, sys, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); n = 0; nxt = time.monotonic()
 while not os.path.exists(sys.argv[2]):
-    s.sendto(b"x" * 32, (sys.argv[1], 9999)); n += 1
+    s.sendto(struct.pack("d", time.monotonic()) + b"x" * 24, (sys.argv[1], 9999)); n += 1
     nxt += 0.005; d = nxt - time.monotonic()
     if d > 0: time.sleep(d)
 open(sys.argv[3], "w").write(str(n))
@@ -71,12 +73,17 @@ adds = [int(x) / 1000 for x in open(sys.argv[1])]
 print(f"peer add x{len(adds)} (incl. reload): median {pct(adds, 50):.1f} ms, p90 {pct(adds, 90):.1f} ms, "
       f"p99 {pct(adds, 99):.1f} ms, max {max(adds):.1f} ms; first 100 median {pct(adds[:100], 50):.1f} ms, "
       f"last 100 median {pct(adds[-100:], 50):.1f} ms")
-t = [float(x) for x in open(sys.argv[2]).read().split()]
+rows = [tuple(map(float, l.split())) for l in open(sys.argv[2]) if l.strip()]
+sent_t = [a for a, _ in rows]; t = [b for _, b in rows]
 gaps = [(b - a) * 1000 for a, b in zip(t, t[1:])]
+sgaps = [(b - a) * 1000 for a, b in zip(sent_t, sent_t[1:])]
+delay = [(b - a) * 1000 for a, b in rows]  # one-way, client ns -> server ns (one CLOCK_MONOTONIC)
 sent = int(open(sys.argv[3]).read())
-print(f"stream (1 datagram / 5 ms) during the adds: {len(t)} of {sent} arrived, gaps p50 {pct(gaps, 50):.1f} ms, "
-      f"p99 {pct(gaps, 99):.1f} ms, p99.9 {pct(gaps, 99.9):.1f} ms, max {max(gaps):.1f} ms "
-      f"({sum(g > 50 for g in gaps)} gaps > 50 ms)")
+print(f"stream (1 datagram / 5 ms) during the adds: {len(t)} of {sent} arrived; arrival gaps p50 {pct(gaps, 50):.1f} ms, "
+      f"p99 {pct(gaps, 99):.1f} ms, p99.9 {pct(gaps, 99.9):.1f} ms, max {max(gaps):.1f} ms ({sum(g > 50 for g in gaps)} > 50 ms)")
+print(f"  of which the sender's own (its send times): max gap {max(sgaps):.1f} ms ({sum(g > 50 for g in sgaps)} > 50 ms); "
+      f"time through the tunnel p50 {pct(delay, 50):.2f} ms, p99 {pct(delay, 99):.2f} ms, p99.9 {pct(delay, 99.9):.2f} ms, "
+      f"max {max(delay):.1f} ms ({sum(d > 50 for d in delay)} > 50 ms)")
 PY
 echo "tunneld RSS after $PEERS adds: $(rss_kb "$TV_GW_PID") kB ($(grep -c '^\[Peer\]' "$TV_DIR/tunneld.conf") peers)"
 
