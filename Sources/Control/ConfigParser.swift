@@ -303,6 +303,7 @@ struct ConfigParser {
         var name: String?
         var publicKey: WireGuardKey?
         var peer = PeerConfig(name: "", publicKey: WireGuardKey(bytes: [UInt8](repeating: 0, count: 32))!)
+        var seenAllowed = Set<IPPrefix>()  // (a peer with 100,000 prefixes stays linear)
         var ok = true
         for e in section.entries {
             let v = e.value
@@ -333,7 +334,7 @@ struct ConfigParser {
                     if p.address != a.address {
                         warn(e.line, e.key, "'\(item)' has host bits set; it means \(p)", "write \(p)")
                     }
-                    if peer.allowedIPs.contains(p) {
+                    if !seenAllowed.insert(p).inserted {
                         warn(e.line, e.key, "\(p) is listed twice for this peer", nil)
                         continue
                     }
@@ -368,6 +369,26 @@ struct ConfigParser {
                     continue
                 }
                 peer.disabled = b
+            case "ClientDNS":
+                peer.clientDNS = ConfigValue.list(v)
+            case "ClientEndpoint":
+                guard let ep = HostPort(v) else {
+                    ok = false
+                    error(e.line, e.key, "'\(v)' is not an endpoint", "write host:port, e.g. vpn.example.org:51820")
+                    continue
+                }
+                peer.clientEndpoint = ep
+            case "ClientAllowedIPs":
+                var list: [IPPrefix] = []
+                for item in ConfigValue.list(v) {
+                    guard let p = IPPrefix(item) else {
+                        ok = false
+                        error(e.line, e.key, "'\(item)' is not a CIDR prefix", "write e.g. 0.0.0.0/0, ::/0 or 192.168.1.0/24")
+                        continue
+                    }
+                    list.append(p)
+                }
+                peer.clientAllowedIPs = list
             case "Tier":
                 guard let t = PeerTier(rawValue: v.lowercased()) else {
                     ok = false

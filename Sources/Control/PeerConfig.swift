@@ -25,6 +25,14 @@ public struct PeerConfig: Hashable, Sendable {
     public var expiresMs: Int64?
     /// `Disabled = true`: configured but refused (reason `disabled`) until enabled again.
     public var disabled: Bool = false
+    /// What `tunnelctl peer add --dns|--endpoint|--allowed-ips` gave for the client's own config
+    /// (`ClientDNS`, `ClientEndpoint`, `ClientAllowedIPs`): TunnelVision keys that tunneld itself
+    /// ignores; `tunnelctl peer config|qr` print them instead of the `[Interface]` defaults.
+    public var clientDNS: [String] = []
+    /// See ``clientDNS``.
+    public var clientEndpoint: HostPort?
+    /// See ``clientDNS``; nil = `0.0.0.0/0, ::/0`.
+    public var clientAllowedIPs: [IPPrefix]?
     /// Where `name` came from.
     public var nameOrigin: PeerNameOrigin = .nameKey
 

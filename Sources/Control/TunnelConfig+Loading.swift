@@ -5,6 +5,10 @@ import Glibc
 #endif
 
 extension TunnelConfig {
+    /// The largest config file read (16 MiB: 10,000 peers take about 1.3 MB; anything near the
+    /// limit is not a config file).
+    public static let maximumFileSize = 16 << 20
+
     /// Reads and parses the config file at `path`, then reads a `PrivateKeyFile` if one is named,
     /// refusing it when group or others have any access to it (DESIGN.md §10).
     ///
@@ -15,7 +19,7 @@ extension TunnelConfig {
     /// - Throws: `ConfigErrors` naming the file, line and key of each problem.
     public static func load(path: String, readingPrivateKey: Bool = true) throws(ConfigErrors) -> TunnelConfig {
         let bytes: [UInt8]
-        switch readSmallFile(path, limit: 1 << 20) {
+        switch readSmallFile(path, limit: maximumFileSize) {
         case .success(let b): bytes = b
         case .failure(let e):
             throw ConfigErrors([ConfigError(file: path, line: 0, key: nil, message: e.message, hint: e.hint)])
@@ -34,16 +38,28 @@ extension TunnelConfig {
                 throw ConfigErrors([ConfigError(file: path, line: line, key: "PrivateKeyFile", message: p.message, hint: p.hint)])
             }
         }
+        // wg-quick warns about a world-accessible file holding a key; so do we (the key is inline).
+        if config.interface.privateKeySource == .inline, config.interface.privateKey != nil,
+           let st = Sys.statIfPresent(path), st.st_mode & 0o007 != 0
+        {
+            config.warnings.append(ConfigError(
+                file: path, line: keyLine(text, "privatekey"), key: "PrivateKey",
+                message: "the file holds the private key and is accessible to all users (mode \(String(st.st_mode & 0o777, radix: 8)))",
+                hint: "chmod 600 \(path), or move the key to a PrivateKeyFile of mode 0600"))
+        }
         return config
     }
 
     /// Line of the `PrivateKeyFile` key (for error messages), 0 if not found.
-    static func keyFileLine(_ text: String) -> Int {
+    static func keyFileLine(_ text: String) -> Int { keyLine(text, "privatekeyfile") }
+
+    /// Line of the first `key =` (lower-cased `key`), 0 if not found.
+    static func keyLine(_ text: String, _ key: String) -> Int {
         var n = 0
         for raw in text.split(omittingEmptySubsequences: false, whereSeparator: { $0.isNewline }) {
             n += 1
             let l = raw.trimmedSpaces().lowercased()
-            if l.hasPrefix("privatekeyfile"), l.dropFirst(14).trimmedSpaces().hasPrefix("=") { return n }
+            if l.hasPrefix(key), l.dropFirst(key.count).trimmedSpaces().hasPrefix("=") { return n }
         }
         return 0
     }

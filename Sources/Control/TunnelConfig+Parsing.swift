@@ -11,6 +11,7 @@ extension TunnelConfig {
     /// Canonical spellings of the `[Peer]` keys.
     public static let peerKeys = [
         "Name", "PublicKey", "PresharedKey", "AllowedIPs", "Endpoint", "PersistentKeepalive", "Tier", "Expires", "Disabled",
+        "ClientDNS", "ClientEndpoint", "ClientAllowedIPs",
     ]
     /// The `[Interface]` keys that come from wg-quick (accepted for compatibility, issue 15).
     public static let wgQuickKeys = ["DNS", "SaveConfig", "Table", "PreUp", "PostUp", "PreDown", "PostDown"]

@@ -129,19 +129,59 @@ public final class GatewayEngine: @unchecked Sendable {
 
     // MARK: Peers
 
+    /// A peer to add (``addPeers(_:)``).
+    public struct NewPeer: Sendable {
+        public var name: String
+        public var publicKey: WireGuard.PublicKey
+        public var presharedKey: [UInt8]?
+        public var allowedIPs: [IPPrefix]
+        public var endpoint: Endpoint?
+        public var persistentKeepalive: UInt16
+        public var tier: PeerTier
+        public var origin: PeerOrigin
+
+        public init(name: String, publicKey: WireGuard.PublicKey, presharedKey: [UInt8]?, allowedIPs: [IPPrefix],
+                    endpoint: Endpoint?, persistentKeepalive: UInt16, tier: PeerTier, origin: PeerOrigin = .config) {
+            self.name = name
+            self.publicKey = publicKey
+            self.presharedKey = presharedKey
+            self.allowedIPs = allowedIPs
+            self.endpoint = endpoint
+            self.persistentKeepalive = persistentKeepalive
+            self.tier = tier
+            self.origin = origin
+        }
+    }
+
     /// Adds (or updates) a peer: WireGuard identity, AllowedIPs routes and its tier for policy.
     @discardableResult
     public func addPeer(name: String, publicKey: WireGuard.PublicKey, presharedKey: [UInt8]?, allowedIPs: [IPPrefix],
                         endpoint: Endpoint?, persistentKeepalive: UInt16, tier: PeerTier,
                         origin: PeerOrigin = .config) -> PeerHandle
     {
-        let handle = device.addPeer(PeerConfiguration(
-            publicKey: publicKey, presharedKey: presharedKey, persistentKeepaliveSeconds: persistentKeepalive,
-            endpoint: endpoint))
-        registry.put(GatewayPeer(
-            handle: handle, name: name, publicKey: publicKey, presharedKey: presharedKey, allowedIPs: allowedIPs,
-            tier: tier, persistentKeepalive: persistentKeepalive, origin: origin))
-        return handle
+        addPeers([NewPeer(name: name, publicKey: publicKey, presharedKey: presharedKey, allowedIPs: allowedIPs,
+                          endpoint: endpoint, persistentKeepalive: persistentKeepalive, tier: tier, origin: origin)])[0]
+    }
+
+    /// Adds (or updates) peers in one registry change (a start or reload with thousands of peers
+    /// stays linear); returns their handles in order.
+    @discardableResult
+    public func addPeers(_ list: [NewPeer]) -> [PeerHandle] {
+        var handles: [PeerHandle] = []
+        var batch: [GatewayPeer] = []
+        handles.reserveCapacity(list.count)
+        batch.reserveCapacity(list.count)
+        for p in list {
+            let handle = device.addPeer(PeerConfiguration(
+                publicKey: p.publicKey, presharedKey: p.presharedKey, persistentKeepaliveSeconds: p.persistentKeepalive,
+                endpoint: p.endpoint))
+            handles.append(handle)
+            batch.append(GatewayPeer(
+                handle: handle, name: p.name, publicKey: p.publicKey, presharedKey: p.presharedKey, allowedIPs: p.allowedIPs,
+                tier: p.tier, persistentKeepalive: p.persistentKeepalive, origin: p.origin))
+        }
+        registry.put(batch)
+        return handles
     }
 
     /// Removes a peer: its keys, routes, queued packets and flows' policy identity.

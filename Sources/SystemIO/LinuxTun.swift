@@ -35,6 +35,7 @@ public final class LinuxTun: Sendable {
     public let descriptor: Int32
     private let shutdown: EventNotifier
     private let closed = Atomic<Bool>(false)
+    private let released = Atomic<Bool>(false)
     private let truncatedReads = Atomic<UInt64>(0)
     private let refusedWrites = Atomic<UInt64>(0)
     private let malformedReads = Atomic<UInt64>(0)
@@ -77,7 +78,15 @@ public final class LinuxTun: Sendable {
 
     deinit {
         close()
-        Sys.close(descriptor)
+        if !released.load(ordering: .acquiring) { Sys.close(descriptor) }
+    }
+
+    /// Closes the descriptor now instead of at deinit, so the kernel removes the interface at a
+    /// known moment (tunneld runs wg-quick's `PostDown` after that). Call only once every reader
+    /// and writer has stopped (the engine joined its threads).
+    public func release() {
+        close()
+        if !released.exchange(true, ordering: .acquiringAndReleasing) { Sys.close(descriptor) }
     }
 
     /// Packets dropped instead of thrown so far.

@@ -94,6 +94,42 @@ public final class NetlinkInterfaceConfigurator {
         }
     }
 
+    /// Makes the routes this configurator added equal `wanted` (after ``bringUp(name:mtu:addresses:routes:)``):
+    /// adds the missing ones, deletes the ones no longer wanted, and journals both, so
+    /// ``tearDown()`` still undoes exactly what is there. A route that already exists (EEXIST,
+    /// someone else's) is left alone and not journaled; one already gone (ESRCH) counts as
+    /// deleted. Returns the routes added and deleted, and the failures (it keeps going past them).
+    @discardableResult
+    public func syncRoutes(_ wanted: [IPPrefix]) -> (added: [IPPrefix], deleted: [IPPrefix], errors: [SystemError]) {
+        let want = Set(wanted)
+        var have = Set<IPPrefix>()
+        for case .route(let r) in journal { have.insert(r) }
+        var added: [IPPrefix] = [], deleted: [IPPrefix] = [], errors: [SystemError] = []
+        for r in have where !want.contains(r) {
+            do throws(SystemError) {
+                try netlink.request("netlink: delete route \(r) dev \(name)") {
+                    NetlinkMessage.route(into: $0, sequence: $1, add: false, index: index, prefix: r)
+                }
+                deleted.append(r)
+            } catch {
+                if error.errno == ESRCH { deleted.append(r) } else { errors.append(error); continue }
+            }
+            journal.removeAll { $0 == .route(r) }
+        }
+        for r in wanted where !have.contains(r) && !added.contains(r) {
+            do throws(SystemError) {
+                try netlink.request("netlink: add route \(r) dev \(name)") {
+                    NetlinkMessage.route(into: $0, sequence: $1, add: true, index: index, prefix: r)
+                }
+                journal.append(.route(r))
+                added.append(r)
+            } catch {
+                if error.errno != EEXIST { errors.append(error) }
+            }
+        }
+        return (added, deleted, errors)
+    }
+
     /// The order ``tearDown()`` undoes the journal in: routes, then addresses (each newest first),
     /// then link down, then the MTU.
     public var undoOrder: [Step] {

@@ -261,14 +261,21 @@ extension Tunnelctl {
         entries.append(("AllowedIPs", addresses.map(\.description).joined(separator: ", ")))
         if let tier { entries.append(("Tier", tier.rawValue)) }
         if let expires { entries.append(("Expires", TimeText.iso(expires))) }
+        // What the client config needs later (peer config, peer qr): stored, not just printed once.
+        if let dns { entries.append(("ClientDNS", dns)) }
+        if let endpoint { entries.append(("ClientEndpoint", endpoint.description)) }
+        if let clientAllowed { entries.append(("ClientAllowedIPs", clientAllowed.map(\.description).joined(separator: ", "))) }
         try editConfig(configPath) { text throws(ValueError) in
             ConfigRewriter.appendPeer(text, entries: entries, comment: ["added by tunnelctl peer add, \(TimeText.iso(cliNow()))"])
         }
         if keep { try keepClientKey(configPath, name, privateKey) }
         var peer = PeerConfig(name: name, publicKey: publicKey, presharedKey: presharedKey, allowedIPs: addresses, tier: tier ?? .free)
         peer.expiresMs = expires
+        peer.clientDNS = dns.map { $0.split(separator: ",").map { $0.trimmedSpaces() } } ?? []
+        peer.clientEndpoint = endpoint
+        peer.clientAllowedIPs = clientAllowed
         let (text, _) = try clientConfig(peer, configPath, config, privateKey: WireGuardKey(bytes: privateKey)!,
-                                         dns: dns, endpoint: publicEndpoint, allowedIPs: clientAllowed)
+                                         dns: nil, endpoint: publicEndpoint, allowedIPs: nil)
         console.error("\(name): added to \(configPath) with \(addresses.map(\.description).joined(separator: ", "))"
             + (keep ? "; client key kept in \(clientKeyDirectory(configPath))/\(name).key"
                     : "; the client config below holds the only copy of its private key"))
@@ -293,7 +300,7 @@ extension Tunnelctl {
     /// else a placeholder comment (`kept` false).
     static func clientConfig(_ peer: PeerConfig, _ configPath: String, _ config: TunnelConfig, privateKey: WireGuardKey?,
                              dns: String?, endpoint: HostPort?, allowedIPs: [IPPrefix]?) throws -> (String, Bool) {
-        guard let endpoint = endpoint ?? config.interface.publicEndpoint else {
+        guard let endpoint = endpoint ?? peer.clientEndpoint ?? config.interface.publicEndpoint else {
             throw CLIError.failure("no PublicEndpoint in [Interface] of \(configPath), so the client config has no Endpoint; "
                 + "add PublicEndpoint = HOST:PORT (where clients reach this gateway)")
         }
@@ -306,12 +313,12 @@ extension Tunnelctl {
         var lines = ["[Interface]"]
         lines.append(key.map { "PrivateKey = \($0.base64)" } ?? "# PrivateKey = (shown once by 'tunnelctl peer add'; not stored)")
         lines.append("Address = " + (hosts.isEmpty ? peer.allowedIPs : hosts).map(\.description).joined(separator: ", "))
-        let dnsList = dns.map { [$0] } ?? config.interface.dns
+        let dnsList = dns.map { [$0] } ?? (peer.clientDNS.isEmpty ? config.interface.dns : peer.clientDNS)
         if !dnsList.isEmpty { lines.append("DNS = " + dnsList.joined(separator: ", ")) }
         lines += ["", "[Peer]", "PublicKey = \(serverKey.base64)"]
         if let psk = peer.presharedKey { lines.append("PresharedKey = \(psk.base64)") }
         lines.append("Endpoint = \(endpoint)")
-        lines.append("AllowedIPs = " + (allowedIPs?.map(\.description).joined(separator: ", ") ?? "0.0.0.0/0, ::/0"))
+        lines.append("AllowedIPs = " + ((allowedIPs ?? peer.clientAllowedIPs)?.map(\.description).joined(separator: ", ") ?? "0.0.0.0/0, ::/0"))
         lines.append("PersistentKeepalive = 25")
         return (lines.joined(separator: "\n") + "\n", key != nil)
     }

@@ -34,6 +34,21 @@ import Glibc
         #expect(e?.description == "\(dir)/tunneld.conf:2: PrivateKeyFile: '\(dir)/private.key' has mode 0\(octal), so group or others can access the private key; run: chmod 600 \(dir)/private.key")
     }
 
+    /// An inline PrivateKey in a file all users can read is a warning naming the line (wg-quick
+    /// warns too); mode 0600 or 0640 is not.
+    @Test(arguments: [(0o644, true), (0o604, true), (0o600, false), (0o640, false)] as [(mode_t, Bool)])
+    func warnsAboutAnInlineKeyInAFileAllCanRead(mode: mode_t, warns: Bool) throws {
+        let (dir, cleanup) = makeTempDirectory()
+        defer { cleanup() }
+        writeFile(dir + "/tunneld.conf", "[Interface]\nAddress = 10.99.0.1/24\nPrivateKey = \(key(9).base64)\n", mode: mode)
+        let c = try TunnelConfig.load(path: dir + "/tunneld.conf")
+        let w = c.warnings.filter { $0.key == "PrivateKey" }
+        #expect(w.count == (warns ? 1 : 0))
+        if warns {
+            #expect(w[0].description == "\(dir)/tunneld.conf:3: PrivateKey: the file holds the private key and is accessible to all users (mode \(String(mode, radix: 8))); chmod 600 \(dir)/tunneld.conf, or move the key to a PrivateKeyFile of mode 0600")
+        }
+    }
+
     /// Binary garbage is one error naming the file, never line after line of its raw bytes.
     @Test func binaryFilesAreOneErrorWithoutRawBytes() throws {
         let (dir, cleanup) = makeTempDirectory()

@@ -176,7 +176,7 @@ func errors(_ text: String) -> [String] {
         (minimalInterface + "Tier = free\n", "etc/tunneld.conf:4: Tier: does not belong in [Interface]; move it to the [Peer] section"),
         (minimalInterface + "ListenPrt = 1\n", "etc/tunneld.conf:4: ListenPrt: unknown key in [Interface]; did you mean 'ListenPort'?"),
         (minimalPeer + "AllowedIP = 10.99.0.2/32\n", "etc/tunneld.conf:7: AllowedIP: unknown key in [Peer]; did you mean 'AllowedIPs'?"),
-        (minimalPeer + "Colour = red\n", "etc/tunneld.conf:7: Colour: unknown key in [Peer]; known keys: Name, PublicKey, PresharedKey, AllowedIPs, Endpoint, PersistentKeepalive, Tier, Expires, Disabled"),
+        (minimalPeer + "Colour = red\n", "etc/tunneld.conf:7: Colour: unknown key in [Peer]; known keys: Name, PublicKey, PresharedKey, AllowedIPs, Endpoint, PersistentKeepalive, Tier, Expires, Disabled, ClientDNS, ClientEndpoint, ClientAllowedIPs"),
         (minimalInterface + "MTU =\n", "etc/tunneld.conf:4: MTU: empty value; give a value or remove the line"),
         (minimalInterface + "MTU = 1400\nmtu = 1300\n", "etc/tunneld.conf:5: MTU: set twice in this section (first at line 4); keep one"),
         // [Interface] values.

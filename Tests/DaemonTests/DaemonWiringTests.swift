@@ -151,7 +151,7 @@ final class DaemonHarness: @unchecked Sendable {
 
         let entry = try #require(h.engine.registry.current.peer(publicKey: carol.publicKey))
         let name = entry.name
-        #expect(name == "peer-" + String(carol.publicKey.base64.prefix(8)).replacingOccurrences(of: "/", with: "_"))
+        #expect(name == "peer-" + String(carol.publicKey.base64.prefix(8)).replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "+", with: "-"))
         #expect(entry.origin == .runtime && entry.tier == .free && entry.allowedIPs == [IPPrefix("10.99.0.4/32")!])
 
         try carol.handshake()

@@ -3,6 +3,7 @@ import Engine
 import Packet
 import Synchronization
 import Testing
+import TestSupport
 import WireGuard
 
 /// The one peer registry: the lists and the routing trie agree, listeners see each change once
@@ -26,6 +27,32 @@ import WireGuard
         r.setAllowedIPs(PeerHandle(rawValue: 1), [IPPrefix("10.0.0.0/24")!], replace: false)
         #expect(r.current.named("bob")?.allowedIPs == [])
         #expect(r.current.routes.lookupRaw(IPAddress("10.0.0.7")!) == 1)
+    }
+
+    /// `put([…])` in one change ends where `put` one by one ends (lists, owners, routes), on
+    /// random batches over a small prefix space so that takeovers and replacements are common.
+    @Test(arguments: 0..<20)
+    func batchPutAgreesWithOneByOne(seed: Int) {
+        var rng = SplitMix(UInt64(seed) &+ 1)
+        let space = (0..<12).map { "10.0.\($0).0/24" } + ["fd00::/64", "fd00:1::/64"]
+        func randomPeer() -> GatewayPeer {
+            let h = UInt32(rng.next() % 8) + 1
+            let n = Int(rng.next() % 3)
+            return Self.peer(h, "p\(h)", (0..<n).map { _ in space[Int(rng.next() % UInt64(space.count))] }.uniqued())
+        }
+        let start = (0..<4).map { _ in randomPeer() }
+        let batch = (0..<10).map { _ in randomPeer() }
+        let one = PeerRegistry(), many = PeerRegistry()
+        for p in start { one.put(p); many.put(p) }
+        for p in batch { one.put(p) }
+        let before = many.version
+        many.put(batch)
+        #expect(many.version == before + 1, "one change")
+        #expect(one.current.all == many.current.all)
+        for prefix in space {
+            let a = IPPrefix(prefix)!.address
+            #expect(one.current.routes.lookupRaw(a) == many.current.routes.lookupRaw(a), "route for \(prefix)")
+        }
     }
 
     @Test func listenersSeeEveryChangeOnceWithOldAndNew() {
@@ -57,5 +84,12 @@ import WireGuard
         #expect(r.runtimeName(for: a) == na, "its own name again")
         let nb = r.runtimeName(for: b)
         #expect(nb != na && nb.hasPrefix(na))
+    }
+}
+
+extension Array where Element: Hashable {
+    func uniqued() -> [Element] {
+        var seen = Set<Element>()
+        return filter { seen.insert($0).inserted }
     }
 }

@@ -113,6 +113,25 @@ import WireGuard
         #expect(!FileManager.default.fileExists(atPath: f.dir + "/clients/bob.key"))
     }
 
+    @Test func clientOptionsAtAddAreStoredForPeerConfig() throws {
+        let f = try fixture()
+        defer { try? FileManager.default.removeItem(atPath: f.dir) }
+        let add = run(["peer", "add", "dora", "--keep-client-key", "--dns", "9.9.9.9, lan", "--endpoint", "gw.example.net:443",
+                       "--allowed-ips", "10.99.0.0/24,192.168.1.0/24", "--config", f.conf])
+        #expect(add.code == .ok, "\(add.err)")
+        let dora = try #require(try TunnelConfig.parse(try String(contentsOfFile: f.conf, encoding: .utf8), file: "t").peer(named: "dora"))
+        #expect(dora.clientDNS == ["9.9.9.9", "lan"])
+        #expect(dora.clientEndpoint?.description == "gw.example.net:443")
+        #expect(dora.clientAllowedIPs?.map(\.description) == ["10.99.0.0/24", "192.168.1.0/24"])
+        #expect(add.out.contains("DNS = 9.9.9.9, lan\n"))
+        #expect(add.out.contains("Endpoint = gw.example.net:443\nAllowedIPs = 10.99.0.0/24, 192.168.1.0/24\n"))
+        let shown = run(["peer", "config", "dora", "--config", f.conf])
+        #expect(shown.code == .ok && shown.out == add.out, "peer config reproduces what add printed")
+        // Without the options: the [Interface] defaults (DNS of [Interface] is the default --dns).
+        let plain = run(["peer", "add", "erik", "--config", f.conf])
+        #expect(plain.out.contains("DNS = 10.99.0.1\n") && plain.out.contains("Endpoint = vpn.example.org:51820\n"))
+    }
+
     @Test func configWithoutKeptKeySaysSo() throws {
         let f = try fixture()
         defer { try? FileManager.default.removeItem(atPath: f.dir) }

@@ -4,6 +4,26 @@
 // return a value or a typed error for every input.
 import Control
 
+/// The config UAPI sets are written back to (two peers, one named by a comment).
+let writeBackBase = """
+    [Interface]
+    PrivateKey = AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=
+    Address = 10.99.0.1/24, fd99::1/64
+
+    ### Client alice
+    [Peer]
+    PublicKey = AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI=
+    AllowedIPs = 10.99.0.2/32, 10.50.0.0/16
+
+    [Peer]
+    Name = bob
+    PublicKey = AwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwM=
+    AllowedIPs = 10.99.0.3/32
+    PersistentKeepalive = 25
+
+    """
+let writeBackConfig = try! TunnelConfig.parse(writeBackBase, file: "base.conf")
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     guard size > 0 else { return 0 }
@@ -18,7 +38,13 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
             _ = c.peers.map { ($0.publicKey.base64, $0.endpoint?.description ?? "") }
         }
     case 1:
-        _ = try? UAPICodec.parseSet(text.split(separator: "\n", omittingEmptySubsequences: false))
+        // A set that parses is also written back to a config (what tunneld does before applying
+        // it, ConfigRewriter.applyUAPI); the result is parsed again, as tunneld checks it.
+        if let request = try? UAPICodec.parseSet(text.split(separator: "\n", omittingEmptySubsequences: false)),
+           let wb = try? ConfigRewriter.applyUAPI(request, to: writeBackBase, config: writeBackConfig, nowMs: 0)
+        {
+            _ = try? TunnelConfig.parse(wb.text, file: "fuzz.conf")
+        }
     case 2:
         if let d = try? UAPICodec.parseGet(text.split(separator: "\n", omittingEmptySubsequences: false)) {
             _ = UAPICodec.encodeGet(d)

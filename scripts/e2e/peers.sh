@@ -4,7 +4,10 @@
 # client config brings a wireguard-go client up that pings through; `peer disable bob` cuts him
 # within WatchdogInterval + 1 s; `peer remove bob` ends his session with reason removed; alice's
 # stream never stalls more than 1 s; tunneld's pid is the same throughout; `peer qr bob --png`
-# decodes (zbarimg) to exactly the `peer config bob` text. Needs root; ~40 s.
+# decodes (zbarimg) to exactly the `peer config bob` text. Peers added with `wg set` are written
+# back to the config (named peer-KEYPREFIX, DefaultTier) and survive a restart; `wg set … remove`
+# removes them from it; kernel routes for AllowedIPs outside the interface subnet follow every
+# change (wg set, peer add/remove with a reload). Needs root; ~50 s.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/lib/topology.sh
@@ -70,6 +73,32 @@ sleep 1.5
 check_output "peer remove: bob's session ended removed" 'removed' store_sql "SELECT end_reason FROM sessions WHERE peer = 'bob' ORDER BY id DESC LIMIT 1"
 check "bob no longer gets through" bash -c "! ip netns exec $TV_NS_C ping -c2 -W1 -I $BOB_ADDR $TV_SRV"
 
+echo "peers: wg set is written back; routes follow the peers"
+keyname() { printf 'peer-%s' "$(printf %s "$1" | cut -c1-8 | tr /+ _-)"; }
+route_to() { tv_in "$TV_NS_G" ip route show "$1"; }
+no_route() { [ -z "$(route_to "$1")" ]; }
+DAVE_PUB=$(wg genkey | wg pubkey); DAVE=$(keyname "$DAVE_PUB")
+check "wg set adds dave" tv_in "$TV_NS_G" wg set "$TV_IF_G" peer "$DAVE_PUB" allowed-ips 10.99.0.50/32,10.77.0.0/24
+# (keys hold + and /: fixed-string matches)
+check "the config file has his [Peer] (PublicKey)" grep -qxF "PublicKey = $DAVE_PUB" "$TV_DIR/tunneld.conf"
+check_output "named $DAVE by a Name line" "^Name = $DAVE\$" cat "$TV_DIR/tunneld.conf"
+check_output "with his AllowedIPs" "allowed IPs: 10.99.0.50/32, 10.77.0.0/24" $CTL peer show "$DAVE"
+check_output "and the default tier (free)" "^tier: free" $CTL peer show "$DAVE"
+check_output "tunneld knows him by that name" "$DAVE" $CTL peers
+check_output "wg set: route 10.77.0.0/24 dev $TV_IF_G" "dev $TV_IF_G" route_to 10.77.0.0/24
+check "no route for 10.99.0.50 (inside the subnet)" no_route 10.99.0.50/32
+$CTL peer add erin --ip 10.88.0.5 >/dev/null 2>&1
+check_output "peer add (reload): route 10.88.0.5 dev $TV_IF_G" "dev $TV_IF_G" route_to 10.88.0.5
+$CTL peer remove erin >/dev/null 2>&1
+check "peer remove (reload): the route is gone" no_route 10.88.0.5
+tv_in "$TV_NS_G" wg set "$TV_IF_G" peer "$DAVE_PUB" remove
+check "wg set … remove: dave's [Peer] left the config" bash -c "! grep -qF '$DAVE_PUB' '$TV_DIR/tunneld.conf'"
+check "and his route is gone" no_route 10.77.0.0/24
+FRANK_PUB=$(wg genkey | wg pubkey); FRANK=$(keyname "$FRANK_PUB")
+tv_in "$TV_NS_G" wg set "$TV_IF_G" peer "$FRANK_PUB" allowed-ips 10.99.0.51/32,10.66.0.0/24
+check_output "wg set adds frank ($FRANK) to the file" "^Name = $FRANK\$" cat "$TV_DIR/tunneld.conf"
+check "the file still checks" "$TV_TUNNELD" --check-config --config "$TV_DIR/tunneld.conf"
+
 echo "peers: alice was never disturbed"
 check "tunneld's pid is the same throughout ($PID0)" kill -0 "$PID0"
 daemon_pid() { $CTL status --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])'; }
@@ -81,6 +110,16 @@ print(f"{max(b - a for a, b in zip(ts, ts[1:])):.2f}" if len(ts) > 1 else "99")
 PY
 )
 check "alice's stream never stalled more than 1 s (longest gap $GAP s)" python3 -c "import sys; sys.exit(0 if float('$GAP') <= 1.0 else 1)"
+
+echo "peers: a restart keeps what wg set added"
+kill "$PID0"; wait "$PID0" 2>/dev/null
+tv_gateway_tunneld_up || tv_bad "tunneld starts again"
+TV_PIDS+=("$TV_GW_PID")
+frank_allowed() { tv_in "$TV_NS_G" wg show "$TV_IF_G" allowed-ips | grep -F "$FRANK_PUB" | grep -q "10.66.0.0/24"; }
+check "after the restart wg show lists frank with his AllowedIPs" frank_allowed
+check_output "under his name" "$FRANK" $CTL peers
+check_output "and his route is back" "dev $TV_IF_G" route_to 10.66.0.0/24
+check "alice connects to the restarted gateway" wait_for 30 tv_wait_tunnel
 
 echo "peers: QR code"
 $CTL peer add carol >"$TV_DIR/carol.conf" 2>/dev/null

@@ -101,8 +101,24 @@ public enum Tunneld {
         return code
     }
 
-    /// Brings the gateway up, serves until SIGTERM/SIGINT, tears everything down.
+    /// Brings the gateway up, serves until SIGTERM/SIGINT, tears everything down; runs the
+    /// wg-quick hooks around that (`PreUp` before the interface exists, `PostDown` after it is
+    /// gone; `PostUp` and `PreDown` in ``serve(config:path:policy:log:up:)``).
     static func run(config: TunnelConfig, path configPath: String, policy: (PolicySet, CompiledPolicy), log: Logger) throws -> Int32 {
+        let iface = config.interface
+        if let failed = HookRunner.run(.preUp, iface, name: iface.name, configPath: configPath, log: log) {
+            return fail(failed, 1)
+        }
+        var up = false
+        let code = try serve(config: config, path: configPath, policy: policy, log: log, up: &up)
+        if up { _ = HookRunner.run(.postDown, iface, name: iface.name, configPath: configPath, log: log) }
+        return code
+    }
+
+    /// The daemon between `PreUp` and `PostDown`; `up` is set once `PostUp` succeeded (then the
+    /// `Down` hooks run at the end).
+    static func serve(config: TunnelConfig, path configPath: String, policy: (PolicySet, CompiledPolicy), log: Logger,
+                      up: inout Bool) throws -> Int32 {
         let iface = config.interface
         guard let key = iface.privateKey, let device = WireGuardDevice(privateKey: key.bytes, mtu: iface.mtu) else {
             return fail("the private key is missing or invalid", 1)
@@ -118,21 +134,23 @@ public enum Tunneld {
         // comparison benchmarks and for diagnosing a kernel that mishandles offloads).
         let offload = ProcessInfo.processInfo.environment["TUNNELD_OFFLOAD"] != "off"
         let tun = try LinuxTun(name: iface.name, mtu: iface.mtu, offload: offload)
+        defer { tun.release() }  // last: the interface goes, then PostDown runs (in run)
         log.info("interface \(tun.name): offloads \(tun.offloadDescription)\(offload ? "" : " (TUNNELD_OFFLOAD=off)")")
         let netlink = try NetlinkInterfaceConfigurator()
         let addresses = iface.addresses
-        let routes = InterfaceAddress.routesOutsideSubnets(config.peers.flatMap(\.allowedIPs), of: addresses)
         do {
-            try netlink.bringUp(name: tun.name, mtu: iface.mtu, addresses: addresses, routes: routes)
+            try netlink.bringUp(name: tun.name, mtu: iface.mtu, addresses: addresses,
+                                routes: InterfaceRoutes.wanted(config.peers.flatMap(\.allowedIPs), addresses: addresses))
         } catch {
             log.error("interface \(tun.name): \(error)")
             _ = netlink.tearDown()
             return 1
         }
+        let routes = InterfaceRoutes(netlink, addresses: addresses, log: log)
         defer {
-            for e in netlink.tearDown() { log.warning("tear-down: \(e)") }
+            for e in routes.tearDown() { log.warning("tear-down: \(e)") }
         }
-        for step in netlink.journal { log.info("interface: \(step)") }
+        for step in routes.journal { log.info("interface: \(step)") }
 
         // TUNNELD_UDP_GRO=off keeps UDP GSO but receives datagram by datagram (benchmarks compare).
         let bind = try LinuxDatagramBind(port: iface.listenPort, segmentation: offload,
@@ -147,12 +165,7 @@ public enum Tunneld {
                                       recordFlows: ProcessInfo.processInfo.environment["TUNNELD_HISTORY"] != "off")
         defer { sessions.stop() }
         // END session/history
-        for p in config.peers {
-            guard let pub = WireGuard.PublicKey(p.publicKey.bytes) else { continue }
-            let endpoint = p.endpoint.flatMap { e in e.address.map { Endpoint(address: $0, port: e.port) } }
-            engine.addPeer(name: p.name, publicKey: pub, presharedKey: p.presharedKey?.bytes, allowedIPs: p.allowedIPs,
-                           endpoint: endpoint, persistentKeepalive: p.persistentKeepalive ?? 0, tier: p.tier)
-        }
+        _ = engine.applyConfigPeers(config.peers)  // one batch: a start with 10,000 peers stays linear
         sessions.configPeersChanged(config.peers)  // disabled and expiring peers
         try sessions.start()  // session/history (issue 5): refuse paused peers before traffic
         // ---- live ring and capture (docs/ring.md, docs/capture.md) ----
@@ -197,38 +210,11 @@ public enum Tunneld {
         }
         // ── end history ──
 
-        // The whole config again (issue 15): peers applied like `wg syncconf`, disabled/expired
-        // peers to the watchdog, the policy reloaded. A config with errors changes nothing.
-        let reloadLock = Mutex(())
-        let reloadConfig: @Sendable () -> ControlResponse = {
-            reloadLock.withLock { _ in
-                let next: TunnelConfig
-                do {
-                    next = try TunnelConfig.load(path: configPath)
-                } catch {
-                    log.error("reload: \(configPath) has errors; nothing changed:\n\(error)")
-                    return .failure(.invalidConfig, "\(error)")
-                }
-                var warnings = next.warnings.map(\.description)
-                if next.interface.listenPort != iface.listenPort || next.interface.addresses != iface.addresses
-                    || next.interface.name != iface.name
-                {
-                    warnings.append("\(configPath): [Interface] Name, ListenPort or Address changed: they apply at the next restart")
-                }
-                let diff = engine.applyConfigPeers(next.peers)
-                sessions.configPeersChanged(next.peers)
-                let policyReply = engine.reloadPolicy(directory: iface.policyDirectory)
-                warnings += policyReply.warnings.map(\.description)
-                if !policyReply.succeeded { warnings += policyReply.errors.map { "policy: \($0) (the running policy is kept)" } }
-                log.notice("reload: \(diff.added.count) peer(s) added, \(diff.removed.count) removed, \(diff.changed.count) changed"
-                    + (diff.added.isEmpty ? "" : "; added \(diff.added.joined(separator: ", "))")
-                    + (diff.removed.isEmpty ? "" : "; removed \(diff.removed.joined(separator: ", "))")
-                    + (diff.changed.isEmpty ? "" : "; changed \(diff.changed.joined(separator: ", "))"))
-                for w in warnings { log.warning("reload: \(w)") }
-                return .reload(ReloadReply(added: diff.added, removed: diff.removed, changed: diff.changed,
-                                           warnings: warnings, policyGeneration: engine.policy.generation))
-            }
-        }
+        // The whole config again (issue 15), and `wg set` written back to it: one owner of the
+        // running peers' record (PeerConfigSync), routes synced after each change.
+        let peerSync = PeerConfigSync(configPath: configPath, interface: iface, engine: engine, sessions: sessions,
+                                      routes: routes, log: log)
+        let reloadConfig: @Sendable () -> ControlResponse = { peerSync.reload() }
         let addressTexts = iface.addresses.map(\.description)
         let control = try ControlServer(path: iface.controlSocketPath, log: log) { request, _ in
             switch request {
@@ -273,9 +259,14 @@ public enum Tunneld {
         let uapi = try UAPIServer(
             interfaceName: tun.name,
             get: { engine.uapiSnapshot(privateKey: key, listenPort: bind.port) },
-            set: { engine.uapiSet($0, listenPort: bind.port) },
+            set: { peerSync.uapiSet($0, listenPort: bind.port) },
             log: { log.warning("uapi: \($0)") })
         defer { uapi.stop() }
+        if let failed = HookRunner.run(.postUp, iface, name: tun.name, configPath: configPath, log: log) {
+            log.error(failed)
+            return 1
+        }
+        up = true
         log.notice("tunneld \(version) up: interface \(tun.name), \(config.peers.count) peer(s), "
             + "policy generation \(engine.policy.generation) (\(policy.1.rules.count) rules)")
 
@@ -289,6 +280,7 @@ public enum Tunneld {
             log.notice("signal \(signal): shutting down")
             break
         }
+        _ = HookRunner.run(.preDown, iface, name: tun.name, configPath: configPath, log: log)
         return 0
     }
 }

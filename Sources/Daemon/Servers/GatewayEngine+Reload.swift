@@ -14,6 +14,10 @@ extension GatewayEngine {
         var wanted: [WireGuard.PublicKey: PeerConfig] = [:]
         for p in peers { if let key = WireGuard.PublicKey(p.publicKey.bytes) { wanted[key] = p } }
         var added: [String] = [], removed: [String] = [], changed: [String] = []
+        var newPeers: [NewPeer] = []
+        // By key once, not a linear search per peer (a reload of 10,000 peers was O(n²)).
+        var byKey: [WireGuard.PublicKey: GatewayPeer] = [:]
+        for p in current.all where wanted[p.publicKey] != nil { byKey[p.publicKey] = p }
         for old in current.all where old.origin == .config && wanted[old.publicKey] == nil {
             removePeer(old.handle)
             removed.append(old.name)
@@ -21,9 +25,9 @@ extension GatewayEngine {
         for p in peers {
             guard let key = WireGuard.PublicKey(p.publicKey.bytes) else { continue }
             let endpoint = p.endpoint.flatMap { e in e.address.map { Endpoint(address: $0, port: e.port) } }
-            guard let old = current.peer(publicKey: key), current[old.handle] != nil else {
-                addPeer(name: p.name, publicKey: key, presharedKey: p.presharedKey?.bytes, allowedIPs: p.allowedIPs,
-                        endpoint: endpoint, persistentKeepalive: p.persistentKeepalive ?? 0, tier: p.tier)
+            guard let old = byKey[key] else {
+                newPeers.append(NewPeer(name: p.name, publicKey: key, presharedKey: p.presharedKey?.bytes, allowedIPs: p.allowedIPs,
+                                        endpoint: endpoint, persistentKeepalive: p.persistentKeepalive ?? 0, tier: p.tier))
                 added.append(p.name)
                 continue
             }
@@ -59,6 +63,7 @@ extension GatewayEngine {
             }
             if differs { changed.append(p.name) }
         }
+        addPeers(newPeers)  // one registry change for all of them
         return (added, removed, changed)
     }
 }

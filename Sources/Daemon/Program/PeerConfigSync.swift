@@ -1,0 +1,132 @@
+import Control
+import Core
+import Engine
+import Foundation
+import Runtime
+import Synchronization
+
+/// Keeps the running peers and `tunneld.conf` one record (issue 15, docs/peers.md). `reload`
+/// (SIGHUP, `tunnelctl reload`, every `tunnelctl peer` edit) re-reads the file and applies it like
+/// `wg syncconf`; `uapiSet` (`wg set`, `wg setconf`, `wg addconf`) writes peer changes back to the
+/// file atomically first (`ConfigRewriter.applyUAPI`, `AtomicFile`) and then applies the file the
+/// same way, so a peer added over the UAPI survives a restart and `wg set … remove` removes it for
+/// good. Both take one lock, so a reload and a `wg set` never interleave; both end with the
+/// interface routes synced to the peers.
+final class PeerConfigSync: Sendable {
+    let configPath: String
+    let interface: InterfaceConfig
+    let engine: GatewayEngine
+    let sessions: SessionService
+    let routes: InterfaceRoutes
+    let log: Logger
+    private let lock = Mutex(())
+
+    init(configPath: String, interface: InterfaceConfig, engine: GatewayEngine, sessions: SessionService,
+         routes: InterfaceRoutes, log: Logger) {
+        self.configPath = configPath
+        self.interface = interface
+        self.engine = engine
+        self.sessions = sessions
+        self.routes = routes
+        self.log = log
+    }
+
+    /// The whole config again: peers applied like `wg syncconf`, disabled/expired peers to the
+    /// watchdog, the policy reloaded. A config with errors changes nothing.
+    func reload() -> ControlResponse {
+        lock.withLock { _ in
+            let next: TunnelConfig
+            do {
+                next = try TunnelConfig.load(path: configPath)
+            } catch {
+                log.error("reload: \(configPath) has errors; nothing changed:\n\(error)")
+                return .failure(.invalidConfig, "\(error)")
+            }
+            var warnings = next.warnings.map(\.description)
+            if next.interface.listenPort != interface.listenPort || next.interface.addresses != interface.addresses
+                || next.interface.name != interface.name
+            {
+                warnings.append("\(configPath): [Interface] Name, ListenPort or Address changed: they apply at the next restart")
+            }
+            let diff = applyPeersLocked(next)
+            let policyReply = engine.reloadPolicy(directory: interface.policyDirectory)
+            warnings += policyReply.warnings.map(\.description)
+            if !policyReply.succeeded { warnings += policyReply.errors.map { "policy: \($0) (the running policy is kept)" } }
+            log.notice("reload: " + Self.summary(diff))
+            for w in warnings { log.warning("reload: \(w)") }
+            return .reload(ReloadReply(added: diff.added, removed: diff.removed, changed: diff.changed,
+                                       warnings: warnings, policyGeneration: engine.policy.generation))
+        }
+    }
+
+    /// `set=1`: peer changes are written to the file first (refused, with nothing changed, when
+    /// the file cannot be read, parsed or written), then the file is applied, then what the file
+    /// does not hold (endpoints, device checks) goes to the engine.
+    func uapiSet(_ request: UAPISetRequest, listenPort: UInt16) -> UAPIError? {
+        lock.withLock { _ in
+            var deviceOnly = request
+            deviceOnly.peers = []
+            deviceOnly.replacePeers = false
+            if let refused = engine.uapiSet(deviceOnly, listenPort: listenPort) { return refused }
+            guard !request.peers.isEmpty || request.replacePeers else { return nil }
+            let base = (configPath as NSString).deletingLastPathComponent
+            let bytes: [UInt8]
+            do { bytes = try Sys.readFile(configPath, limit: TunnelConfig.maximumFileSize) } catch {
+                return .io("cannot read \(configPath) to write the peers back: \(error); nothing changed")
+            }
+            let text = String(decoding: bytes, as: UTF8.self)
+            let writeBack: UAPIWriteBack
+            do {
+                let current = try TunnelConfig.parse(contents: bytes, file: configPath, baseDirectory: base)
+                writeBack = try ConfigRewriter.applyUAPI(request, to: text, config: current, nowMs: engine.clock.wallMilliseconds())
+            } catch let e as ConfigErrors {
+                return .invalid("\(configPath) has errors, so the peers cannot be written back; nothing changed (fix it, then tunnelctl reload):\n\(e)")
+            } catch {
+                return .invalid("\(error); nothing changed")
+            }
+            if writeBack.changesFile {
+                let next: TunnelConfig
+                do {
+                    next = try TunnelConfig.parse(writeBack.text, file: configPath, baseDirectory: base)
+                } catch {
+                    return .invalid("the change would leave \(configPath) with errors, so nothing changed:\n\(error)")
+                }
+                do {
+                    try AtomicFile.replace(configPath, contents: Array(writeBack.text.utf8))
+                } catch {
+                    return .io("cannot write \(configPath): \(error); nothing changed")
+                }
+                let applied = next
+                let diff = applyPeersLocked(applied)
+                log.notice("uapi: written back to \(configPath): " + Self.summary(
+                    (writeBack.added, writeBack.removed, writeBack.changed)) + " (applied: \(Self.summary(diff)))")
+            }
+            var rest = request
+            rest.replacePeers = false
+            rest.peers = request.peers.filter { !$0.remove }
+            if request.replacePeers {
+                let named = Set(request.peers.map(\.publicKey.bytes))
+                for p in engine.peers where p.origin == .runtime && !named.contains(p.publicKey.bytes) { engine.removePeer(p.handle) }
+            }
+            let refused = engine.uapiSet(rest, listenPort: listenPort)
+            routes.sync(engine.registry.current)
+            return refused
+        }
+    }
+
+    /// Applies `config`'s peers (lock held): the engine's peers, the watchdog's restrictions,
+    /// the interface routes.
+    private func applyPeersLocked(_ config: TunnelConfig) -> (added: [String], removed: [String], changed: [String]) {
+        let diff = engine.applyConfigPeers(config.peers)
+        sessions.configPeersChanged(config.peers)
+        routes.sync(engine.registry.current)
+        return diff
+    }
+
+    static func summary(_ diff: (added: [String], removed: [String], changed: [String])) -> String {
+        "\(diff.added.count) peer(s) added, \(diff.removed.count) removed, \(diff.changed.count) changed"
+            + (diff.added.isEmpty ? "" : "; added \(diff.added.joined(separator: ", "))")
+            + (diff.removed.isEmpty ? "" : "; removed \(diff.removed.joined(separator: ", "))")
+            + (diff.changed.isEmpty ? "" : "; changed \(diff.changed.joined(separator: ", "))")
+    }
+}
