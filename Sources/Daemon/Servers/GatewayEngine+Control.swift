@@ -40,6 +40,8 @@ extension GatewayEngine {
         {
             drops[name] = n
         }
+        var hosts: [String: UInt64] = [:]
+        for event in HostEvent.allCases where counters.count(event) > 0 { hosts[event.description] = counters.count(event) }
         let now = clock.wallMilliseconds()
         let connected = peers.filter { device.status(of: $0.handle)?.hasCurrentKeypair == true }.count
         return StatusReply(
@@ -50,7 +52,7 @@ extension GatewayEngine {
             offload: OffloadStatus(tun: tun.offloadDescription, udpSegmentation: bind.segmentation,
                                    superPacketsRead: t.superPacketsRead, superPacketsWritten: t.superPacketsWritten,
                                    packetsCoalesced: t.packetsCoalesced),
-            store: store)
+            store: store, hosts: hosts.isEmpty && !policy.compiled.hasHostRules ? nil : hosts)
     }
 
     /// `tunnelctl peers`.
