@@ -9,11 +9,14 @@
 //            batch: parse the inner packet, drop it unless its source is in the sending peer's
 //            AllowedIPs (cryptokey routing), track its flow, take or reuse the flow's verdict
 //            (allow: copy to the TUN batch; block: drop; reject: build an RST / ICMP unreachable
-//            that goes back through the tunnel) → write the TUN batch → encrypt and sendmmsg the
+//            that goes back through the tunnel; pending — host rules only — handshake passes, the
+//            first payload is held by HostGate until the flow's host is read, then released or
+//            dropped) → write the TUN batch → encrypt and sendmmsg the
 //            replies, and any packets that were waiting for the handshake that just completed.
 //   outbound (TUN → UDP): read a batch from the TUN device at 16 bytes of headroom → under the
 //            flow lock: parse, find the destination peer in the AllowedIPs trie, track the flow,
-//            verdict → outside the lock: encrypt each packet in place → sendmmsg runs of slots.
+//            verdict (DNS answers to the peer teach HostGate names) → outside the lock: encrypt
+//            each packet in place → sendmmsg runs of slots.
 //            A peer without a session gets the packet queued (bounded) and a handshake started.
 //   handshake  the handshake queue → only messages that pass `HandshakeScreen` (right length,
 //            valid mac1) count toward "under load" (more than `underLoadHandshakesPerSecond` in
@@ -22,7 +25,8 @@
 //            sendmmsg the responses and cookie replies, and the packets that waited for a
 //            handshake that just completed. The X25519 work of a flood never delays transport data.
 //   timers   every 100 ms: WireGuardDevice.tick (handshake retries, keepalives, key expiry),
-//            an incremental flow-expiry sweep, and the policy's next `during` boundary.
+//            an incremental flow-expiry sweep, pending flows past `HostWait` decided without a
+//            host, and the policy's next `during` boundary.
 //
 // The flow table and policy verdicts are shared by the first two threads behind one mutex taken
 // once per batch. The policy in force and the AllowedIPs trie are immutable snapshots swapped
