@@ -196,4 +196,35 @@ import WireGuard
         try h.sendPacket(data)
         #expect(h.tun.waitWritten(count: 1) == [data])
     }
+
+    static func hex(_ s: String) -> [UInt8] {
+        var out: [UInt8] = []
+        var it = s.makeIterator()
+        while let a = it.next(), let b = it.next() { out.append(UInt8(String([a, b]), radix: 16)!) }
+        return out
+    }
+
+    @Test func quicInitialSNIDecidesUDP443() throws {
+        // RFC 9001 A.2's client Initial names example.com.
+        let initial = TestPackets.udp(from: Self.alice, 40443, to: Self.server, 443, payload: Self.hex(QUICVectors.v1Packet))
+        let blocked = try Self.harness("default allow\nblock host example.com\n")
+        try blocked.sendPacket(initial)
+        #expect(blocked.tun.waitWritten(count: 1, timeoutMilliseconds: 300).isEmpty)
+        #expect(blocked.engine.counters.count(.learned) == 1)
+        #expect(blocked.engine.counters.count(.policyBlock) == 1)
+        let allowed = try Self.harness("default allow\nblock host other.test\n")
+        try allowed.sendPacket(initial)
+        #expect(allowed.tun.waitWritten(count: 1) == [initial])
+    }
+
+    @Test func unreadableQUICFollowsTheQUICSetting() throws {
+        let notQUIC = TestPackets.udp(from: Self.alice, 40444, to: Self.server, 443, payload: Array("not quic".utf8))
+        let inspect = try Self.harness("default allow\nblock host example.com\n")
+        try inspect.sendPacket(notQUIC)
+        #expect(inspect.tun.waitWritten(count: 1) == [notQUIC])
+        let strict = try Self.harness("default allow\nblock host example.com\n") { $0.quic = .blockUnknown }
+        try strict.sendPacket(notQUIC)
+        #expect(strict.tun.waitWritten(count: 1, timeoutMilliseconds: 300).isEmpty)
+        #expect(strict.engine.counters.count(.quicUnknownBlocked) == 1)
+    }
 }
