@@ -49,7 +49,8 @@ PY
 }
 declare -A R
 for r in $(seq "$ROUNDS"); do
-  for p in A B; do
+  order="A B"; [ $((r % 2)) -eq 0 ] && order="B A"  # ABBA: drift and load spread over both
+  for p in $order; do
     use $p
     R[$p,up]+="$(iperf '') "; R[$p,down]+="$(iperf -R) "; R[$p,ttfb]+="$(ttfb) "
   done

@@ -68,11 +68,18 @@ public final class QUICInitialReader {
         EVP_CIPHER_free(ecbCipher)
         EVP_CIPHER_free(gcmCipher)
         EVP_KDF_free(hkdf)
-        isReady = ready
         params = .allocate(capacity: 6)
         let names = Array("mode\0digest\0salt\0key\0info\0SHA256\0".utf8CString)
         paramNames = .allocate(capacity: names.count)
         paramNames.initialize(from: names, count: names.count)
+        // The digest is set once: passing it with every derivation made OpenSSL fetch SHA-256
+        // again each time (most of a new connection's allocations).
+        if ready {
+            params[0] = OSSL_PARAM_construct_utf8_string(paramNames + 5, paramNames + 26, 0)
+            params[1] = OSSL_PARAM_construct_end()
+            ready = EVP_KDF_CTX_set_params(kdf, params) == 1
+        }
+        isReady = ready
         scratch = .allocate(byteCount: QUICInitialReader.scratchSize, alignment: 16)
         work = .allocate(byteCount: 512, alignment: 16)
         for (k, v) in QUICVersion.allCases.enumerated() {
@@ -325,10 +332,9 @@ public final class QUICInitialReader {
         var mode = Int32(EVP_KDF_HKDF_MODE_EXTRACT_ONLY)
         return withUnsafeMutablePointer(to: &mode) { modePointer in
             params[0] = OSSL_PARAM_construct_int(name(0), modePointer)
-            params[1] = OSSL_PARAM_construct_utf8_string(name(5), name(26), 0)
-            params[2] = OSSL_PARAM_construct_octet_string(name(12), UnsafeMutableRawPointer(mutating: salt.baseAddress), salt.count)
-            params[3] = OSSL_PARAM_construct_octet_string(name(17), UnsafeMutableRawPointer(mutating: ikm.baseAddress ?? UnsafeRawPointer(work)), ikm.count)
-            params[4] = OSSL_PARAM_construct_end()
+            params[1] = OSSL_PARAM_construct_octet_string(name(12), UnsafeMutableRawPointer(mutating: salt.baseAddress), salt.count)
+            params[2] = OSSL_PARAM_construct_octet_string(name(17), UnsafeMutableRawPointer(mutating: ikm.baseAddress ?? UnsafeRawPointer(work)), ikm.count)
+            params[3] = OSSL_PARAM_construct_end()
             return EVP_KDF_derive(kdf, out.assumingMemoryBound(to: UInt8.self), 32, params) == 1
         }
     }
@@ -350,10 +356,9 @@ public final class QUICInitialReader {
         var mode = Int32(EVP_KDF_HKDF_MODE_EXPAND_ONLY)
         return withUnsafeMutablePointer(to: &mode) { modePointer in
             params[0] = OSSL_PARAM_construct_int(name(0), modePointer)
-            params[1] = OSSL_PARAM_construct_utf8_string(name(5), name(26), 0)
-            params[2] = OSSL_PARAM_construct_octet_string(name(17), secret, 32)
-            params[3] = OSSL_PARAM_construct_octet_string(name(21), UnsafeMutableRawPointer(info), j)
-            params[4] = OSSL_PARAM_construct_end()
+            params[1] = OSSL_PARAM_construct_octet_string(name(17), secret, 32)
+            params[2] = OSSL_PARAM_construct_octet_string(name(21), UnsafeMutableRawPointer(info), j)
+            params[3] = OSSL_PARAM_construct_end()
             return EVP_KDF_derive(kdf, out.assumingMemoryBound(to: UInt8.self), length, params) == 1
         }
     }
