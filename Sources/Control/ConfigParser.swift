@@ -241,8 +241,8 @@ struct ConfigParser {
                         }
                         c.hostWait = d
                     } else {
-                        guard d >= .zero && d <= .seconds(7 * 86_400) else {
-                            error(e.line, e.key, "'\(v)' is out of range", "use 0s to 7d")
+                        guard d <= .seconds(7 * 86_400) else {
+                            error(e.line, e.key, "'\(v)' is out of range", "use 1s to 7d")
                             continue
                         }
                         if e.key == "DNSTTLFloor" { c.dnsTTLFloor = d } else { c.dnsTTLCeiling = d }

@@ -75,10 +75,10 @@ func errors(_ text: String) -> [String] {
     }
 
     @Test func hostLearningKeys() throws {
-        let i = try parse(minimalInterface + "QUIC = Block-Unknown\nHostWait = 250ms\nDNSTTLFloor = 0s\nDNSTTLCeiling = 1h\n").interface
+        let i = try parse(minimalInterface + "QUIC = Block-Unknown\nHostWait = 250ms\nDNSTTLFloor = 5s\nDNSTTLCeiling = 1h\n").interface
         #expect(i.quic == "block-unknown")
         #expect(i.hostWait == .milliseconds(250))
-        #expect(i.dnsTTLFloor == .zero)
+        #expect(i.dnsTTLFloor == .seconds(5))
         #expect(i.dnsTTLCeiling == .seconds(3600))
         let d = try parse(minimalInterface).interface
         #expect(d.quic == "inspect" && d.hostWait == .seconds(1))
