@@ -92,6 +92,10 @@ check_output "status --json has the counters" '"dns-answers" : [1-9]' $CTL statu
 for h in allowed.test blocked.test rejected.test ads.example.com tracker.test quic-blocked.test quic-ok.test; do
   check "tunnelctl flows shows $h" wait_for 10 bash -c "$CTL flows --since forever | grep -q ' $h '"
 done
+check_output "tunnelctl explain FLOW with host lists the daemon's blocked flows of that name" \
+  "\(blocked\.test\) block, out" $CTL explain "tcp $TV_C_TUN -> $TV_SRV:4433 host blocked.test"
+check_output "tunnelctl policy test agrees: blocked by the host rule" '^verdict block' \
+  $CTL policy test "tcp $TV_C_TUN -> $TV_SRV:4433 host blocked.test"
 check_output "tunnelctl policy check no longer says host rules are for policy test only" 'waits up to 1 s' \
   $CTL policy check
 tv_summary
