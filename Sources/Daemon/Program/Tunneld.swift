@@ -134,8 +134,10 @@ public enum Tunneld {
         }
         for step in netlink.journal { log.info("interface: \(step)") }
 
-        let bind = try LinuxDatagramBind(port: iface.listenPort, segmentation: offload)
-        log.info("listening on UDP port \(bind.port) (\(bind.buffers)\(offload ? ", UDP GSO" : ""))")
+        // TUNNELD_UDP_GRO=off keeps UDP GSO but receives datagram by datagram (benchmarks compare).
+        let bind = try LinuxDatagramBind(port: iface.listenPort, segmentation: offload,
+                                         coalescing: offload && ProcessInfo.processInfo.environment["TUNNELD_UDP_GRO"] != "off")
+        log.info("listening on UDP port \(bind.port) (\(bind.buffers)\(offload ? ", UDP GSO" : "")\(bind.receiveCoalescing ? ", UDP GRO" : ""))")
         let engine = GatewayEngine(device: device, tun: tun, bind: bind, clock: SystemClock(), policy: policy,
                                    options: Tunneld.gatewayOptions(iface), log: log)
         // BEGIN session/history (issue 5): store, history recorder, free-session watchdog. Must open
