@@ -88,7 +88,7 @@ let package = Package(
         .testTarget(name: "CoreTests", dependencies: ["Core"], swiftSettings: strict),
         .testTarget(name: "SessionsTests", dependencies: ["Core", "Sessions"], swiftSettings: strict),
         .testTarget(name: "RuntimeTests", dependencies: ["Core", "Runtime", "CShims"], swiftSettings: strict),
-        .testTarget(name: "PacketTests", dependencies: ["Core", "Packet", "COpenSSL"], swiftSettings: strict),
+        .testTarget(name: "PacketTests", dependencies: ["Core", "Packet", "COpenSSL", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "PolicyTests", dependencies: ["Core", "Policy", "Packet"], swiftSettings: strict),
         .testTarget(
             name: "WireGuardTests", dependencies: ["Core", "WireGuard", "Packet", "CSodium", "CBlake2"], exclude: ["vectors"],

@@ -224,6 +224,30 @@ struct ConfigParser {
                     else if e.key == "FreePause" { c.freePause = d }
                     else { c.watchdogInterval = d }
                 }
+            case "QUIC":
+                guard ["inspect", "block-unknown"].contains(v.lowercased()) else {
+                    error(e.line, e.key, "'\(v)' is not a QUIC setting", "use inspect (the default) or block-unknown")
+                    continue
+                }
+                c.quic = v.lowercased()
+            case "HostWait", "DNSTTLFloor", "DNSTTLCeiling":
+                switch Result(catching: { () throws(ValueError) -> Duration in .milliseconds(try DurationFormat.parseFinite(v)) }) {
+                case .failure(let p): error(e.line, e.key, p.message, p.hint)
+                case .success(let d):
+                    if e.key == "HostWait" {
+                        guard d >= .milliseconds(10) && d <= .seconds(10) else {
+                            error(e.line, e.key, "'\(v)' is out of range", "use 10ms to 10s; 1s is the default")
+                            continue
+                        }
+                        c.hostWait = d
+                    } else {
+                        guard d <= .seconds(7 * 86_400) else {
+                            error(e.line, e.key, "'\(v)' is out of range", "use 1s to 7d")
+                            continue
+                        }
+                        if e.key == "DNSTTLFloor" { c.dnsTTLFloor = d } else { c.dnsTTLCeiling = d }
+                    }
+                }
             case "PublicEndpoint":
                 guard let ep = HostPort(v) else {
                     error(e.line, e.key, "'\(v)' is not an endpoint", "write the host:port clients reach this gateway at, e.g. vpn.example.org:51820")

@@ -48,6 +48,14 @@ public struct InterfaceConfig: Hashable, Sendable {
     public var publicEndpoint: HostPort?
     /// Tier of a peer added over the UAPI (`wg set`) without one (`DefaultTier`, default `free`).
     public var defaultTier: PeerTier = .free
+    /// `QUIC`: what a UDP/443 flow whose host name cannot be read gets when a `host` rule could
+    /// decide it: `inspect` (decided without a host) or `block-unknown` (blocked).
+    public var quic: String = "inspect"
+    /// `HostWait`: how long a flow waits for its host name before it is decided without one.
+    public var hostWait: Duration = .seconds(1)
+    /// `DNSTTLFloor` / `DNSTTLCeiling`: the DNS TTLs honoured for names learned from answers.
+    public var dnsTTLFloor: Duration = .seconds(60)
+    public var dnsTTLCeiling: Duration = .seconds(86_400)
     /// wg-quick's `DNS` (a client setting, kept for `tunnelctl peer add`'s `--dns` default; tunneld
     /// does not use it). Items as written: addresses or search domains.
     public var dns: [String] = []

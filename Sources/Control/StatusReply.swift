@@ -34,13 +34,19 @@ public struct StatusReply: Hashable, Sendable, Codable {
     public var policy: PolicySummary
     /// TUN and UDP offloads (absent from daemons that predate them).
     public var offload: OffloadStatus?
+    /// Host learning by counter (`pending`, `held-packets`, `pending-timeouts`, `dns-answers`,
+    /// `dns-malformed`, …; docs/hosts.md). Absent when no rule matches on `host` and nothing
+    /// was counted, and from daemons that predate it.
+    public var hosts: [String: UInt64]?
 
     /// A status reply from its fields.
     public init(
         pid: Int32, startedAtMs: Int64, uptimeSeconds: Int64, version: String, interface: String, listenPort: UInt16,
         addresses: [String], peersConfigured: Int, peersConnected: Int, flowsActive: Int, drops: [String: UInt64],
-        storeQueueDrops: UInt64, policy: PolicySummary, offload: OffloadStatus? = nil, store: StoreHealth? = nil
+        storeQueueDrops: UInt64, policy: PolicySummary, offload: OffloadStatus? = nil, store: StoreHealth? = nil,
+        hosts: [String: UInt64]? = nil
     ) {
+        self.hosts = hosts
         self.offload = offload
         self.store = store
         self.pid = pid

@@ -51,23 +51,77 @@ public enum GatewayDrop: Int, CaseIterable, Sendable, CustomStringConvertible {
     }
 }
 
+/// What host learning did (DESIGN.md §5, docs/hosts.md): not drops, but shown beside them in
+/// `tunnelctl status` (`hosts`).
+public enum HostEvent: Int, CaseIterable, Sendable, CustomStringConvertible {
+    /// Flows that waited (pending) for their host name.
+    case pending
+    /// Packets held while their flow was pending.
+    case heldPackets
+    /// Pending flows decided without a host because a flow held its most packets.
+    case heldOverflow
+    /// Flows decided without a host because every pending record was taken.
+    case pendingOverflow
+    /// Pending flows decided without a host after the pending timeout.
+    case timeouts
+    /// Pending flows whose payload named no host, or not one that could be read.
+    case unreadable
+    /// Held packets dropped because their flow ended while pending.
+    case discarded
+    /// Host names read from a TLS ClientHello, HTTP request or QUIC Initial.
+    case learned
+    /// UDP/443 flows blocked because their QUIC Initial could not be read (`QUIC = block-unknown`).
+    case quicUnknownBlocked
+    /// DNS responses to peers whose addresses were learned.
+    case dnsAnswers
+    /// DNS responses to peers that were malformed or truncated (ignored).
+    case dnsMalformed
+
+    public var description: String {
+        switch self {
+        case .pending: "pending"
+        case .heldPackets: "held-packets"
+        case .heldOverflow: "held-overflow"
+        case .pendingOverflow: "pending-overflow"
+        case .timeouts: "pending-timeouts"
+        case .unreadable: "unreadable"
+        case .discarded: "held-discarded"
+        case .learned: "learned"
+        case .quicUnknownBlocked: "quic-unknown-blocked"
+        case .dnsAnswers: "dns-answers"
+        case .dnsMalformed: "dns-malformed"
+        }
+    }
+}
+
 /// Lock-free counters of the data path's drops by reason (per-peer bytes are the WireGuard
 /// device's, flows opened/evicted are the flow table's `stats`). Threads add with
 /// relaxed atomics (a counter is a statistic, not a synchronisation point).
 public final class GatewayCounters: @unchecked Sendable {
-    // Safe: `drops` points at atomics allocated once in init and freed in deinit; every access
+    // Safe: `drops` and `hosts` point at atomics allocated once in init and freed in deinit; every access
     // goes through the atomics.
     private let drops: UnsafeMutablePointer<Atomic<UInt64>>
+    private let hosts: UnsafeMutablePointer<Atomic<UInt64>>
 
     public init() {
         drops = .allocate(capacity: GatewayDrop.allCases.count)
         for i in 0..<GatewayDrop.allCases.count { (drops + i).initialize(to: Atomic(0)) }
+        hosts = .allocate(capacity: HostEvent.allCases.count)
+        for i in 0..<HostEvent.allCases.count { (hosts + i).initialize(to: Atomic(0)) }
     }
 
     deinit {
         drops.deinitialize(count: GatewayDrop.allCases.count)
         drops.deallocate()
+        hosts.deinitialize(count: HostEvent.allCases.count)
+        hosts.deallocate()
     }
+
+    @inline(__always) public func host(_ event: HostEvent, _ n: UInt64 = 1) {
+        hosts[event.rawValue].add(n, ordering: .relaxed)
+    }
+
+    public func count(_ event: HostEvent) -> UInt64 { hosts[event.rawValue].load(ordering: .relaxed) }
 
     @inline(__always) public func drop(_ reason: GatewayDrop, _ n: UInt64 = 1) {
         drops[reason.rawValue].add(n, ordering: .relaxed)

@@ -16,7 +16,8 @@ extension GatewayEngine {
     func inboundLoop() {
         let batchSize = options.batchSize
         let rx = PacketBatch(capacity: batchSize, slotSize: datagramSlotSize)
-        let toTun = PacketBatch(capacity: batchSize, slotSize: datagramSlotSize)
+        // Room for a batch and for packets released by flows that stopped waiting for their host.
+        let toTun = PacketBatch(capacity: batchSize * 2, slotSize: datagramSlotSize)
         let toNet = PacketBatch(capacity: batchSize * 2, slotSize: datagramSlotSize)
         let netValid = UnsafeMutablePointer<Bool>.allocate(capacity: toNet.capacity)
         let dataPeer = UnsafeMutablePointer<UInt32>.allocate(capacity: batchSize)
@@ -39,7 +40,9 @@ extension GatewayEngine {
                 if !full {
                     switch try bind.waitReadable(timeoutMilliseconds: 250) {
                     case .closed: return
-                    case .timedOut: continue
+                    case .timedOut:
+                        releaseHeld(into: toTun)
+                        continue
                     case .readable: break
                     }
                 }
@@ -114,14 +117,20 @@ extension GatewayEngine {
                                   minute: minute, nowMs: nowMs)
                     {
                     case .allow:
+                        // Packets a flow held while it waited for its host go first.
+                        if hostGate.hasReleased { hostGate.drain(into: toTun) }
                         let t = toTun.count
+                        guard t < toTun.capacity else {
+                            counters.drop(.tunBusy)
+                            continue
+                        }
                         toTun.slot(t).baseAddress!.copyMemory(from: packet.baseAddress!, byteCount: packet.count)
                         toTun.offsets[t] = 0
                         toTun.lengths[t] = packet.count
                         toTun.count = t + 1
-                    case .block, .pending:
-                        // `decide` answers only rule actions: a flow is never held (pending)
-                        // until host rules run on the data path; were one, it waits dropped.
+                    case .pending:
+                        break  // held until the flow's host is known (HostGate)
+                    case .block:
                         counters.drop(.policyBlock)
                     case .reject:
                         counters.drop(.policyReject)
@@ -136,6 +145,7 @@ extension GatewayEngine {
                         }
                     }
                 }
+                if hostGate.hasReleased { hostGate.drain(into: toTun) }
                 observer?.endBatch()
             }
 
@@ -253,7 +263,7 @@ extension GatewayEngine {
         let rd = PacketBatch(capacity: batchSize, slotSize: datagramSlotSize, headroom: 16)
         let valid = UnsafeMutablePointer<Bool>.allocate(capacity: batchSize)
         let sendPeer = UnsafeMutablePointer<UInt32>.allocate(capacity: batchSize)
-        let toTun = PacketBatch(capacity: batchSize, slotSize: datagramSlotSize)
+        let toTun = PacketBatch(capacity: batchSize * 2, slotSize: datagramSlotSize)
         let control = PacketBatch(capacity: 8, slotSize: 256)
         let controlValid = UnsafeMutablePointer<Bool>.allocate(capacity: 8)
         var minutes = MinuteClock()
@@ -270,7 +280,9 @@ extension GatewayEngine {
                 if !full {
                     switch try tun.waitReadable(timeoutMilliseconds: 250) {
                     case .closed: return
-                    case .timedOut: continue
+                    case .timedOut:
+                        releaseHeld(into: toTun)
+                        continue
                     case .readable: break
                     }
                 }
@@ -316,13 +328,20 @@ extension GatewayEngine {
                     {
                     case .allow:
                         sendPeer[i] = UInt32(peer)
-                    case .block, .pending:
-                        // `decide` answers only rule actions: a flow is never held (pending)
-                        // until host rules run on the data path; were one, it waits dropped.
+                        // DNS answers the gateway forwards to the peer teach it names (host rules only).
+                        if parsed.sourcePort == 53, parsed.proto == .udp || parsed.proto == .tcp,
+                            policy.compiled.hasHostRules
+                        {
+                            hostGate.learnDNS(parsed, packet, peer: UInt32(peer), nowMs: nowMs)
+                        }
+                    case .pending:
+                        break  // not reached: only a flow's originator (the peer) has packets held
+                    case .block:
                         counters.drop(.policyBlock)
                     case .reject:
                         counters.drop(.policyReject)
                         let t = toTun.count
+                        guard t < toTun.capacity else { continue }
                         if let len = buildRejection(answering: packet, parsed, into: toTun.slot(t)) {
                             toTun.offsets[t] = 0
                             toTun.lengths[t] = len
@@ -330,6 +349,7 @@ extension GatewayEngine {
                         }
                     }
                 }
+                if hostGate.hasReleased { hostGate.drain(into: toTun) }
                 observer?.endBatch()
             }
             if toTun.count > 0 { writeAll(toTun) }
@@ -372,6 +392,9 @@ extension GatewayEngine {
         let control = PacketBatch(capacity: 64, slotSize: datagramSlotSize)
         let valid = UnsafeMutablePointer<Bool>.allocate(capacity: 64)
         defer { valid.deallocate() }
+        // Answers to rejected flows that stopped waiting for their host: (peer, slot, length).
+        var rejects: [(peer: PeerHandle, slot: Int, length: Int)] = []
+        rejects.reserveCapacity(64)
         while running.load(ordering: .relaxed) {
             Sys.sleep(milliseconds: Int(options.tickMilliseconds))
             let now = clock.boottimeNanoseconds()
@@ -409,6 +432,16 @@ extension GatewayEngine {
                 events?.timerTick(flows: table, monoMs: nowMs)
                 observer?.endBatch()
             }
+            // Pending flows past their wait are decided without a host; a rejected one's
+            // answer goes back to its peer. Their released packets leave with the next data-path
+            // batch (or its idle wake-up, within 250 ms).
+            control.count = 0
+            rejects.removeAll(keepingCapacity: true)
+            withFlows { table in expirePending(table, nowMs: nowMs, control: control, rejects: &rejects) }
+            if !rejects.isEmpty {
+                for r in rejects { seal(peer: r.peer, batch: control, slot: r.slot, length: r.length, now: now, valid: valid) }
+                sendRuns(control, valid: valid)
+            }
             if let boundary = policy.nextBoundary, clock.wallMilliseconds() / 1000 >= boundary {
                 restampPolicy()
                 log.info("policy: time boundary passed; generation \(policy.generation), flows re-evaluate")
@@ -417,6 +450,14 @@ extension GatewayEngine {
     }
 
     // MARK: shared steps
+
+    /// Writes the packets released by flows that stopped waiting for their host (decided by the
+    /// timer), when the thread has nothing else to do.
+    func releaseHeld(into toTun: PacketBatch) {
+        toTun.count = 0
+        withFlows { _ in if hostGate.hasReleased { hostGate.drain(into: toTun) } }
+        if toTun.count > 0 { writeAll(toTun) }
+    }
 
     /// Tracks the packet's flow and returns its verdict: the cached one when it carries the
     /// current generation, otherwise a fresh evaluation (stamped and counted).
@@ -449,19 +490,57 @@ extension GatewayEngine {
         if let ended = t.ended { observer?.flowEnded(ended, peer: ended.entry.key == key ? peer : observedNoPeer) }
         let entry = table[t.handle]
         if entry.verdictGeneration == policy.generation, let cached = Verdict(rawValue: entry.verdictAction) {
+            if cached == .pending {
+                return pendingPacket(table, t.handle, p, packet, peer: peer, fromPeer: fromPeer, isReply: t.isReply,
+                                     policy: policy, watcher: observer, nowMs: nowMs)
+            }
             observer?.packet(ObservedBytes(packet), p, handle: t.handle, entry: entry, opened: t.opened,
                              action: cached, peer: peer, fromPeer: fromPeer)
             return cached
         }
         // The flow's originator sent its first packet; a reply's sender is the other side.
         let originIsPeer = t.isReply ? !fromPeer : fromPeer
-        let q = PolicyQuery(
+        var q = PolicyQuery(
             direction: originIsPeer ? .out : .in, proto: p.proto,
             source: t.isReply ? p.destination : p.source, destination: t.isReply ? p.source : p.destination,
             sourcePort: t.isReply ? p.destinationPort : p.sourcePort,
             destinationPort: t.isReply ? p.sourcePort : p.destinationPort,
             peer: policy.peerID(peer), tier: policy.tier(peer), host: nil, minuteOfWeek: minute)
-        let v = policy.compiled.evaluate(q)
+        var v = policy.compiled.evaluate(q)
+        var host: String?
+        if policy.compiled.hasHostRules {
+            // Host rules (DESIGN.md §5): the name from the flow's first payload, else the DNS
+            // names its peer looked up for the destination. A flow whose verdict could change
+            // with a name not yet read waits (pending); no other flow pays anything more here.
+            let slot = t.handle.index
+            hostGate.prepare()
+            hostGate.claim(slot, id: entry.id)
+            if hostGate.isPending(slot) {
+                // A new policy generation while the flow waits: it keeps waiting, under it.
+                hostGate.updateQuery(slot, q)
+                table.setVerdict(t.handle, generation: policy.generation, action: Verdict.pending.rawValue, ruleIndex: -1)
+                return pendingPacket(table, t.handle, p, packet, peer: peer, fromPeer: fromPeer, isReply: t.isReply,
+                                     policy: policy, watcher: observer, nowMs: nowMs)
+            }
+            if let (name, source) = hostGate.host(slot), source != .dns {
+                q.host = name
+                v = policy.compiled.evaluate(q)
+                host = name
+            } else if policy.compiled.verdictDependsOnHost(q, v) {
+                let learnable = originIsPeer && !hostGate.isDone(slot)
+                    && (p.proto == .tcp || (p.proto == .udp && q.destinationPort == 443))
+                if learnable && hostGate.begin(t.handle, id: entry.id, peer: peer, query: q, quic: p.proto == .udp,
+                                               opened: t.opened, nowMs: nowMs)
+                {
+                    table.setVerdict(t.handle, generation: policy.generation, action: Verdict.pending.rawValue, ruleIndex: -1)
+                    if let ended = t.ended { events?.flowEnded(ended) }
+                    return pendingPacket(table, t.handle, p, packet, peer: peer, fromPeer: fromPeer, isReply: t.isReply,
+                                         policy: policy, watcher: observer, nowMs: nowMs)
+                }
+                (v, host) = withoutReadHost(q, peer: peer, policy: policy, nowMs: nowMs)
+                hostGate.markDone(slot, host: host, source: host == nil ? nil : .dns)
+            }
+        }
         policy.hit(v)
         table.setVerdict(t.handle, generation: policy.generation, action: v.action.rawValue, ruleIndex: v.ruleIndex)
         // The observer first: it assigns the flow's first capture location, which history records.
@@ -471,9 +550,112 @@ extension GatewayEngine {
         }
         if let events {
             if let ended = t.ended { events.flowEnded(ended) }
-            events.flowDecided(table[t.handle], peer: peer, verdict: v, policy: policy, opened: t.opened)
+            events.flowDecided(table[t.handle], peer: peer, verdict: v, policy: policy, opened: t.opened, host: host)
         }
         return v.action
+    }
+
+    /// A packet of a pending flow. Handshake packets (no payload) pass; the originator's payload
+    /// is read for the host (held while more is needed); a reply with payload (the server spoke
+    /// first) shows the flow names none. Once the flow is decided its held packets are released
+    /// (allow: `HostGate.drain`) or dropped, and the verdict is cached. Returns `.pending` for a
+    /// packet that was held (consumed, not a drop), else the verdict this packet follows.
+    func pendingPacket(_ table: FlowTable, _ handle: FlowHandle, _ p: ParsedPacket, _ packet: UnsafeRawBufferPointer,
+                       peer: UInt32, fromPeer: Bool, isReply: Bool, policy: ActivePolicy,
+                       watcher observer: (any PacketObserving)?, nowMs: Int64) -> Verdict
+    {
+        let slot = handle.index
+        let step: HostGate.Step?
+        if !isReply {
+            step = hostGate.step(slot, p, packet)
+        } else {
+            step = p.payloadLength > 0 && !p.tcpFlags.contains(.rst) ? HostGate.Step.none : nil
+        }
+        guard let step else {
+            observer?.packet(ObservedBytes(packet), p, handle: handle, entry: table[handle], opened: false,
+                             action: .pending, peer: peer, fromPeer: fromPeer)
+            return .allow
+        }
+        let record = hostGate.record(slot)
+        var q = record.query
+        q.peer = policy.peerID(record.peer)
+        q.tier = policy.tier(record.peer)
+        let v: PolicyVerdict
+        var host: String?
+        var source: HostSource?
+        switch step {
+        case .held:
+            observer?.packet(ObservedBytes(packet), p, handle: handle, entry: table[handle], opened: false,
+                             action: .pending, peer: peer, fromPeer: fromPeer)
+            return .pending
+        case .found(let name, let from):
+            counters.host(.learned)
+            q.host = name
+            v = policy.compiled.evaluate(q)
+            host = name
+            source = from
+        case .none, .overflow:
+            (v, host) = withoutReadHost(q, peer: record.peer, policy: policy, nowMs: nowMs)
+            if host != nil { source = .dns }
+        case .blockUnknown:
+            counters.host(.quicUnknownBlocked)
+            v = PolicyVerdict(action: .block, ruleIndex: -1, direction: q.direction)
+        }
+        hostGate.finish(slot, verdict: v.action)
+        settlePending(table, handle, record: record, verdict: v, host: host, source: source, policy: policy)
+        observer?.packet(ObservedBytes(packet), p, handle: handle, entry: table[handle], opened: false,
+                         action: v.action, peer: peer, fromPeer: fromPeer)
+        return v.action
+    }
+
+    /// Caches the final verdict of a flow that was pending and tells history (with its host).
+    func settlePending(_ table: FlowTable, _ handle: FlowHandle, record: HostGate.Record, verdict v: PolicyVerdict,
+                       host: String?, source: HostSource?, policy: ActivePolicy)
+    {
+        hostGate.markDone(handle.index, host: host, source: source)
+        policy.hit(v)
+        table.setVerdict(handle, generation: policy.generation, action: v.action.rawValue, ruleIndex: v.ruleIndex)
+        events?.flowDecided(table[handle], peer: record.peer, verdict: v, policy: policy, opened: record.opened,
+                            host: host)
+    }
+
+    /// The verdict of a flow whose own payload gave no name: with the DNS names its peer looked
+    /// up for the destination (any matching counts), and the first of them to show; without a
+    /// host when none is known.
+    func withoutReadHost(_ q: PolicyQuery, peer: UInt32, policy: ActivePolicy, nowMs: Int64) -> (PolicyVerdict, String?) {
+        var plain = q
+        plain.host = nil
+        guard q.direction == .out else { return (policy.compiled.evaluate(plain), nil) }
+        let names = hostGate.dnsNames(peer: peer, address: q.destination, nowMs: nowMs)
+        var it = names.makeIterator()
+        guard let first = it.next() else { return (policy.compiled.evaluate(plain), nil) }
+        return (policy.compiled.evaluate(plain, anyOf: names), String(decoding: first, as: UTF8.self))
+    }
+
+    /// Decides the pending flows that learned nothing within `hostPendingTimeoutMs`, without a
+    /// host (their DNS names count); a rejected one with held packets gets its answer built
+    /// into `control` for `peer` (returned, to encrypt after the lock). Timer thread, flow lock held.
+    func expirePending(_ table: FlowTable, nowMs: Int64, control: PacketBatch,
+                       rejects: inout [(peer: PeerHandle, slot: Int, length: Int)])
+    {
+        let policy = self.policy
+        hostGate.expire(before: nowMs - options.hostPendingTimeoutMs, alive: { table[$0].id == $1 }) { record in
+            var q = record.query
+            q.peer = policy.peerID(record.peer)
+            q.tier = policy.tier(record.peer)
+            let (v, host) = withoutReadHost(q, peer: record.peer, policy: policy, nowMs: nowMs)
+            let last = hostGate.finish(record.handle.index, verdict: v.action)
+            settlePending(table, record.handle, record: record, verdict: v, host: host, source: host == nil ? nil : .dns,
+                          policy: policy)
+            if v.action == .reject, let last, control.count < control.capacity, let parsed = try? PacketParser.parse(last) {
+                let k = control.count
+                let room = UnsafeMutableRawBufferPointer(rebasing: control.slot(k)[16..<(16 + min(tun.mtu, datagramSlotSize - 48))])
+                if let len = buildRejection(answering: last, parsed, into: room) {
+                    control.count = k + 1
+                    rejects.append((PeerHandle(rawValue: record.peer), k, len))
+                }
+            }
+        }
     }
 
     /// Gives a later fragment its datagram's ports (RFC 791 / RFC 8200 reassembly key), so it

@@ -9,11 +9,14 @@
 //            batch: parse the inner packet, drop it unless its source is in the sending peer's
 //            AllowedIPs (cryptokey routing), track its flow, take or reuse the flow's verdict
 //            (allow: copy to the TUN batch; block: drop; reject: build an RST / ICMP unreachable
-//            that goes back through the tunnel) → write the TUN batch → encrypt and sendmmsg the
+//            that goes back through the tunnel; pending — host rules only — handshake passes, the
+//            first payload is held by HostGate until the flow's host is read, then released or
+//            dropped) → write the TUN batch → encrypt and sendmmsg the
 //            replies, and any packets that were waiting for the handshake that just completed.
 //   outbound (TUN → UDP): read a batch from the TUN device at 16 bytes of headroom → under the
 //            flow lock: parse, find the destination peer in the AllowedIPs trie, track the flow,
-//            verdict → outside the lock: encrypt each packet in place → sendmmsg runs of slots.
+//            verdict (DNS answers to the peer teach HostGate names) → outside the lock: encrypt
+//            each packet in place → sendmmsg runs of slots.
 //            A peer without a session gets the packet queued (bounded) and a handshake started.
 //   handshake  the handshake queue → only messages that pass `HandshakeScreen` (right length,
 //            valid mac1) count toward "under load" (more than `underLoadHandshakesPerSecond` in
@@ -22,7 +25,8 @@
 //            sendmmsg the responses and cookie replies, and the packets that waited for a
 //            handshake that just completed. The X25519 work of a flood never delays transport data.
 //   timers   every 100 ms: WireGuardDevice.tick (handshake retries, keepalives, key expiry),
-//            an incremental flow-expiry sweep, and the policy's next `during` boundary.
+//            an incremental flow-expiry sweep, pending flows past `HostWait` decided without a
+//            host, and the policy's next `during` boundary.
 //
 // The flow table and policy verdicts are shared by the first two threads behind one mutex taken
 // once per batch. The policy in force and the AllowedIPs trie are immutable snapshots swapped
@@ -57,6 +61,21 @@ public struct GatewayOptions: Sendable {
     /// system (`SystemRandomNumberGenerator`, getrandom(2)) for every engine, so peers cannot
     /// predict which keys share a bucket. Set it only to reproduce a run.
     public var flowHashSeed: UInt64? = nil
+    /// Flows that may wait for their host name at once (DESIGN.md §5); beyond, a flow is
+    /// decided without one (counted `pending-overflow`). Each costs a 16 KiB reassembly buffer
+    /// and `hostHeldPacketsPerFlow` MTU-sized packets, allocated when host rules first apply.
+    public var hostPendingFlows = 256
+    /// Packets held per pending flow at most; one more decides it without a host (`held-overflow`).
+    public var hostHeldPacketsPerFlow = 8
+    /// How long a pending flow waits for its host name before it is decided without one.
+    public var hostPendingTimeoutMs: Int64 = 1000
+    /// Addresses the DNS-learned name cache holds (all peers together; LRU beyond).
+    public var dnsCacheAddresses = 16_384
+    /// The shortest and longest DNS TTL honoured for learned names, seconds.
+    public var dnsTTLFloor: UInt32 = 60
+    public var dnsTTLCeiling: UInt32 = 86_400
+    /// UDP/443 flows whose host cannot be read (`QUIC =`).
+    public var quic: QUICHostMode = .inspect
     public init() {}
 }
 
@@ -87,6 +106,9 @@ public final class GatewayEngine: @unchecked Sendable {
     public var flowHashSeed: UInt64 { flowBox.table.hashSeed }
     /// Later IP fragments → their datagram's ports; used only under the `flows` lock.
     let fragments = FragmentBox()
+    /// Host learning: DNS-learned names, pending flows and their held packets; used only
+    /// under the flow lock.
+    let hostGate: HostGate
     let pending = Mutex<[UInt32: PendingPackets]>([:])
     let handshakeWindow = Mutex<(second: UInt64, count: Int)>((0, 0))
     /// Handshake messages from the inbound thread to the handshake thread.
@@ -119,6 +141,7 @@ public final class GatewayEngine: @unchecked Sendable {
         handshakes = HandshakeQueue(capacity: max(1, options.handshakeQueueCapacity))
         var random = SystemRandomNumberGenerator()
         flowBox = FlowBox(FlowTable(capacity: options.flowCapacity, hashSeed: options.flowHashSeed ?? random.next()))
+        hostGate = HostGate(options: options, counters: counters, flowCapacity: options.flowCapacity, mtu: tun.mtu)
         let now = clock.wallMilliseconds()
         policyState = Mutex(ActivePolicy(
             compiled: policy.1, set: policy.0, generation: 1, loadedAtMs: now, peers: [],
@@ -188,6 +211,7 @@ public final class GatewayEngine: @unchecked Sendable {
     public func removePeer(_ handle: PeerHandle) {
         device.removePeer(handle)
         pending.withLock { $0[handle.rawValue] = nil }
+        withFlows { _ in hostGate.forget(peer: handle.rawValue) }
         registry.remove(handle)
     }
 

@@ -41,3 +41,9 @@ public struct PolicyDefault: Sendable, Hashable {
     /// The line as written, or a description of the built-in default.
     public var text: String
 }
+
+extension PolicySet {
+    /// Above this many rules `policy check` does not look for rules shadowed by earlier ones
+    /// (the check is quadratic; it is advice, not safety).
+    public static var shadowCheckLimit: Int { PolicyAnalysis.shadowCheckLimit }
+}

@@ -198,4 +198,41 @@ public enum TestPackets {
         ipv4(6, from: src, to: dst, [UInt8(sport >> 8), UInt8(sport & 0xff), UInt8(dport >> 8), UInt8(dport & 0xff),
                                      0, 0, 0x10, 0, 0, 0, 0, 0, 0x50, 0x02, 0xff, 0xff, 0, 0, 0, 0])
     }
+
+    /// A TCP segment (20-byte header, no options) with `flags` (TCP flag bits), `seq` and `payload`.
+    public static func tcp(from src: String, _ sport: UInt16, to dst: String, _ dport: UInt16, seq: UInt32,
+                           ack: UInt32 = 0, flags: UInt8, payload: [UInt8] = []) -> [UInt8]
+    {
+        ipv4(6, from: src, to: dst, be16(sport) + be16(dport) + be32(seq) + be32(ack) + [0x50, flags]
+             + [0xff, 0xff, 0, 0, 0, 0] + payload)
+    }
+
+    /// A TLS 1.3-style ClientHello naming `serverName`, in one record, padded with a key-share-sized
+    /// extension to about `size` bytes (so tests can split it over segments).
+    public static func tlsClientHello(serverName: String, size: Int = 1500) -> [UInt8] {
+        var body: [UInt8] = [3, 3] + [UInt8](repeating: 0x5A, count: 32) + [32] + [UInt8](repeating: 7, count: 32)
+        body += be16(4) + [0x13, 0x01, 0x13, 0x02] + [1, 0]
+        var ext: [UInt8] = []
+        func add(_ t: UInt16, _ b: [UInt8]) { ext += be16(t) + be16(UInt16(b.count)) + b }
+        add(0x002B, [2, 3, 4])
+        add(0x0015, [UInt8](repeating: 0, count: max(0, size - 150)))  // padding (RFC 7685)
+        let n = Array(serverName.utf8)
+        add(0x0000, be16(UInt16(n.count + 3)) + [0] + be16(UInt16(n.count)) + n)
+        body += be16(UInt16(ext.count)) + ext
+        let hs: [UInt8] = [1, 0] + be16(UInt16(body.count)) + body
+        return [22, 3, 1] + be16(UInt16(hs.count)) + hs
+    }
+
+    /// A DNS response (RFC 1035 §4) to an A query for `name`: one A record `address` with `ttl`.
+    public static func dnsResponse(id: UInt16 = 0x1234, name: String, address: String, ttl: UInt32 = 300) -> [UInt8] {
+        var q: [UInt8] = []
+        for label in name.split(separator: ".") { q += [UInt8(label.utf8.count)] + Array(label.utf8) }
+        q += [0]
+        let a = IPAddress(address)!.v4
+        return be16(id) + [0x81, 0x80] + be16(1) + be16(1) + be16(0) + be16(0) + q + be16(1) + be16(1)
+            + [0xC0, 0x0C] + be16(1) + be16(1) + be32(ttl) + be16(4) + be32(a)
+    }
+
+    public static func be16(_ v: UInt16) -> [UInt8] { [UInt8(v >> 8), UInt8(v & 0xff)] }
+    public static func be32(_ v: UInt32) -> [UInt8] { [UInt8(v >> 24), UInt8(v >> 16 & 0xff), UInt8(v >> 8 & 0xff), UInt8(v & 0xff)] }
 }

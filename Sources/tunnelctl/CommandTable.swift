@@ -208,7 +208,7 @@ extension Tunnelctl {
                       OptionSpec("--blocked", help: "only blocked and rejected flows"),
                       .json("docs/session.md"), .config],
             help: """
-                The store's flow rows, newest first: the 5-tuple, verdict and rule, packets and bytes each way, \
+                The store's flow rows, newest first: the 5-tuple, the host it is known by (TLS SNI, HTTP Host, QUIC SNI or DNS name), verdict and rule, packets and bytes each way, \
                 first and last seen, and whether the flow is still open. Never needs the daemon.
 
                 Exit 1 when --peer names no configured peer, or when the configuration or the store cannot be \

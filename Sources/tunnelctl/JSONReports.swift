@@ -39,6 +39,8 @@ struct StatusJSON: Encodable {
     @Nullable var offload: Offload?
     /// Null from a daemon that does not report its store writer's health.
     @Nullable var store: Store?
+    /// Host learning counters; null when no rule matches on `host` (or an older daemon).
+    @Nullable var hosts: [String: UInt64]?
 
     /// The store writer: records lost per family, the outage in progress.
     struct Store: Encodable {
@@ -61,6 +63,7 @@ struct StatusJSON: Encodable {
         peersConnected = s.peersConnected
         flowsActive = s.flowsActive
         drops = s.drops
+        hosts = s.hosts
         storeQueueDrops = s.storeQueueDrops
         policy = PolicySummaryJSON(s.policy)
         store = s.store.map {

@@ -190,6 +190,12 @@ extension Tunnelctl {
                 + "\(o.superPacketsRead) super-packets read, \(o.superPacketsWritten) written "
                 + "(\(o.packetsCoalesced) packets coalesced); \(o.coalescedDatagrams) datagrams received in \(o.coalescedReceives) coalesced messages")
         }
+        if let hosts = s.hosts {
+            let order = ["pending", "learned", "held-packets", "held-overflow", "pending-overflow", "pending-timeouts",
+                         "unreadable", "held-discarded", "quic-unknown-blocked", "dns-answers", "dns-malformed"]
+            let known = order.filter { hosts[$0] != nil } + hosts.keys.filter { !order.contains($0) }.sorted()
+            lines.append("host learning: " + (known.isEmpty ? "nothing yet" : known.map { "\($0) \(hosts[$0]!)" }.joined(separator: ", ")))
+        }
         if s.drops.isEmpty {
             lines.append("drops: none")
         } else {

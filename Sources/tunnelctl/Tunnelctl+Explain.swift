@@ -25,6 +25,7 @@ extension Tunnelctl {
         let matching = try (store?.flows(peer: flow.peer, limit: 100_000) ?? []).filter { f in
             f.proto == flow.proto.rawValue && f.dst == flow.destination && f.src == flow.source
                 && (!hasPorts || (f.dstPort == flow.destinationPort && (flow.sourcePort == 0 || f.srcPort == flow.sourcePort)))
+                && (flow.host == nil || f.host?.lowercased() == flow.host?.lowercased())  // FLOW's host: that name's flows
         }
         let live = matching.filter { $0.closedAt == nil }
         // The daemon's table now (nil when tunneld is not running).
@@ -87,11 +88,11 @@ extension Tunnelctl {
         return verdict.action == .allow ? .ok : .failure
     }
 
-    /// `#17 tcp 10.99.0.2:40000 -> 192.168.1.5:22 block, out 3 pkts 180 B, in 0 pkts 0 B, 10:40:01–10:40:12 live`
+    /// `#17 tcp 10.99.0.2:40000 -> 192.168.1.5:22 (ads.example.com) block, out 3 pkts 180 B, in 0 pkts 0 B, 10:40:01–10:40:12 live`
     static func flowLine(_ f: Flow) -> String {
         let c = f.counters
         let state = f.closedAt == nil ? "live" : "closed (\(f.closeReason ?? "?"))"
-        return "#\(f.id) \(flowText(f)) \(f.verdict.name), out \(c.packetsOut) pkts \(bytesText(c.bytesOut)), "
+        return "#\(f.id) \(flowText(f))\(f.host.map { " (\($0))" } ?? "") \(f.verdict.name), out \(c.packetsOut) pkts \(bytesText(c.bytesOut)), "
             + "in \(c.packetsIn) pkts \(bytesText(c.bytesIn)), \(dateTimeText(f.firstSeen))–\(clockText(f.lastSeen)) \(state)"
     }
 

@@ -66,10 +66,10 @@ extension Tunnelctl {
             console.print("no \(blocked ? "blocked " : "")flows\(peer.map { " of \($0)" } ?? "")\(since == .min ? "" : " since \(dateTimeText(since))")")
             return .ok
         }
-        var table = [["ID", "PEER", "FLOW", "VERDICT", "RULE", "OUT", "IN", "FIRST", "LAST", "STATE"]]
+        var table = [["ID", "PEER", "FLOW", "HOST", "VERDICT", "RULE", "OUT", "IN", "FIRST", "LAST", "STATE"]]
         for f in rows {
             let c = f.counters
-            table.append([String(f.id), f.peer, flowText(f), f.verdict.name, f.rule ?? "default",
+            table.append([String(f.id), f.peer, flowText(f), f.host ?? "-", f.verdict.name, f.rule ?? "default",
                           "\(c.packetsOut)p/\(bytesText(c.bytesOut))", "\(c.packetsIn)p/\(bytesText(c.bytesIn))",
                           dateTimeText(f.firstSeen), clockText(f.lastSeen), f.closedAt == nil ? "live" : (f.closeReason ?? "closed")])
         }

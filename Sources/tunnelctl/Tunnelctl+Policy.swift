@@ -85,7 +85,10 @@ extension Tunnelctl {
         if !hostRules.isEmpty {
             console.print(
                 "note: \(plural(hostRules.count, "rule")) \(hostRules.count == 1 ? "matches" : "match") on 'host' (\(hostRules.map { $0.location.description }.joined(separator: ", "))); "
-                    + "host rules are honoured by 'tunnelctl policy test' only until the data path learns host names")
+                    + "a flow they could decide waits up to 1 s for its TLS SNI, HTTP Host or QUIC SNI, else is known by the DNS names its peer looked up (docs/hosts.md)")
+        }
+        if set.rules.count > PolicySet.shadowCheckLimit {
+            console.print("note: more than \(PolicySet.shadowCheckLimit) rules: the check for rules shadowed by earlier ones was skipped")
         }
         if set.hasErrors { console.print("the policy has errors and would not load") }
         return set.hasErrors ? .failure : .ok

@@ -74,6 +74,18 @@ func errors(_ text: String) -> [String] {
         #expect(c.warnings.isEmpty)
     }
 
+    @Test func hostLearningKeys() throws {
+        let i = try parse(minimalInterface + "QUIC = Block-Unknown\nHostWait = 250ms\nDNSTTLFloor = 5s\nDNSTTLCeiling = 1h\n").interface
+        #expect(i.quic == "block-unknown")
+        #expect(i.hostWait == .milliseconds(250))
+        #expect(i.dnsTTLFloor == .seconds(5))
+        #expect(i.dnsTTLCeiling == .seconds(3600))
+        let d = try parse(minimalInterface).interface
+        #expect(d.quic == "inspect" && d.hostWait == .seconds(1))
+        #expect(errors(minimalInterface + "QUIC = drop\n").joined().contains("use inspect (the default) or block-unknown"))
+        #expect(errors(minimalInterface + "HostWait = 1m\n").joined().contains("use 10ms to 10s"))
+    }
+
     @Test func defaultsFollowTheDesign() throws {
         let i = try parse(minimalInterface).interface
         #expect(i.name == "tv0")

@@ -215,7 +215,7 @@ enum GoldenJSON: Codable, Equatable {
     }
 
     /// Keys whose object is a map (its keys are data, not fields).
-    static let maps: Set<String> = ["drops"]
+    static let maps: Set<String> = ["drops", "hosts"]
 
     static func collectObjects(_ v: GoldenJSON, at path: String, into out: inout [(String, Set<String>)]) {
         switch v {

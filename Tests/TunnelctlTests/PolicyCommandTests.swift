@@ -41,6 +41,18 @@ import Testing
         try expectGolden(j.out, "policy-check.json")
     }
 
+    @Test func checkSaysWhenTheShadowingCheckIsSkipped() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tv-shadow-\(getpid())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let many = (0..<1001).map { "block proto tcp port \($0 + 1)" }.joined(separator: "\n")
+        try ("default allow\n" + many + "\n").write(to: dir.appendingPathComponent("10-many.rules"), atomically: true, encoding: .utf8)
+        let r = run(["policy", "check", dir.path])
+        #expect(r.out.contains("note: more than 1000 rules: the check for rules shadowed by earlier ones was skipped"))
+        try "default allow\nblock proto tcp port 1\n".write(to: dir.appendingPathComponent("10-many.rules"), atomically: true, encoding: .utf8)
+        #expect(!run(["policy", "check", dir.path]).out.contains("shadowed by earlier ones was skipped"))
+    }
+
     @Test func checkFailsOnErrors() throws {
         let r = run(["policy", "check", Self.broken])
         #expect(r.code == .failure)

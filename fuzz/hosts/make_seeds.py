@@ -23,7 +23,7 @@ dns += rr(struct.pack("!H", 0xC000 | target), 28, bytes.fromhex("20010db8" + "00
 dns += rr(name("evil.example"), 1, bytes([6, 6, 6, 6]))
 loop = struct.pack("!HHHHHH", 1, 0x8180, 1, 0, 0, 0) + b"\xc0\x0c" + struct.pack("!HH", 1, 1)
 
-vectors = open(os.path.join(root, "Tests/PacketTests/QUICVectors.swift")).read()
+vectors = open(os.path.join(root, "Sources/TestSupport/QUICVectors.swift")).read()
 def vec(n):
     m = re.search(n + r' =\s*((?:"[0-9a-f]*"\s*\+?\s*)+)', vectors)
     return bytes.fromhex("".join(re.findall(r'"([0-9a-f]*)"', m.group(1))))

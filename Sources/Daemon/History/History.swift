@@ -135,7 +135,9 @@ public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
     /// Where a flow's first captured packet is, by flow id (set by the daemon when capture runs).
     public let captureLocation = Mutex<(@Sendable (UInt64) -> CaptureLocation?)?>(nil)
 
-    public func flowDecided(_ entry: FlowEntry, peer: UInt32, verdict: PolicyVerdict, policy: ActivePolicy, opened: Bool) {
+    public func flowDecided(_ entry: FlowEntry, peer: UInt32, verdict: PolicyVerdict, policy: ActivePolicy, opened: Bool,
+                            host: String? = nil)
+    {
         guard recordFlows, opened else { return }
         let t = texts(policy)
         let name = peers.current.name(of: peer) ?? "peer-\(peer)"
@@ -143,7 +145,7 @@ public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
         let dst = entry.responder
         submit(.flowOpened(FlowOpen(
             id: idBase &+ Int64(entry.id), proto: entry.key.proto.rawValue, src: entry.originator,
-            srcPort: entry.originatorPort, dst: dst, dstPort: entry.responderPort, peer: name, at: at,
+            srcPort: entry.originatorPort, dst: dst, dstPort: entry.responderPort, peer: name, host: host, at: at,
             verdict: verdict.action, rule: t.rule(verdict.ruleIndex),
             capture: captureLocation.withLock { $0 }?(entry.id))))
         if verdict.action != .allow {

@@ -156,7 +156,8 @@ public enum Tunneld {
         let bind = try LinuxDatagramBind(port: iface.listenPort, segmentation: offload,
                                          coalescing: offload && ProcessInfo.processInfo.environment["TUNNELD_UDP_GRO"] != "off")
         log.info("listening on UDP port \(bind.port) (\(bind.buffers)\(offload ? ", UDP GSO" : "")\(bind.receiveCoalescing ? ", UDP GRO" : ""))")
-        let engine = GatewayEngine(device: device, tun: tun, bind: bind, clock: SystemClock(), policy: policy, log: log)
+        let engine = GatewayEngine(device: device, tun: tun, bind: bind, clock: SystemClock(), policy: policy,
+                                   options: Tunneld.gatewayOptions(iface), log: log)
         // BEGIN session/history (issue 5): store, history recorder, free-session watchdog. Must open
         // the store before DaemonMarkers writes its start marker: crash recovery closes leftover
         // sessions at the last proven-alive time, which a fresh marker would move to now.
@@ -282,5 +283,20 @@ public enum Tunneld {
         }
         _ = HookRunner.run(.preDown, iface, name: tun.name, configPath: configPath, log: log)
         return 0
+    }
+}
+
+extension Tunneld {
+    /// The engine's tunables from `[Interface]` (host learning: `QUIC`, `HostWait`, `DNSTTLFloor`,
+    /// `DNSTTLCeiling`; see tunneld.conf(5)).
+    static func gatewayOptions(_ iface: InterfaceConfig) -> GatewayOptions {
+        var o = GatewayOptions()
+        o.quic = QUICHostMode(rawValue: iface.quic) ?? .inspect
+        o.hostPendingTimeoutMs = Int64(iface.hostWait.components.seconds * 1000
+                                       + iface.hostWait.components.attoseconds / 1_000_000_000_000_000)
+        func seconds(_ d: Duration) -> UInt32 { UInt32(clamping: d.components.seconds) }
+        o.dnsTTLFloor = seconds(iface.dnsTTLFloor)
+        o.dnsTTLCeiling = max(o.dnsTTLFloor, seconds(iface.dnsTTLCeiling))
+        return o
     }
 }

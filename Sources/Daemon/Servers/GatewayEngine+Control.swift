@@ -40,6 +40,8 @@ extension GatewayEngine {
         {
             drops[name] = n
         }
+        var hosts: [String: UInt64] = [:]
+        for event in HostEvent.allCases where counters.count(event) > 0 { hosts[event.description] = counters.count(event) }
         let now = clock.wallMilliseconds()
         let connected = peers.filter { device.status(of: $0.handle)?.hasCurrentKeypair == true }.count
         return StatusReply(
@@ -51,7 +53,7 @@ extension GatewayEngine {
                                    superPacketsRead: t.superPacketsRead, superPacketsWritten: t.superPacketsWritten,
                                    packetsCoalesced: t.packetsCoalesced, udpCoalescing: bind.receiveCoalescing,
                                    coalescedReceives: bind.coalescedReceives.messages, coalescedDatagrams: bind.coalescedReceives.datagrams),
-            store: store)
+            store: store, hosts: hosts.isEmpty && !policy.compiled.hasHostRules ? nil : hosts)
     }
 
     /// `tunnelctl peers`.

@@ -11,10 +11,11 @@ import Core
 /// 5. CRYPTO frames go into the flow's `FirstFlightBuffer` at their offsets (in any order, over
 ///    several packets and coalesced packets), which `TLSClientHello` reads.
 ///
-/// All cryptography is OpenSSL libcrypto (EVP HKDF, AES-128-ECB, AES-128-GCM). The cipher and KDF
-/// contexts and every buffer are created once in `init`. Reading a packet of a connection whose
-/// keys are known allocates nothing; deriving keys for a new DCID (once per connection, kept in
-/// a small cache of recent DCIDs) costs OpenSSL's own transient allocations inside HKDF.
+/// All cryptography is OpenSSL libcrypto (HMAC-SHA256 for HKDF's two steps, AES-128-ECB,
+/// AES-128-GCM). The cipher and MAC contexts and every buffer are created once in `init`. Reading
+/// a packet of a connection whose keys are known allocates nothing; deriving keys for a new DCID
+/// (once per connection, kept in a small cache of recent DCIDs) costs only what OpenSSL's
+/// `EVP_MAC_init` allocates when it is keyed afresh.
 ///
 /// What it cannot see: the packet number is taken as sent (the client's first Initials carry
 /// small numbers, so truncation does not matter); Initials sent after the server chose a new
@@ -35,7 +36,10 @@ public final class QUICInitialReader {
 
     private let ecb: OpaquePointer?
     private let gcm: OpaquePointer?
-    private let kdf: OpaquePointer?
+    /// HMAC-SHA256, keyed afresh for each HKDF step (RFC 5869 is two HMAC uses): one context
+    /// reused, so a new connection's key derivation does not make OpenSSL fetch and allocate
+    /// a KDF per step.
+    private let mac: OpaquePointer?
     private let params: UnsafeMutablePointer<OSSL_PARAM>
     private let paramNames: UnsafeMutablePointer<CChar>  // "mode\0digest\0salt\0key\0info\0SHA256\0"
     private let scratch: UnsafeMutableRawPointer
@@ -49,30 +53,36 @@ public final class QUICInitialReader {
     /// True when libcrypto set up every context; otherwise every read fails with `.cryptoUnavailable`.
     public let isReady: Bool
 
-    /// A reader with its libcrypto contexts (AES-128-ECB, AES-128-GCM, HKDF) set up; check
+    /// A reader with its libcrypto contexts (AES-128-ECB, AES-128-GCM, HMAC-SHA256) set up; check
     /// `isReady`.
     public init() {
         ecb = EVP_CIPHER_CTX_new()
         gcm = EVP_CIPHER_CTX_new()
         let ecbCipher = EVP_CIPHER_fetch(nil, "AES-128-ECB", nil)
         let gcmCipher = EVP_CIPHER_fetch(nil, "AES-128-GCM", nil)
-        let hkdf = EVP_KDF_fetch(nil, "HKDF", nil)
-        kdf = hkdf.flatMap { EVP_KDF_CTX_new($0) }
-        var ready = ecb != nil && gcm != nil && ecbCipher != nil && gcmCipher != nil && kdf != nil
+        let hmac = EVP_MAC_fetch(nil, "HMAC", nil)
+        mac = hmac.flatMap { EVP_MAC_CTX_new($0) }
+        EVP_MAC_free(hmac)
+        var ready = ecb != nil && gcm != nil && ecbCipher != nil && gcmCipher != nil
         let zero = [UInt8](repeating: 0, count: 16)
         if ready {
             ready = EVP_EncryptInit_ex2(ecb, ecbCipher, zero, nil, nil) == 1 && EVP_CIPHER_CTX_set_padding(ecb, 0) == 1
                 && EVP_DecryptInit_ex2(gcm, gcmCipher, zero, zero, nil) == 1
         }
-        // The contexts keep their own references to the ciphers and the KDF.
+        // The contexts keep their own references to the ciphers and the MAC.
         EVP_CIPHER_free(ecbCipher)
         EVP_CIPHER_free(gcmCipher)
-        EVP_KDF_free(hkdf)
-        isReady = ready
         params = .allocate(capacity: 6)
         let names = Array("mode\0digest\0salt\0key\0info\0SHA256\0".utf8CString)
         paramNames = .allocate(capacity: names.count)
         paramNames.initialize(from: names, count: names.count)
+        // The MAC's digest is set once.
+        if ready {
+            params[0] = OSSL_PARAM_construct_utf8_string(paramNames + 5, paramNames + 26, 0)
+            params[1] = OSSL_PARAM_construct_end()
+            ready = mac != nil && EVP_MAC_CTX_set_params(mac, params) == 1
+        }
+        isReady = ready
         scratch = .allocate(byteCount: QUICInitialReader.scratchSize, alignment: 16)
         work = .allocate(byteCount: 512, alignment: 16)
         for (k, v) in QUICVersion.allCases.enumerated() {
@@ -89,7 +99,7 @@ public final class QUICInitialReader {
     deinit {
         EVP_CIPHER_CTX_free(ecb)
         EVP_CIPHER_CTX_free(gcm)
-        EVP_KDF_CTX_free(kdf)
+        EVP_MAC_CTX_free(mac)
         params.deallocate()
         paramNames.deallocate()
         scratch.deallocate()
@@ -104,6 +114,7 @@ public final class QUICInitialReader {
     private static let infoAt = 160  // 64: HkdfLabel
     private static let maskAt = 240  // 16
     private static let keysAt = 256  // 16 + 12 + 16 (derive output)
+    private static let expandAt = 320  // 32: one HKDF-Expand block
 
     /// Reads the client Initial packets in one UDP datagram (from the client towards port 443,
     /// usually) and adds their CRYPTO data to `crypto`, the flow's buffer (reset it, offset-based,
@@ -320,21 +331,24 @@ public final class QUICInitialReader {
 
     private func name(_ offset: Int) -> UnsafeMutablePointer<CChar> { paramNames + offset }
 
-    /// HKDF-Extract (RFC 5869 §2.2) through OpenSSL's HKDF in EXTRACT_ONLY mode: 32 bytes.
-    private func extract(salt: UnsafeRawBufferPointer, ikm: UnsafeRawBufferPointer, into out: UnsafeMutableRawPointer) -> Bool {
-        var mode = Int32(EVP_KDF_HKDF_MODE_EXTRACT_ONLY)
-        return withUnsafeMutablePointer(to: &mode) { modePointer in
-            params[0] = OSSL_PARAM_construct_int(name(0), modePointer)
-            params[1] = OSSL_PARAM_construct_utf8_string(name(5), name(26), 0)
-            params[2] = OSSL_PARAM_construct_octet_string(name(12), UnsafeMutableRawPointer(mutating: salt.baseAddress), salt.count)
-            params[3] = OSSL_PARAM_construct_octet_string(name(17), UnsafeMutableRawPointer(mutating: ikm.baseAddress ?? UnsafeRawPointer(work)), ikm.count)
-            params[4] = OSSL_PARAM_construct_end()
-            return EVP_KDF_derive(kdf, out.assumingMemoryBound(to: UInt8.self), 32, params) == 1
-        }
+    /// HMAC-SHA256(key, a ‖ b) into `out` (32 bytes), with the one reused MAC context.
+    private func hmac(key: UnsafeRawPointer, _ keyLength: Int, _ a: UnsafeRawPointer, _ aLength: Int,
+                      _ b: UnsafeRawPointer?, _ bLength: Int, into out: UnsafeMutableRawPointer) -> Bool
+    {
+        var written = 0
+        return EVP_MAC_init(mac, key.assumingMemoryBound(to: UInt8.self), keyLength, nil) == 1
+            && EVP_MAC_update(mac, a.assumingMemoryBound(to: UInt8.self), aLength) == 1
+            && (b == nil || EVP_MAC_update(mac, b!.assumingMemoryBound(to: UInt8.self), bLength) == 1)
+            && EVP_MAC_final(mac, out.assumingMemoryBound(to: UInt8.self), &written, 32) == 1 && written == 32
     }
 
-    /// HKDF-Expand-Label (RFC 8446 §7.1) with an empty context, through OpenSSL's HKDF in
-    /// EXPAND_ONLY mode.
+    /// HKDF-Extract (RFC 5869 §2.2): HMAC-SHA256(salt, IKM), 32 bytes.
+    private func extract(salt: UnsafeRawBufferPointer, ikm: UnsafeRawBufferPointer, into out: UnsafeMutableRawPointer) -> Bool {
+        hmac(key: salt.baseAddress!, salt.count, ikm.baseAddress ?? UnsafeRawPointer(work), ikm.count, nil, 0, into: out)
+    }
+
+    /// HKDF-Expand-Label (RFC 8446 §7.1) with an empty context, for outputs of at most 32 bytes
+    /// (one HMAC block: every QUIC Initial secret and key).
     private func expandLabel(_ secret: UnsafeMutableRawPointer, _ label: StaticString, length: Int, into out: UnsafeMutableRawPointer) -> Bool {
         // struct { uint16 length; opaque label<7..255> = "tls13 " + label; opaque context<0..255>; }
         let info = (work + QUICInitialReader.infoAt).assumingMemoryBound(to: UInt8.self)
@@ -347,14 +361,12 @@ public final class QUICInitialReader {
         for k in 0..<label.utf8CodeUnitCount { info[j] = label.utf8Start[k]; j += 1 }
         info[j] = 0
         j += 1
-        var mode = Int32(EVP_KDF_HKDF_MODE_EXPAND_ONLY)
-        return withUnsafeMutablePointer(to: &mode) { modePointer in
-            params[0] = OSSL_PARAM_construct_int(name(0), modePointer)
-            params[1] = OSSL_PARAM_construct_utf8_string(name(5), name(26), 0)
-            params[2] = OSSL_PARAM_construct_octet_string(name(17), secret, 32)
-            params[3] = OSSL_PARAM_construct_octet_string(name(21), UnsafeMutableRawPointer(info), j)
-            params[4] = OSSL_PARAM_construct_end()
-            return EVP_KDF_derive(kdf, out.assumingMemoryBound(to: UInt8.self), length, params) == 1
-        }
+        // HKDF-Expand (RFC 5869 §2.3) of at most one hash length: T(1) = HMAC(PRK, info ‖ 0x01).
+        precondition(length <= 32)
+        info[j] = 1
+        let t = work + QUICInitialReader.expandAt
+        guard hmac(key: secret, 32, info, j + 1, nil, 0, into: t) else { return false }
+        out.copyMemory(from: t, byteCount: length)
+        return true
     }
 }

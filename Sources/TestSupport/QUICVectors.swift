@@ -1,19 +1,19 @@
 // Known-answer vectors copied from RFC 9001 Appendix A (QUIC v1) and RFC 9369 Appendix A (QUIC v2):
 // the client's first Initial packet (A.2) for DCID 8394c8f03e515708, protected, and the CRYPTO
 // frame it carries (a ClientHello for "example.com"; the rest of the 1162-byte payload is PADDING).
-enum QUICVectors {
-    static let dcid = "8394c8f03e515708"
+public enum QUICVectors {
+    public static let dcid = "8394c8f03e515708"
 
     /// A.1: client Initial keys.
-    static let v1ClientKey = "1f369613dd76d5467730efcbe3b1a22d"
-    static let v1ClientIV = "fa044b2f42a3fd3b46fb255c"
-    static let v1ClientHP = "9f50449e04a0e810283a1e9933adedd2"
-    static let v2ClientKey = "8b1a0bc121284290a29e0971b5cd045d"
-    static let v2ClientIV = "91f73e2351d8fa91660e909f"
-    static let v2ClientHP = "45b95e15235d6f45a6b19cbcb0294ba9"
+    public static let v1ClientKey = "1f369613dd76d5467730efcbe3b1a22d"
+    public static let v1ClientIV = "fa044b2f42a3fd3b46fb255c"
+    public static let v1ClientHP = "9f50449e04a0e810283a1e9933adedd2"
+    public static let v2ClientKey = "8b1a0bc121284290a29e0971b5cd045d"
+    public static let v2ClientIV = "91f73e2351d8fa91660e909f"
+    public static let v2ClientHP = "45b95e15235d6f45a6b19cbcb0294ba9"
 
     /// A.2: the unprotected CRYPTO frame (identical in both RFCs).
-    static let cryptoFrame =
+    public static let cryptoFrame =
         "060040f1010000ed0303ebf8fa56f12939b9584a3896472ec40bb863cfd3e868"
         + "04fe3a47f06a2b69484c00000413011302010000c000000010000e00000b6578"
         + "616d706c652e636f6dff01000100000a00080006001d00170018001000070005"
@@ -24,7 +24,7 @@ enum QUICVectors {
         + "75300901100f088394c8f03e51570806048000ffff"
 
     /// RFC 9001 A.2: the protected client Initial (1200 bytes).
-    static let v1Packet =
+    public static let v1Packet =
         "c000000001088394c8f03e5157080000449e7b9aec34d1b1c98dd7689fb8ec11"
         + "d242b123dc9bd8bab936b47d92ec356c0bab7df5976d27cd449f63300099f399"
         + "1c260ec4c60d17b31f8429157bb35a1282a643a8d2262cad67500cadb8e7378c"
@@ -65,7 +65,7 @@ enum QUICVectors {
         + "e221af44860018ab0856972e194cd934"
 
     /// RFC 9369 A.2: the protected client Initial (1200 bytes).
-    static let v2Packet =
+    public static let v2Packet =
         "d76b3343cf088394c8f03e5157080000449ea0c95e82ffe67b6abcdb4298b485"
         + "dd04de806071bf03dceebfa162e75d6c96058bdbfb127cdfcbf903388e99ad04"
         + "9f9a3dd4425ae4d0992cfff18ecf0fdb5a842d09747052f17ac2053d21f57c5d"

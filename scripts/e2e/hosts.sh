@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# End to end: host rules decide live traffic (issue 14, docs/hosts.md). A real wireguard-go client
+# talks through tunneld to servers in the server namespace: TLS (openssl s_server) by SNI, HTTP by
+# Host (curl), plain TCP by the DNS name the client looked up through the tunnel, QUIC by the SNI
+# of its Initial; `reject` answers with a TCP RST; `tunnelctl flows` shows each host. Needs root.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+source scripts/lib/topology.sh
+source scripts/lib/check.sh
+trap tv_cleanup EXIT
+TOOLS="python3 scripts/e2e/lib/hosttools.py"
+CTL="$TV_TUNNELCTL --config $TV_DIR/tunneld.conf"
+TRACKER=198.19.0.3   # a second server address: the one the DNS server answers for tracker.test
+
+tv_topology_up
+tv_in "$TV_NS_S" ip addr add $TRACKER/24 dev vs$TV_ID
+mkdir -p "$TV_DIR/hostpolicy"
+cat >"$TV_DIR/hostpolicy/10-hosts.rules" <<'RULES'
+# End-to-end policy for host rules.
+default allow
+default in block
+allow in proto icmp,icmpv6 reason "e2e: the server may ping the client"
+block host blocked.test, ads.example.com, tracker.test, quic-blocked.test reason "e2e: blocked host"
+reject host rejected.test reason "e2e: rejected host"
+RULES
+tv_tunneld_config "$TV_DIR/hostpolicy"
+tv_gateway_tunneld_up || { tv_bad "tunneld starts"; tv_summary; exit 1; }
+tv_client_up 0
+
+# Servers: TLS on 4433, HTTP on 8080, DNS on 53, a UDP sink on 443, echo on 7004 (netserver).
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=e2e.test \
+  -keyout "$TV_DIR/tls.key" -out "$TV_DIR/tls.crt" >/dev/null 2>&1
+# openssl s_server serves one connection at a time, and a blocked client's connection stays open on
+# its side (the gateway drops the client's FIN too): one server for allow/block, one for reject.
+for port in 4433 4434; do
+  tv_spawn "$TV_NS_S" "$TV_DIR/s_server-$port.log" openssl s_server -accept $port -cert "$TV_DIR/tls.crt" -key "$TV_DIR/tls.key" -www -quiet
+done
+mkdir -p "$TV_DIR/www"; echo "hello from the server" >"$TV_DIR/www/index.html"
+tv_spawn "$TV_NS_S" "$TV_DIR/http.log" python3 -m http.server 8080 --bind $TV_SRV --directory "$TV_DIR/www"
+tv_spawn "$TV_NS_S" "$TV_DIR/dns.log" $TOOLS dns-server $TV_SRV tracker.test $TRACKER
+tv_spawn "$TV_NS_S" "$TV_DIR/udp.log" $TOOLS udp-sink $TV_SRV 443 "$TV_DIR/quic.log"
+tv_spawn "$TV_NS_S" "$TV_DIR/netserver.log" python3 scripts/e2e/lib/netserver.py
+wait_for 5 grep -q ready "$TV_DIR/dns.log" >/dev/null
+wait_for 5 grep -q ready "$TV_DIR/udp.log" >/dev/null
+wait_for 5 grep -q ready "$TV_DIR/netserver.log" >/dev/null
+check "handshake completes and the server answers ping through the tunnel" tv_wait_tunnel
+wait_for 5 tv_in "$TV_NS_C" bash -c "exec 3<>/dev/tcp/$TV_SRV/8080" >/dev/null
+
+# tls NAME [PORT]: "handshake" when the TLS handshake with SNI NAME completes, "reset" on a TCP
+# RST, "no-handshake" otherwise (within 4 s).
+tls() {
+  local out
+  out=$(tv_in "$TV_NS_C" timeout 4 openssl s_client -connect $TV_SRV:${2:-4433} -servername "$1" -brief </dev/null 2>&1)
+  if grep -q 'CONNECTION ESTABLISHED' <<<"$out"; then echo handshake
+  elif grep -Eqi 'errno=104|reset by peer' <<<"$out"; then echo reset
+  else echo no-handshake; fi
+}
+# http HOST: the status code of GET / with that Host header (000: no answer within 3 s).
+http() { tv_in "$TV_NS_C" curl -s -o /dev/null -w '%{http_code}\n' --max-time 3 -H "Host: $1" http://$TV_SRV:8080/; }
+
+echo "hosts: TLS SNI"
+check_output "openssl s_client -servername allowed.test completes the handshake" '^handshake$' tls allowed.test
+check_output "openssl s_client -servername blocked.test is blocked (same address and port)" '^no-handshake$' tls blocked.test
+
+echo "hosts: reject"
+check_output "-servername allowed.test passes on the second server" '^handshake$' tls allowed.test 4434
+check_output "-servername rejected.test is answered with a TCP RST" '^reset$' tls rejected.test 4434
+
+echo "hosts: HTTP Host"
+check_output "curl -H 'Host: www.example.com' gets 200" '^200$' http www.example.com
+check_output "curl -H 'Host: ads.example.com' is blocked" '^000$' http ads.example.com
+
+echo "hosts: DNS-learned names"
+check_output "plain TCP to $TRACKER passes before any lookup" '^echoed$' tv_in "$TV_NS_C" $TOOLS echo $TRACKER 7004 3
+check_output "the client resolves tracker.test through the tunnel" "^answer $TRACKER\$" tv_in "$TV_NS_C" $TOOLS resolve $TV_SRV tracker.test
+check_output "plain TCP to the answered address is blocked by 'block host tracker.test'" '^timeout$' \
+  tv_in "$TV_NS_C" $TOOLS echo $TRACKER 7004 3
+check_output "plain TCP to another address still passes" '^echoed$' tv_in "$TV_NS_C" $TOOLS echo $TV_SRV 7004 3
+
+echo "hosts: QUIC Initial SNI"
+: >"$TV_DIR/quic.log"
+tv_in "$TV_NS_C" $TOOLS quic-initial $TV_SRV 443 quic-blocked.test >/dev/null
+sleep 0.5
+check_output "a QUIC Initial naming quic-blocked.test does not reach the server" '^0$' grep -c got "$TV_DIR/quic.log"
+tv_in "$TV_NS_C" $TOOLS quic-initial $TV_SRV 443 quic-ok.test >/dev/null
+quic_arrived() { [ "$(grep -c got "$TV_DIR/quic.log")" -ge 1 ]; }
+check "a QUIC Initial naming quic-ok.test does" wait_for 3 quic_arrived
+
+echo "hosts: visible to the operator"
+check_output "tunnelctl status counts host learning" 'host learning: pending [1-9]' $CTL status
+check_output "status --json has the counters" '"dns-answers" : [1-9]' $CTL status --json
+for h in allowed.test blocked.test rejected.test ads.example.com tracker.test quic-blocked.test quic-ok.test; do
+  check "tunnelctl flows shows $h" wait_for 10 bash -c "$CTL flows --since forever | grep -q ' $h '"
+done
+check_output "tunnelctl explain FLOW with host lists the daemon's blocked flows of that name" \
+  "\(blocked\.test\) block, out" $CTL explain "tcp $TV_C_TUN -> $TV_SRV:4433 host blocked.test"
+check_output "tunnelctl policy test agrees: blocked by the host rule" '^verdict block' \
+  $CTL policy test "tcp $TV_C_TUN -> $TV_SRV:4433 host blocked.test"
+check_output "tunnelctl policy check no longer says host rules are for policy test only" 'waits up to 1 s' \
+  $CTL policy check
+tv_summary
