@@ -5,7 +5,8 @@ set -euo pipefail
 PKGS=(pkg-config libsqlite3-dev libmnl-dev libpcap-dev libsodium-dev libb2-dev libssl-dev libidn2-dev libqrencode-dev libpng-dev zbar-tools
       wireguard-go wireguard-tools iproute2 iperf3 tcpdump iputils-ping bc python3 python3-cryptography procps ethtool
       faketime libfaketime
-      nftables man-db groff-base zsh)   # router-nat.sh and its test; man -l checks; zsh -n of the completion
+      nftables man-db groff-base zsh   # router-nat.sh and its test; man -l checks; zsh -n of the completion
+      libmicrohttpd-dev libsystemd-dev prometheus curl)   # /metrics (promtool checks it), journald events
 missing=()
 for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then

@@ -34,6 +34,7 @@ extension GatewayEngine {
 
         var full = false  // the last receive filled the batch: more is waiting, skip the poll
         while running.load(ordering: .relaxed) {
+            beatInbound.add(1, ordering: .relaxed)
             let n: Int
             do {
                 if !full {
@@ -166,6 +167,7 @@ extension GatewayEngine {
         defer { netValid.deallocate() }
 
         while running.load(ordering: .relaxed) {
+            beatHandshake.add(1, ordering: .relaxed)
             let n = handshakes.pop(into: rx, timeoutMilliseconds: 250)
             if n == 0 { continue }
             toNet.count = 0
@@ -194,12 +196,14 @@ extension GatewayEngine {
                         break
                     }
                     observer?.noteHandshake(peer: peer.rawValue)
+                    counters.handshakes.add(1, ordering: .relaxed)
                     toNet.offsets[k] = range.lowerBound
                     toNet.lengths[k] = range.count
                     toNet.endpoints[k] = source
                     netValid[k] = true
                     toNet.count = k + 1
                 case .sendCookieReply(let range):
+                    counters.cookieReplies.add(1, ordering: .relaxed)
                     toNet.offsets[k] = range.lowerBound
                     toNet.lengths[k] = range.count
                     toNet.endpoints[k] = source
@@ -209,6 +213,7 @@ extension GatewayEngine {
                     if admission?.handshakeCompleted(peer: peer) != false {
                         flushes.append((peer, true))
                         observer?.noteHandshake(peer: peer.rawValue)
+                        counters.handshakes.add(1, ordering: .relaxed)
                     }
                 case .refused(let peer):
                     counters.drop(.peerRefused)
@@ -265,6 +270,7 @@ extension GatewayEngine {
 
         var full = false  // the last read filled the batch: more is waiting, skip the poll
         while running.load(ordering: .relaxed) {
+            beatOutbound.add(1, ordering: .relaxed)
             let n: Int
             do {
                 if !full {
@@ -374,6 +380,8 @@ extension GatewayEngine {
         defer { valid.deallocate() }
         while running.load(ordering: .relaxed) {
             Sys.sleep(milliseconds: Int(options.tickMilliseconds))
+            if let wedge = options.testWedgeFile, access(wedge, F_OK) == 0 { continue }  // test hook: no progress
+            beatTimers.add(1, ordering: .relaxed)
             let now = clock.boottimeNanoseconds()
             control.count = 0
             for action in device.tick(now: now) {

@@ -169,6 +169,9 @@ public final class StoreWriter: @unchecked Sendable {
         }
     }
 
+    /// Records waiting in the queue now (not yet taken by the writer thread).
+    public var queueDepth: Int { lock.withLock { pending.count } }
+
     /// A snapshot of the writer's counters.
     public func stats() -> Stats {
         lock.withLock { statsValue }

@@ -136,7 +136,11 @@ public enum Tunneld {
 
         let bind = try LinuxDatagramBind(port: iface.listenPort, segmentation: offload)
         log.info("listening on UDP port \(bind.port) (\(bind.buffers)\(offload ? ", UDP GSO" : ""))")
-        let engine = GatewayEngine(device: device, tun: tun, bind: bind, clock: SystemClock(), policy: policy, log: log)
+        let environment = ProcessInfo.processInfo.environment
+        var options = GatewayOptions()
+        options.testWedgeFile = environment["TUNNELD_TEST_WEDGE_FILE"]  // test hook: e2e systemd.sh
+        let engine = GatewayEngine(device: device, tun: tun, bind: bind, clock: SystemClock(), policy: policy, options: options,
+                                   log: log)
         // BEGIN session/history (issue 5): store, history recorder, free-session watchdog. Must open
         // the store before DaemonMarkers writes its start marker: crash recovery closes leftover
         // sessions at the last proven-alive time, which a fresh marker would move to now.
@@ -197,14 +201,28 @@ public enum Tunneld {
 
         // The whole config again (issue 15): peers applied like `wg syncconf`, disabled/expired
         // peers to the watchdog, the policy reloaded. A config with errors changes nothing.
+        let addressTexts = iface.addresses.map(\.description)
+        let statusReply: @Sendable () -> StatusReply = {
+            engine.statusReply(interface: tun.name, addresses: addressTexts, listenPort: bind.port, version: version,
+                               storeQueueDrops: sessions.history.droppedRecords, store: sessions.storeHealth())
+        }
+        let metrics = DaemonMetrics(engine: engine, sessions: sessions, status: statusReply)
+        let systemd = SystemdService(engine: engine, log: log, environment: environment) {
+            let s = statusReply()
+            return "\(s.peersConnected) of \(s.peersConfigured) peer(s) connected; policy generation \(s.policy.generation)"
+        }
+        defer { systemd.stopping() }
         let reloadLock = Mutex(())
         let reloadConfig: @Sendable () -> ControlResponse = {
             reloadLock.withLock { _ in
+                systemd.reloading()
+                defer { systemd.reloaded() }
                 let next: TunnelConfig
                 do {
                     next = try TunnelConfig.load(path: configPath)
                 } catch {
                     log.error("reload: \(configPath) has errors; nothing changed:\n\(error)")
+                    metrics.noteReload(ok: false)
                     return .failure(.invalidConfig, "\(error)")
                 }
                 var warnings = next.warnings.map(\.description)
@@ -218,6 +236,7 @@ public enum Tunneld {
                 let policyReply = engine.reloadPolicy(directory: iface.policyDirectory)
                 warnings += policyReply.warnings.map(\.description)
                 if !policyReply.succeeded { warnings += policyReply.errors.map { "policy: \($0) (the running policy is kept)" } }
+                metrics.noteReload(ok: policyReply.succeeded)
                 log.notice("reload: \(diff.added.count) peer(s) added, \(diff.removed.count) removed, \(diff.changed.count) changed"
                     + (diff.added.isEmpty ? "" : "; added \(diff.added.joined(separator: ", "))")
                     + (diff.removed.isEmpty ? "" : "; removed \(diff.removed.joined(separator: ", "))")
@@ -227,17 +246,18 @@ public enum Tunneld {
                                            warnings: warnings, policyGeneration: engine.policy.generation))
             }
         }
-        let addressTexts = iface.addresses.map(\.description)
         let control = try ControlServer(path: iface.controlSocketPath, log: log) { request, _ in
             switch request {
             case .status:
-                return .status(engine.statusReply(interface: tun.name, addresses: addressTexts, listenPort: bind.port,
-                                                  version: version, storeQueueDrops: sessions.history.droppedRecords,
-                                                  store: sessions.storeHealth()))
+                return .status(statusReply())
+            case .metrics:  // tunnelctl metrics: the same text as MetricsListen's /metrics
+                return .metrics(metrics.text())
             case .peers:
                 return .peers(sessions.annotate(engine.peerStatuses()))
             case .policyReload:
-                return .policyReload(engine.reloadPolicy(directory: iface.policyDirectory))
+                let reply = engine.reloadPolicy(directory: iface.policyDirectory)
+                metrics.noteReload(ok: reply.succeeded)
+                return .policyReload(reply)
             case .policyShow:
                 return .policyShow(engine.policyShowReply())
             case .kick(let name):
@@ -274,8 +294,22 @@ public enum Tunneld {
             set: { engine.uapiSet($0, listenPort: bind.port) },
             log: { log.warning("uapi: \($0)") })
         defer { uapi.stop() }
+        // MetricsListen: Prometheus /metrics over HTTP (off unless configured).
+        var metricsListener: HTTPListener?
+        if let endpoint = iface.metricsListen {
+            do {
+                metricsListener = try metrics.listen(on: endpoint, log: log)
+                log.info("metrics: serving http://\(endpoint)/metrics")
+            } catch {
+                log.error("metrics: cannot listen on \(endpoint) (MetricsListen): \(error); check that no other process "
+                    + "uses the port and that the address is on this host; running without /metrics")
+            }
+        }
+        defer { metricsListener?.stop() }
         log.notice("tunneld \(version) up: interface \(tun.name), \(config.peers.count) peer(s), "
             + "policy generation \(engine.policy.generation) (\(policy.1.rules.count) rules)")
+        // Interface up, routes set, control, UAPI and metrics sockets listening: ready.
+        systemd.ready()
 
         let wake = try EventNotifier()
         while true {
