@@ -41,8 +41,9 @@ let package = Package(
 
         // The runtime every thread of tunneld shares: the syscall layer (`Sys`, `SystemError`,
         // `errnoText`), the clocks (`TimeSource`, `SystemClock`), `WorkerThread`, `ConditionLock`
-        // and `StopSignal`, `EventNotifier`/`Readiness`, and `Logger`. Knows nothing of the rest.
-        .target(name: "Runtime", dependencies: ["Core", "CShims"], swiftSettings: strict),
+        // and `StopSignal`, `EventNotifier`/`Readiness`, and `Logger` (stderr, or the journal through
+        // libsystemd's sd_journal_sendv for structured events). Knows nothing of the rest.
+        .target(name: "Runtime", dependencies: ["Core", "CShims", "CSystemd"], swiftSettings: strict),
 
         // Pure cores: bytes and time in, decisions out, no I/O.
         .target(name: "Packet", dependencies: ["Core", "COpenSSL"], swiftSettings: strict),
@@ -59,9 +60,9 @@ let package = Package(
         .target(name: "Control", dependencies: ["Core", "Runtime", "Packet"], swiftSettings: strict),
         // The Linux I/O the gateway runs on: TUN (offloads, readv/writev batches), UDP sockets
         // (recvmmsg/sendmmsg, GSO), netlink (addresses, routes), signals, clock-change watching,
-        // an HTTP listener (libmicrohttpd), systemd's notify socket and journal (libsystemd).
+        // an HTTP listener (libmicrohttpd), systemd's notify socket.
         // Knows nothing of the engine or the daemon.
-        .target(name: "SystemIO", dependencies: ["Core", "Runtime", "Packet", "CShims", "CMNL", "CHTTP", "CSystemd"], swiftSettings: strict),
+        .target(name: "SystemIO", dependencies: ["Core", "Runtime", "Packet", "CShims", "CMNL", "CHTTP"], swiftSettings: strict),
         // The data path: the engine, its device protocols (Devices/), the ports it calls out
         // through (GatewayEvents, PacketObserving, HandshakeAdmission, declared beside it) and the one
         // peer registry. Imports nothing the daemon builds on it.

@@ -1,3 +1,4 @@
+import CShims
 import Core
 import Glibc
 import Runtime
