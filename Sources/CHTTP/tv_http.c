@@ -114,7 +114,6 @@ struct tv_http_server *tv_http_start(const struct sockaddr *address, socklen_t l
         MHD_OPTION_CONNECTION_TIMEOUT, limits->timeout_seconds,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, limits->memory_per_connection,
         MHD_OPTION_NOTIFY_COMPLETED, request_completed, NULL,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
         MHD_OPTION_END);
     if (server->daemon == NULL) {
         int e = errno;
