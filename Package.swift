@@ -32,6 +32,8 @@ let package = Package(
         .target(name: "CQRImage", dependencies: ["CQREncode", "CPNG"]),
         // Tiny C: atomics on shared memory, futex, TUN ioctls, batched socket calls.
         .target(name: "CShims"),
+        // ChaCha20-Poly1305 through OpenSSL's EVP, one reused context per thread (WireGuard transport data).
+        .target(name: "CAEAD", dependencies: ["COpenSSL"]),
         // Allocation counter for benchmarks only (replaces malloc & co. in the process it links into).
         .target(name: "CAllocCounter"),
 
@@ -48,7 +50,7 @@ let package = Package(
         // Pure cores: bytes and time in, decisions out, no I/O.
         .target(name: "Packet", dependencies: ["Core", "COpenSSL"], swiftSettings: strict),
         .target(name: "Policy", dependencies: ["Core", "Packet", "CIDN2"], swiftSettings: strict),
-        .target(name: "WireGuard", dependencies: ["Core", "Packet", "CSodium", "CBlake2"], swiftSettings: strict),
+        .target(name: "WireGuard", dependencies: ["Core", "Packet", "CSodium", "CBlake2", "CAEAD"], swiftSettings: strict),
         // The free-session rules (DESIGN.md §6): a peer's phase at a time, connect and tick
         // decisions. Both binaries call them; neither re-derives them.
         .target(name: "Sessions", dependencies: ["Core"], swiftSettings: strict),

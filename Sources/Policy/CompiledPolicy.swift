@@ -7,18 +7,22 @@ import Packet
 /// source port, destination port, time of week, host) maps the flow's value to an equivalence class
 /// in O(1) or O(log n): direct tables for small domains, binary search over the elementary
 /// intervals cut by all prefixes for addresses (equivalent to a prefix trie, flatter), and a hash
-/// of the name and its parent domains for hosts. A class carries the bitset (over rule indices) of
-/// the rules that accept that value in that dimension.
+/// of the name and its parent domains for hosts.
 ///
 /// Every rule is *anchored* in one dimension where it is specific, the most selective first
 /// (destination, host, source, peer, destination port, source port, time, and finally
-/// direction×tier×protocol, which every rule has). A class also lists, sorted, the rules anchored in
+/// direction×tier×protocol, which every rule has). A class lists, sorted, the rules anchored in
 /// its dimension that accept its value. Those lists are the only candidates: a rule can match only
 /// if its anchor dimension accepts the flow. Candidates are walked in rule order, each list only
-/// below the best match found so far, and a candidate is verified with one bit test per
-/// dimension. The result is exactly the first matching rule of a linear scan (the differential
-/// test checks this), at a cost that depends on how many rules name the flow's values, not on how
-/// many rules there are. Nothing is allocated.
+/// below the best match found so far, and a candidate is verified against its own sorted, merged
+/// intervals in each other dimension it constrains (`RuleChecks`; a host rule anchored elsewhere
+/// through the host class's list). The result is exactly the first matching rule of a linear scan
+/// (the differential test checks this), at a cost that depends on how many rules name the flow's
+/// values, not on how many rules there are. Nothing is allocated.
+///
+/// Memory is proportional to the rules (their intervals, and how much they overlap in their
+/// anchor dimension), never to rules × classes: the per-class bitsets this replaced took ≈ 25 KB
+/// per rule at 60,000 CIDR+port rules (issue 18).
 ///
 /// Immutable after `init`, so one instance is shared freely between threads.
 public final class CompiledPolicy: Sendable {
@@ -28,9 +32,10 @@ public final class CompiledPolicy: Sendable {
     public let defaultOut: PolicyDefault
     public let defaultIn: PolicyDefault
 
-    let wordCount: Int
-    let bits: [UInt64]
-    let anchors: [Int32]
+    /// Every class's anchor and verify lists, back to back (`Dimension` has the offsets).
+    let lists: [Int32]
+    /// Each rule's own intervals, for verifying candidates.
+    let checks: RuleChecks
     /// direction*768 + tier*256 + protocol → class (tier 0 = unknown, 1 free, 2 premium).
     let kindTable: [Int32]
     /// Peer id → class; id 0 is every peer no rule names.
@@ -44,7 +49,7 @@ public final class CompiledPolicy: Sendable {
     let destinationPortTable: [Int32]
     /// Minute of week → class.
     let timeTable: [Int32]
-    /// Minutes of the week where the time class changes, ascending.
+    /// Minutes of the week where some rule's `during` window opens or closes, ascending.
     let timeBoundaries: [Int]
     let hostExact: HostTable
     let hostBelow: HostTable
@@ -77,39 +82,35 @@ public final class CompiledPolicy: Sendable {
         self.init(rules: set.rules, defaultOut: set.defaultOut, defaultIn: set.defaultIn)
     }
 
+    /// The intervals of `direction × tier × protocol` keys a rule accepts.
+    static func kindIntervals(_ r: PolicyRule) -> [(Key128, Key128)] {
+        let tiers = r.tier.map { [Int($0.code)] } ?? [0, 1, 2]
+        var out: [(Key128, Key128)] = []
+        for t in tiers {
+            let base = Int(r.direction.rawValue) * 768 + t * 256
+            if r.protocols.isEmpty {
+                out.append((Key128(base), Key128(base + 255)))
+            } else {
+                for p in r.protocols { out.append((Key128(base + Int(p.rawValue)), Key128(base + Int(p.rawValue)))) }
+            }
+        }
+        return out
+    }
+
     /// Compiles rules and defaults.
     public init(rules: [PolicyRule], defaultOut: PolicyDefault, defaultIn: PolicyDefault) {
         self.rules = rules
         self.defaultOut = defaultOut
         self.defaultIn = defaultIn
         var b = ClassBuilder(ruleCount: rules.count)
-        wordCount = b.wordCount
         let anchorOf = rules.map(CompiledPolicy.anchor)
         func anchored(_ d: Dim) -> [Bool] { anchorOf.map { $0 == d } }
         var dims = [Dimension](repeating: Dimension(), count: Dim.allCases.count)
-
-        // direction × tier × protocol.
-        kindTable = b.table(max: 1535, intervals: rules.map { r in
-            let tiers = r.tier.map { [Int($0.code)] } ?? [0, 1, 2]
-            var out: [(Key128, Key128)] = []
-            for t in tiers {
-                let base = Int(r.direction.rawValue) * 768 + t * 256
-                if r.protocols.isEmpty {
-                    out.append((Key128(base), Key128(base + 255)))
-                } else {
-                    for p in r.protocols { out.append((Key128(base + Int(p.rawValue)), Key128(base + Int(p.rawValue)))) }
-                }
-            }
-            return out
-        }, anchored: anchored(.kind), &dims[Dim.kind.rawValue])
 
         // Peers: interned in order of first mention; id 0 = unknown.
         var ids: [String: PolicyPeerID] = [:]
         for r in rules { for p in r.peers where ids[p] == nil { ids[p] = PolicyPeerID(rawValue: UInt32(ids.count + 1)) } }
         peerIDs = ids
-        peerTable = b.table(max: ids.count, intervals: rules.map { r in
-            r.peers.isEmpty ? nil : r.peers.map { let v = Key128(Int(ids[$0]!.rawValue)); return (v, v) }
-        }, anchored: anchored(.peer), &dims[Dim.peer.rawValue])
 
         func v4Intervals(_ list: [IPPrefix]) -> [(Key128, Key128)]? {
             if list.isEmpty { return nil }
@@ -129,49 +130,70 @@ public final class CompiledPolicy: Sendable {
                 return (Key128(a.high, a.low), Key128(a.high | hiMask, a.low | loMask))
             }
         }
-        let maxV4 = Key128(0, UInt64(UInt32.max))
-        let maxV6 = Key128(.max, .max)
-        let src = Dim.source.rawValue, dst = Dim.destination.rawValue
-        sourceV4 = AddressClasses(b.partition(max: maxV4, intervals: rules.map { v4Intervals($0.sources) }, anchored: anchored(.source), &dims[src]), v4: ())
-        sourceV6 = AddressClasses(b.partition(max: maxV6, intervals: rules.map { v6Intervals($0.sources) }, anchored: anchored(.source), &dims[src]))
-        destinationV4 = AddressClasses(
-            b.partition(max: maxV4, intervals: rules.map { v4Intervals($0.destinations) }, anchored: anchored(.destination), &dims[dst]), v4: ())
-        destinationV6 = AddressClasses(
-            b.partition(max: maxV6, intervals: rules.map { v6Intervals($0.destinations) }, anchored: anchored(.destination), &dims[dst]))
-
         func portIntervals(_ list: [PortRange]) -> [(Key128, Key128)]? {
             list.isEmpty ? nil : list.map { (Key128(Int($0.lower)), Key128(Int($0.upper))) }
         }
-        sourcePortTable = b.table(max: 65536, intervals: rules.map { portIntervals($0.sourcePorts) },
-            anchored: anchored(.sourcePort), &dims[Dim.sourcePort.rawValue])
-        destinationPortTable = b.table(max: 65536, intervals: rules.map { portIntervals($0.destinationPorts) },
-            anchored: anchored(.destinationPort), &dims[Dim.destinationPort.rawValue])
-
-        let (timeStarts, timeClasses) = b.partition(max: Key128(PolicyClock.minutesPerWeek - 1), intervals: rules.map { r in
-            r.window.map { w in w.intervals().map { (Key128($0.0), Key128($0.1 - 1)) } }
-        }, anchored: anchored(.time), &dims[Dim.time.rawValue])
-        var tt = [Int32](repeating: 0, count: PolicyClock.minutesPerWeek)
-        for k in timeStarts.indices {
-            let hi = k + 1 < timeStarts.count ? Int(timeStarts[k + 1].lo) : PolicyClock.minutesPerWeek
-            for m in Int(timeStarts[k].lo)..<hi { tt[m] = timeClasses[k] }
+        // Each dimension's intervals per rule (nil: the rule accepts anything there), computed
+        // once: the partitions cut them, the rule checks keep them.
+        let kinds: [[(Key128, Key128)]?] = rules.map(CompiledPolicy.kindIntervals)
+        let peers: [[(Key128, Key128)]?] = rules.map { r in
+            r.peers.isEmpty ? nil : r.peers.map { let v = Key128(Int(ids[$0]!.rawValue)); return (v, v) }
         }
-        timeTable = tt
-        var boundaries = timeStarts.map { Int($0.lo) }
-        if boundaries.first == 0 && timeClasses.first == timeClasses.last { boundaries.removeFirst() }
-        timeBoundaries = boundaries
+        let src4 = rules.map { v4Intervals($0.sources) }, src6 = rules.map { v6Intervals($0.sources) }
+        let dst4 = rules.map { v4Intervals($0.destinations) }, dst6 = rules.map { v6Intervals($0.destinations) }
+        let sports = rules.map { portIntervals($0.sourcePorts) }, dports = rules.map { portIntervals($0.destinationPorts) }
+        let times: [[(Key128, Key128)]?] = rules.map { r in r.window.map { w in w.intervals().map { (Key128($0.0), Key128($0.1 - 1)) } } }
 
-        // Hosts: the classes of exact names and of "strictly below a suffix".
-        var byPattern: [HostPattern: [Int]] = [:]
-        var wildcard: [Int] = []
+        var checks = RuleChecks()
+        checks.mask.reserveCapacity(rules.count)
         for (i, r) in rules.enumerated() {
-            if r.hosts.isEmpty { wildcard.append(i) }
-            for h in r.hosts { byPattern[h, default: []].append(i) }
+            var mask: UInt8 = 1 << UInt8(Dim.kind.rawValue)
+            if peers[i] != nil { mask |= 1 << UInt8(Dim.peer.rawValue) }
+            if src4[i] != nil { mask |= 1 << UInt8(Dim.source.rawValue) }
+            if dst4[i] != nil { mask |= 1 << UInt8(Dim.destination.rawValue) }
+            if sports[i] != nil { mask |= 1 << UInt8(Dim.sourcePort.rawValue) }
+            if dports[i] != nil { mask |= 1 << UInt8(Dim.destinationPort.rawValue) }
+            if times[i] != nil { mask |= 1 << UInt8(Dim.time.rawValue) }
+            if !r.hosts.isEmpty { mask |= 1 << UInt8(Dim.host.rawValue) }
+            checks.mask.append(mask & ~(1 << UInt8(anchorOf[i].rawValue)))
+            for slot in [kinds[i], peers[i], src4[i], dst4[i], sports[i], dports[i], times[i]] { checks.append32(slot) }
+            checks.append128(src6[i])
+            checks.append128(dst6[i])
+        }
+        self.checks = checks
+
+        kindTable = b.table(max: 1535, intervals: kinds, anchored: anchored(.kind), &dims[Dim.kind.rawValue])
+        peerTable = b.table(max: ids.count, intervals: peers, anchored: anchored(.peer), &dims[Dim.peer.rawValue])
+        let maxV4 = Key128(0, UInt64(UInt32.max))
+        let maxV6 = Key128(.max, .max)
+        let src = Dim.source.rawValue, dst = Dim.destination.rawValue
+        sourceV4 = AddressClasses(b.partition(max: maxV4, intervals: src4, anchored: anchored(.source), &dims[src]), v4: ())
+        sourceV6 = AddressClasses(b.partition(max: maxV6, intervals: src6, anchored: anchored(.source), &dims[src]))
+        destinationV4 = AddressClasses(b.partition(max: maxV4, intervals: dst4, anchored: anchored(.destination), &dims[dst]), v4: ())
+        destinationV6 = AddressClasses(b.partition(max: maxV6, intervals: dst6, anchored: anchored(.destination), &dims[dst]))
+        sourcePortTable = b.table(max: 65536, intervals: sports, anchored: anchored(.sourcePort), &dims[Dim.sourcePort.rawValue])
+        destinationPortTable = b.table(max: 65536, intervals: dports, anchored: anchored(.destinationPort), &dims[Dim.destinationPort.rawValue])
+        let week = PolicyClock.minutesPerWeek
+        timeTable = b.table(max: week - 1, intervals: times, anchored: anchored(.time), &dims[Dim.time.rawValue])
+        timeBoundaries = ClassBuilder.changePoints(max: Key128(week - 1), intervals: times).map { Int($0.lo) }
+
+        // Hosts: the classes of exact names and of "strictly below a suffix". A class lists the
+        // host-anchored rules accepting it (candidates) and the other host rules accepting it
+        // (verified through the class).
+        var byPattern: [HostPattern: [Int32]] = [:]
+        for (i, r) in rules.enumerated() {
+            for h in r.hosts { byPattern[h, default: []].append(Int32(i)) }
         }
         hostActive = !byPattern.isEmpty
-        let hostMask = b.mask(anchored(.host))
-        var hostClasses: [Int32: Int32] = [:]
-        hostNone = b.classID(b.bitset(of: wildcard), anchorMask: hostMask, &dims[Dim.host.rawValue], &hostClasses)
-        hostAny = b.classID(b.bitset(of: Array(rules.indices)), anchorMask: hostMask, &dims[Dim.host.rawValue], &hostClasses)
+        var hostClasses: [[Int32]: Int32] = [:]
+        let hostDim = Dim.host.rawValue
+        func hostClass(_ accepting: [Int32]) -> Int32 {
+            let sorted = Array(Set(accepting)).sorted()
+            return b.classID(anchors: sorted.filter { anchorOf[Int($0)] == .host }, verify: sorted.filter { anchorOf[Int($0)] != .host },
+                             &dims[hostDim], &hostClasses)
+        }
+        hostNone = hostClass([])
+        hostAny = hostClass(rules.indices.filter { !rules[$0].hosts.isEmpty }.map { Int32($0) })
         func parents(_ name: String) -> [String] {
             var out: [String] = []
             var s = Substring(name)
@@ -186,19 +208,18 @@ public final class CompiledPolicy: Sendable {
         for pattern in byPattern.keys {
             switch pattern {
             case .exact(let name):
-                var set = wildcard + byPattern[pattern]!
+                var set = byPattern[pattern]!
                 for p in parents(name) { set += byPattern[.subdomains(of: p)] ?? [] }
-                exact.append((name, b.classID(b.bitset(of: set), anchorMask: hostMask, &dims[Dim.host.rawValue], &hostClasses)))
+                exact.append((name, hostClass(set)))
             case .subdomains(let suffix):
-                var set = wildcard + byPattern[pattern]!
+                var set = byPattern[pattern]!
                 for p in parents(suffix) { set += byPattern[.subdomains(of: p)] ?? [] }
-                below.append((suffix, b.classID(b.bitset(of: set), anchorMask: hostMask, &dims[Dim.host.rawValue], &hostClasses)))
+                below.append((suffix, hostClass(set)))
             }
         }
         hostExact = HostTable(exact)
         hostBelow = HostTable(below)
-        bits = b.words
-        anchors = b.anchors
+        lists = b.lists
         self.dims = dims
     }
 
@@ -234,33 +255,63 @@ public final class CompiledPolicy: Sendable {
         let ported = q.proto.hasPorts
         let m = q.minuteOfWeek
         let week = PolicyClock.minutesPerWeek
-        // The flow's class in each dimension, in `Dim` order.
-        let c0 = kindTable[Int(q.direction.rawValue) * 768 + tier * 256 + Int(q.proto.rawValue)]
+        let minute = m >= 0 && m < week ? m : (m % week + week) % week
+        // The flow's key and class in each dimension, in `Dim` order.
+        let kindKey = Int(q.direction.rawValue) * 768 + tier * 256 + Int(q.proto.rawValue)
+        let sourcePort = ported ? Int(q.sourcePort) : 65536
+        let destinationPort = ported ? Int(q.destinationPort) : 65536
+        let src6 = q.source.isIPv6, dst6 = q.destination.isIPv6
+        let srcKey = Key128(q.source.high, q.source.low), dstKey = Key128(q.destination.high, q.destination.low)
+        let c0 = kindTable[kindKey]
         let c1 = peerTable[peerIndex < peerTable.count ? peerIndex : 0]
-        let c2 = q.source.isIPv6 ? sourceV6.lookup(Key128(q.source.high, q.source.low)) : sourceV4.lookup(q.source.v4)
-        let c3 = q.destination.isIPv6
-            ? destinationV6.lookup(Key128(q.destination.high, q.destination.low)) : destinationV4.lookup(q.destination.v4)
-        let c4 = sourcePortTable[ported ? Int(q.sourcePort) : 65536]
-        let c5 = destinationPortTable[ported ? Int(q.destinationPort) : 65536]
-        let c6 = timeTable[m >= 0 && m < week ? m : (m % week + week) % week]
-        let found: Int = dims.withUnsafeBufferPointer { d in
-            bits.withUnsafeBufferPointer { bitsBuf in
-                anchors.withUnsafeBufferPointer { anchorBuf in
-                    let base = bitsBuf.baseAddress!
-                    let p0 = base + Int(d[0].bitsOffset[Int(c0)]), p1 = base + Int(d[1].bitsOffset[Int(c1)])
-                    let p2 = base + Int(d[2].bitsOffset[Int(c2)]), p3 = base + Int(d[3].bitsOffset[Int(c3)])
-                    let p4 = base + Int(d[4].bitsOffset[Int(c4)]), p5 = base + Int(d[5].bitsOffset[Int(c5)])
-                    let p6 = base + Int(d[6].bitsOffset[Int(c6)]), p7 = base + Int(d[7].bitsOffset[Int(c7)])
+        let c2 = src6 ? sourceV6.lookup(srcKey) : sourceV4.lookup(q.source.v4)
+        let c3 = dst6 ? destinationV6.lookup(dstKey) : destinationV4.lookup(q.destination.v4)
+        let c4 = sourcePortTable[sourcePort]
+        let c5 = destinationPortTable[destinationPort]
+        let c6 = timeTable[minute]
+        let keys32: (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32) = (
+            UInt32(kindKey), UInt32(peerIndex < peerTable.count ? peerIndex : 0), q.source.v4, q.destination.v4,
+            UInt32(sourcePort), UInt32(destinationPort), UInt32(minute))
+        let hostVerifyStart = Int(dims[Dim.host.rawValue].verifyStart[Int(c7)])
+        let hostVerifyCount = Int(dims[Dim.host.rawValue].verifyCount[Int(c7)])
+        return dims.withUnsafeBufferPointer { d in
+            lists.withUnsafeBufferPointer { listBuf in
+                checks.mask.withUnsafeBufferPointer { maskBuf in
+                    checks.offsets32.withUnsafeBufferPointer { off32 in
+                        checks.bounds32.withUnsafeBufferPointer { b32 in
+                            checks.offsets128.withUnsafeBufferPointer { off128 in
+                                checks.bounds128.withUnsafeBufferPointer { b128 in
+                    /// Rule `r` accepts the flow's value of 32-bit slot `s`.
+                    @inline(__always) func has32(_ r: Int, _ s: Int, _ key: UInt32) -> Bool {
+                        let i = r &* RuleChecks.slots32 &+ s
+                        return intervalsContain(b32, Int(off32[i]), Int(off32[i &+ 1]), key)
+                    }
+                    @inline(__always) func has128(_ r: Int, _ s: Int, _ key: Key128) -> Bool {
+                        let i = r &* RuleChecks.slots128 &+ s
+                        return intervalsContain(b128, Int(off128[i]), Int(off128[i &+ 1]), key)
+                    }
+                    /// Rule `r` (a candidate of its anchor dimension) accepts the flow everywhere else.
+                    @inline(__always) func accepts(_ r: Int) -> Bool {
+                        let mask = maskBuf[r]
+                        if mask == 0 { return true }
+                        if mask & 0b0000_0001 != 0 && !has32(r, 0, keys32.0) { return false }
+                        if mask & 0b0010_0000 != 0 && !has32(r, 5, keys32.5) { return false }
+                        if mask & 0b0000_1000 != 0 && !(dst6 ? has128(r, 1, dstKey) : has32(r, 3, keys32.3)) { return false }
+                        if mask & 0b0000_0010 != 0 && !has32(r, 1, keys32.1) { return false }
+                        if mask & 0b0000_0100 != 0 && !(src6 ? has128(r, 0, srcKey) : has32(r, 2, keys32.2)) { return false }
+                        if mask & 0b0001_0000 != 0 && !has32(r, 4, keys32.4) { return false }
+                        if mask & 0b0100_0000 != 0 && !has32(r, 6, keys32.6) { return false }
+                        if mask & 0b1000_0000 != 0 && !sortedContains(listBuf, hostVerifyStart, hostVerifyCount, Int32(r)) { return false }
+                        return true
+                    }
                     var best = Int.max
                     @inline(__always) func scan(_ dim: Dimension, _ c: Int32) {
                         var j = Int(dim.anchorStart[Int(c)])
                         let end = j + Int(dim.anchorCount[Int(c)])
                         while j < end {
-                            let r = Int(anchorBuf[j])
+                            let r = Int(listBuf[j])
                             if r >= best { return }
-                            let w = r >> 6
-                            let v = p0[w] & p1[w] & p2[w] & p3[w] & p4[w] & p5[w] & p6[w] & p7[w]
-                            if v & (1 << UInt64(r & 63)) != 0 {
+                            if accepts(r) {
                                 best = r
                                 return
                             }
@@ -276,10 +327,13 @@ public final class CompiledPolicy: Sendable {
                     scan(d[6], c6)
                     scan(d[0], c0)
                     return best == Int.max ? -1 : best
+                                }
+                            }
+                        }
+                    }
                 }
             }
         }
-        return found
     }
 
     /// The host class: an exact name, else the longest listed parent domain, else none.
@@ -370,5 +424,17 @@ extension AddressClasses where K == UInt32 {
     init(_ p: (starts: [Key128], classes: [Int32]), v4: Void) {
         starts = p.starts.map { UInt32($0.lo) }
         offsets = p.classes
+    }
+}
+
+extension CompiledPolicy {
+    /// The number of 32-bit words the compiled matcher holds in its lists, tables and rule
+    /// checks (a 128-bit key counts 4): what grows with the rule set. Tests keep it linear.
+    var storedWords: Int {
+        var n = lists.count + kindTable.count + peerTable.count + sourcePortTable.count + destinationPortTable.count + timeTable.count
+        n += checks.mask.count / 4 + checks.offsets32.count + checks.bounds32.count + checks.offsets128.count + 4 * checks.bounds128.count
+        n += sourceV4.starts.count * 2 + destinationV4.starts.count * 2 + (sourceV6.starts.count + destinationV6.starts.count) * 5
+        for d in dims { n += 4 * d.anchorStart.count }
+        return n
     }
 }

@@ -66,6 +66,7 @@ func wireguardBench(_ args: [String]) throws {
     _ = ka.withUnsafeMutableBytes { a.encrypt(peer: peerB, buffer: $0, payloadLength: 0, now: now) }
     _ = ka.withUnsafeMutableBytes { k in output.withUnsafeMutableBytes { b.receive(k, length: 32, from: benchA, now: now, underLoad: false, output: $0) } }
 
+    aeadBackends(seconds: seconds)
     for size in [1420, 64] {
         // Alternate short API and raw runs so both see the same machine load; keep the best of each.
         var r = (enc: 0.0, dec: 0.0, allocations: UInt64(0))
@@ -76,9 +77,9 @@ func wireguardBench(_ args: [String]) throws {
             let y = rawSodium(size: size, seconds: seconds / 5)
             raw = (max(raw.enc, y.enc), max(raw.dec, y.dec))
         }
-        print(String(format: "%4d B  encrypt %.2f GB/s (%.2f Mpps)  raw %.2f GB/s  ratio %.2f", size, r.enc / 1e9,
+        print(String(format: "%4d B  encrypt %.2f GB/s (%.2f Mpps)  raw libsodium %.2f GB/s  ratio %.2f", size, r.enc / 1e9,
                      r.enc / Double(size) / 1e6, raw.enc / 1e9, r.enc / raw.enc))
-        print(String(format: "%4d B  decrypt %.2f GB/s (%.2f Mpps)  raw %.2f GB/s  ratio %.2f", size, r.dec / 1e9,
+        print(String(format: "%4d B  decrypt %.2f GB/s (%.2f Mpps)  raw libsodium %.2f GB/s  ratio %.2f", size, r.dec / 1e9,
                      r.dec / Double(size) / 1e6, raw.dec / 1e9, r.dec / raw.dec))
         print(String(format: "%4d B  heap allocations in the transport loops: %llu (must be 0)", size, r.allocations))
     }
@@ -86,6 +87,72 @@ func wireguardBench(_ args: [String]) throws {
 }
 
 private enum BenchError: Error { case setup }
+
+/// libsodium against OpenSSL EVP through `AEAD.seal/open(backend)`, per message size: the rates
+/// the `AEAD.openSSLFromLength` threshold comes from. Five alternating rounds; best and worst.
+private func aeadBackends(seconds: Double) {
+    print("AEAD backends (ChaCha20-Poly1305, GB/s of payload per core; best..worst of 5 alternating rounds; \(AEAD.openSSLFromLength) B and up use OpenSSL)")
+    for size in [64, 256, 512, 528, 576, 640, 1024, 1420] {
+        var rates: [AEAD.Backend: [(enc: Double, dec: Double)]] = [:]
+        var allocations: UInt64 = 0
+        for _ in 0..<5 {
+            for backend in AEAD.Backend.allCases {
+                let r = rawBackend(backend, size: size, seconds: seconds / 10)
+                rates[backend, default: []].append((r.enc, r.dec))
+                allocations += r.allocations
+            }
+        }
+        func span(_ b: AEAD.Backend, _ enc: Bool) -> (best: Double, worst: Double) {
+            let v = rates[b]!.map { enc ? $0.enc : $0.dec }
+            return (v.max()!, v.min()!)
+        }
+        for (label, enc) in [("seal", true), ("open", false)] {
+            let s = span(.sodium, enc), o = span(.openssl, enc)
+            print(String(format: "%5d B  %@  libsodium %.2f..%.2f  openssl %.2f..%.2f  openssl/libsodium %.2f (%.2f..%.2f)",
+                         size, label, s.best / 1e9, s.worst / 1e9, o.best / 1e9, o.worst / 1e9, o.best / s.best, o.worst / s.best, o.best / s.worst))
+        }
+        print(String(format: "%5d B  heap allocations in the AEAD loops: %llu (must be 0)", size, allocations))
+    }
+}
+
+/// seal then open `batch` distinct messages of `size` bytes through one backend, repeatedly.
+private func rawBackend(_ backend: AEAD.Backend, size: Int, seconds: Double) -> (enc: Double, dec: Double, allocations: UInt64) {
+    let stride = size + 16
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: stride * batch, alignment: 64)
+    defer { buffer.deallocate() }
+    let key = UnsafeMutableRawBufferPointer.allocate(byteCount: 32, alignment: 16)
+    defer { key.deallocate() }
+    key.initializeMemory(as: UInt8.self, repeating: 7)
+    var encNanos: UInt64 = 0, decNanos: UInt64 = 0, packets = 0, failures = 0
+    let deadline = monotonicNanoseconds() + UInt64(seconds * 1e9)
+    var counter: UInt64 = 0
+    // One message first, outside the count: OpenSSL makes this thread's contexts once.
+    AEAD.seal(backend, key: key.baseAddress!, counter: 0, data: buffer.baseAddress!, length: size, ad: nil, adLength: 0)
+    _ = AEAD.open(backend, key: key.baseAddress!, counter: 0, data: buffer.baseAddress!, length: stride, ad: nil, adLength: 0)
+    let allocBefore = allocationCount()
+    while monotonicNanoseconds() < deadline {
+        for i in 0..<batch { (buffer.baseAddress! + i * stride).initializeMemory(as: UInt8.self, repeating: 0x5a, count: size) }
+        let t0 = cpuNanoseconds()
+        for i in 0..<batch {
+            AEAD.seal(backend, key: key.baseAddress!, counter: counter + UInt64(i), data: buffer.baseAddress! + i * stride, length: size, ad: nil, adLength: 0)
+        }
+        let t1 = cpuNanoseconds()
+        for i in 0..<batch {
+            if !AEAD.open(backend, key: key.baseAddress!, counter: counter + UInt64(i), data: buffer.baseAddress! + i * stride, length: stride, ad: nil, adLength: 0) {
+                failures += 1
+            }
+        }
+        let t2 = cpuNanoseconds()
+        encNanos += t1 - t0
+        decNanos += t2 - t1
+        packets += batch
+        counter += UInt64(batch)
+    }
+    let allocations = allocationCount() - allocBefore
+    precondition(failures == 0, "AEAD \(backend) failed to open its own messages")
+    let bytes = Double(packets * size)
+    return (bytes / (Double(encNanos) / 1e9), bytes / (Double(decNanos) / 1e9), allocations)
+}
 
 private let batch = 512
 
