@@ -15,12 +15,9 @@ public enum MetricsText {
         let st = s.status
         out.family("tunnelvision_build_info", .gauge, "TunnelVision version of the running tunneld (always 1).")
         out.sample("tunnelvision_build_info", [("version", st.version)], 1)
-        out.family("tunnelvision_start_time_seconds", .gauge, "When tunneld started (Unix time).")
-        out.sample("tunnelvision_start_time_seconds", [], seconds(st.startedAtMs))
-        out.family("tunnelvision_peers_configured", .gauge, "Peers known to tunneld (config and runtime).")
-        out.sample("tunnelvision_peers_configured", [], Double(st.peersConfigured))
-        out.family("tunnelvision_peers_connected", .gauge, "Peers with a live session.")
-        out.sample("tunnelvision_peers_connected", [], Double(st.peersConnected))
+        out.one("tunnelvision_start_time_seconds", .gauge, "When tunneld started (Unix time).", seconds(st.startedAtMs))
+        out.one("tunnelvision_peers_configured", .gauge, "Peers known to tunneld (config and runtime).", Double(st.peersConfigured))
+        out.one("tunnelvision_peers_connected", .gauge, "Peers with a live session.", Double(st.peersConnected))
 
         // Per peer.
         let perPeer: [(String, Kind, String, (MetricsSnapshot.Peer) -> Double?)] = [
@@ -54,57 +51,38 @@ public enum MetricsText {
         for r in s.rules {
             out.sample("tunnelvision_rule_hits_total", [("rule", "\(r.file):\(r.line)"), ("name", r.name ?? "")], Double(r.hits))
         }
-        out.family("tunnelvision_policy_generation", .gauge, "Generation of the policy in force (moves on reloads and peer changes).")
-        out.sample("tunnelvision_policy_generation", [], Double(st.policy.generation))
-        out.family("tunnelvision_policy_rules", .gauge, "Rules in the policy in force.")
-        out.sample("tunnelvision_policy_rules", [], Double(st.policy.ruleCount))
-        out.family("tunnelvision_policy_loaded_timestamp_seconds", .gauge, "When the policy in force was loaded (Unix time).")
-        out.sample("tunnelvision_policy_loaded_timestamp_seconds", [], seconds(st.policy.loadedAtMs))
-        out.family("tunnelvision_reloads_total", .counter, "Reloads applied (SIGHUP, tunnelctl reload, tunnelctl policy reload).")
-        out.sample("tunnelvision_reloads_total", [], Double(s.reloads))
-        out.family("tunnelvision_reload_errors_total", .counter, "Reloads refused because the config or policy had errors.")
-        out.sample("tunnelvision_reload_errors_total", [], Double(s.reloadErrors))
+        out.one("tunnelvision_policy_generation", .gauge, "Generation of the policy in force (moves on reloads and peer changes).", Double(st.policy.generation))
+        out.one("tunnelvision_policy_rules", .gauge, "Rules in the policy in force.", Double(st.policy.ruleCount))
+        out.one("tunnelvision_policy_loaded_timestamp_seconds", .gauge, "When the policy in force was loaded (Unix time).", seconds(st.policy.loadedAtMs))
+        out.one("tunnelvision_reloads_total", .counter, "Reloads applied (SIGHUP, tunnelctl reload, tunnelctl policy reload).", Double(s.reloads))
+        out.one("tunnelvision_reload_errors_total", .counter, "Reloads refused because the config or policy had errors.", Double(s.reloadErrors))
 
         // Data path.
         out.family("tunnelvision_drops_total", .counter, "Packets dropped by the data path, by reason.")
         for (reason, n) in st.drops.sorted(by: { $0.key < $1.key }) {
             out.sample("tunnelvision_drops_total", [("reason", reason)], Double(n))
         }
-        out.family("tunnelvision_flows_active", .gauge, "Flows in the flow table.")
-        out.sample("tunnelvision_flows_active", [], Double(st.flowsActive))
-        out.family("tunnelvision_flow_table_capacity", .gauge, "Flows the table holds at most.")
-        out.sample("tunnelvision_flow_table_capacity", [], Double(s.flowCapacity))
-        out.family("tunnelvision_flows_opened_total", .counter, "Flows opened.")
-        out.sample("tunnelvision_flows_opened_total", [], Double(s.flowStats.opened))
-        out.family("tunnelvision_flows_expired_total", .counter, "Flows that ended by idle timeout.")
-        out.sample("tunnelvision_flows_expired_total", [], Double(s.flowStats.expired))
-        out.family("tunnelvision_flow_evictions_total", .counter, "Live flows evicted because the table was full.")
-        out.sample("tunnelvision_flow_evictions_total", [], Double(s.flowStats.evicted))
-        out.family("tunnelvision_handshakes_total", .counter, "WireGuard handshakes completed.")
-        out.sample("tunnelvision_handshakes_total", [], Double(s.handshakes))
-        out.family("tunnelvision_cookie_replies_total", .counter, "Cookie replies sent (under load).")
-        out.sample("tunnelvision_cookie_replies_total", [], Double(s.cookieReplies))
-        out.family("tunnelvision_under_load", .gauge, "1 while handshakes arrive faster than the under-load rate (cookies on).")
-        out.sample("tunnelvision_under_load", [], s.underLoad ? 1 : 0)
-        out.family("tunnelvision_handshake_backlog", .gauge, "Handshake messages waiting for the handshake thread.")
-        out.sample("tunnelvision_handshake_backlog", [], Double(s.handshakeBacklog))
+        out.one("tunnelvision_flows_active", .gauge, "Flows in the flow table.", Double(st.flowsActive))
+        out.one("tunnelvision_flow_table_capacity", .gauge, "Flows the table holds at most.", Double(s.flowCapacity))
+        out.one("tunnelvision_flows_opened_total", .counter, "Flows opened.", Double(s.flowStats.opened))
+        out.one("tunnelvision_flows_expired_total", .counter, "Flows that ended by idle timeout.", Double(s.flowStats.expired))
+        out.one("tunnelvision_flow_evictions_total", .counter, "Live flows evicted because the table was full.", Double(s.flowStats.evicted))
+        out.one("tunnelvision_handshakes_total", .counter, "WireGuard handshakes completed.", Double(s.handshakes))
+        out.one("tunnelvision_cookie_replies_total", .counter, "Cookie replies sent (under load).", Double(s.cookieReplies))
+        out.one("tunnelvision_under_load", .gauge, "1 while handshakes arrive faster than the under-load rate (cookies on).", s.underLoad ? 1 : 0)
+        out.one("tunnelvision_handshake_backlog", .gauge, "Handshake messages waiting for the handshake thread.", Double(s.handshakeBacklog))
 
         // Store.
         let health = st.store ?? StoreHealth()
-        out.family("tunnelvision_store_queue_depth", .gauge, "History records waiting in the store writer's queue.")
-        out.sample("tunnelvision_store_queue_depth", [], Double(s.store.queueDepth))
-        out.family("tunnelvision_store_retained_records", .gauge, "Records held during a store outage, waiting to be written.")
-        out.sample("tunnelvision_store_retained_records", [], Double(health.retained))
+        out.one("tunnelvision_store_queue_depth", .gauge, "History records waiting in the store writer's queue.", Double(s.store.queueDepth))
+        out.one("tunnelvision_store_retained_records", .gauge, "Records held during a store outage, waiting to be written.", Double(health.retained))
         out.family("tunnelvision_store_dropped_records_total", .counter, "History records lost for good, by family.")
         for f in RecordFamily.allCases {
             out.sample("tunnelvision_store_dropped_records_total", [("family", f.rawValue)], Double(health.drops[f]))
         }
-        out.family("tunnelvision_store_failed_batches_total", .counter, "Store write transactions that failed.")
-        out.sample("tunnelvision_store_failed_batches_total", [], Double(s.store.failedBatches))
-        out.family("tunnelvision_store_outages_total", .counter, "Store outages (a failed write after a success).")
-        out.sample("tunnelvision_store_outages_total", [], Double(s.store.outages))
-        out.family("tunnelvision_store_unavailable", .gauge, "1 while the store cannot be written.")
-        out.sample("tunnelvision_store_unavailable", [], health.unavailableSinceMs == nil ? 0 : 1)
+        out.one("tunnelvision_store_failed_batches_total", .counter, "Store write transactions that failed.", Double(s.store.failedBatches))
+        out.one("tunnelvision_store_outages_total", .counter, "Store outages (a failed write after a success).", Double(s.store.outages))
+        out.one("tunnelvision_store_unavailable", .gauge, "1 while the store cannot be written.", health.unavailableSinceMs == nil ? 0 : 1)
         return out.text
     }
 
@@ -144,6 +122,11 @@ public enum MetricsText {
         var text = ""
         mutating func family(_ name: String, _ kind: Kind, _ help: String) {
             text += "# HELP \(name) \(MetricsText.escapeHelp(help))\n# TYPE \(name) \(kind.rawValue)\n"
+        }
+        /// A family of one unlabelled sample.
+        mutating func one(_ name: String, _ kind: Kind, _ help: String, _ value: Double) {
+            family(name, kind, help)
+            sample(name, [], value)
         }
         mutating func sample(_ name: String, _ labels: [(String, String)], _ value: Double) {
             text += name
