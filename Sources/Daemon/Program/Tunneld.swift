@@ -60,7 +60,9 @@ public enum Tunneld {
         do {
             config = try TunnelConfig.load(path: configPath)
         } catch {
-            return fail(checkOnly ? "\(error)" : "\(error)\n(tunneld --check-config --config \(configPath) shows every problem)", 1)
+            // The --check-config hint only helps when there is a file to check (papercut: it was circular).
+            let hint = !checkOnly && FileManager.default.fileExists(atPath: configPath)
+            return fail(hint ? "\(error)\n(tunneld --check-config --config \(configPath) shows every problem)" : "\(error)", 1)
         }
         for w in config.warnings { log.warning("\(w)") }
         // Notes (wg-quick keys accepted as they are, names taken from comments): --check-config
