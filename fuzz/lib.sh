@@ -3,6 +3,7 @@
 #   . "$(dirname "$0")/../lib.sh"     # cds to the repository root, puts the toolchain on PATH
 #   fuzz_init ring                    # output directory: .build/fuzz/ring (sets $FUZZ_OUT)
 #   fuzz_cshims                       # CShims' C files -> libCShims.a + a module map
+#   fuzz_ctarget CAEAD tv_aead.h      # any C target likewise
 #   fuzz_module Core                  # Sources/Core/*.swift -> libCore.a + Core.swiftmodule
 #   fuzz_module Runtime
 #   swiftc $FUZZ_SWIFT_FLAGS $FUZZ_IMPORTS harness.swift … $FUZZ_LIBS -o "$FUZZ_OUT/x"
@@ -54,31 +55,36 @@ fuzz_init() {
     FUZZ_LIBS=""
 }
 
-# CShims: compile every C file with ASan (+ fuzzer coverage), archive them, and expose the
-# umbrella header through a module map in the output directory.
-fuzz_cshims() {
+# A C target of Package.swift (Sources/NAME/*.c, headers in Sources/NAME/include): every C file
+# compiled with ASan (+ fuzzer coverage), archived, and its umbrella header UMBRELLA exposed through
+# a module map named NAME in the output directory. Extra arguments go to clang.
+fuzz_ctarget() {
+    local name=$1 umbrella=$2; shift 2
     local key dir
-    key=$( { echo "cshims $FUZZ_SWIFT_FLAGS"; clang --version; cat Sources/CShims/*.c Sources/CShims/include/*.h; } | fuzz_hash)
-    dir=$FUZZ_CACHE/CShims-$key
-    fuzz_cached "$dir" fuzz_build_cshims "$dir"
-    cp -f "$dir/libCShims.a" "$FUZZ_OUT/libCShims.a"
-    mkdir -p "$FUZZ_OUT/cshims"
-    printf 'module CShims {\n  header "%s/Sources/CShims/include/CShims.h"\n  export *\n}\n' "$PWD" \
-        > "$FUZZ_OUT/cshims/module.modulemap"
-    FUZZ_IMPORTS="$FUZZ_IMPORTS -Xcc -fmodule-map-file=$FUZZ_OUT/cshims/module.modulemap"
-    FUZZ_LIBS="$FUZZ_OUT/libCShims.a $FUZZ_LIBS"
-    FUZZ_CHAIN="$FUZZ_CHAIN CShims-$key"
+    key=$( { echo "$name $* $FUZZ_SWIFT_FLAGS"; clang --version; cat Sources/"$name"/*.c Sources/"$name"/include/*.h; } | fuzz_hash)
+    dir=$FUZZ_CACHE/$name-$key
+    fuzz_cached "$dir" fuzz_build_ctarget "$dir" "$name" "$@"
+    cp -f "$dir/lib$name.a" "$FUZZ_OUT/lib$name.a"
+    mkdir -p "$FUZZ_OUT/$name.modulemap.d"
+    printf 'module %s {\n  header "%s/Sources/%s/include/%s"\n  export *\n}\n' "$name" "$PWD" "$name" "$umbrella" \
+        > "$FUZZ_OUT/$name.modulemap.d/module.modulemap"
+    FUZZ_IMPORTS="$FUZZ_IMPORTS -Xcc -fmodule-map-file=$FUZZ_OUT/$name.modulemap.d/module.modulemap"
+    FUZZ_LIBS="$FUZZ_OUT/lib$name.a $FUZZ_LIBS"
+    FUZZ_CHAIN="$FUZZ_CHAIN $name-$key"
 }
 
-fuzz_build_cshims() {
-    local dir=$1 c objs=()
-    for c in Sources/CShims/*.c; do
-        clang -O1 -g -fsanitize=address,fuzzer-no-link -I Sources/CShims/include \
+fuzz_build_ctarget() {
+    local dir=$1 name=$2 c objs=(); shift 2
+    for c in Sources/"$name"/*.c; do
+        clang -O1 -g -fsanitize=address,fuzzer-no-link -I Sources/"$name"/include "$@" \
             -c "$c" -o "$dir/$(basename "$c" .c).o"
         objs+=("$dir/$(basename "$c" .c).o")
     done
-    ar rcs "$dir/libCShims.a" "${objs[@]}"
+    ar rcs "$dir/lib$name.a" "${objs[@]}"
 }
+
+# CShims (tiny C for Runtime and LiveFeed).
+fuzz_cshims() { fuzz_ctarget CShims CShims.h; }
 
 # A Swift module from Sources/NAME (Swift 6 mode, as Package.swift builds it). Extra arguments
 # go to swiftc (e.g. -I Sources/CSodium).

@@ -70,6 +70,19 @@ size_t tv_udp_segment_cmsg(void *buffer, uint16_t size) {
     return CMSG_SPACE(sizeof(uint16_t));
 }
 
+size_t tv_udp_gro_cmsg_space(void) { return CMSG_SPACE(sizeof(int)); }
+
+int tv_udp_gro_size(const struct msghdr *msg) {
+    for (struct cmsghdr *c = CMSG_FIRSTHDR((struct msghdr *)msg); c; c = CMSG_NXTHDR((struct msghdr *)msg, c)) {
+        if (c->cmsg_level == TV_SOL_UDP && c->cmsg_type == TV_UDP_GRO && c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+            int size;
+            memcpy(&size, CMSG_DATA(c), sizeof size);
+            return size > 0 ? size : 0;
+        }
+    }
+    return 0;
+}
+
 int tv_recvmmsg(int fd, struct tv_mmsghdr *msgs, unsigned int count, int flags) {
     int n = recvmmsg(fd, (struct mmsghdr *)msgs, count, flags, NULL);
     return n < 0 ? -errno : n;

@@ -55,14 +55,32 @@ public final class LinuxDatagramBind: Sendable {
     private let segmentV6: Atomic<Bool>
     /// True while sends still use UDP GSO (on either family).
     public var segmentation: Bool { segmentV4.load(ordering: .relaxed) || segmentV6.load(ordering: .relaxed) }
+    /// UDP GRO receivers, one per family whose socket took `UDP_GRO` (nil: plain datagrams).
+    private let coalescingV4: CoalescedReceiver?
+    private let coalescingV6: CoalescedReceiver?
+    /// True when receives use UDP GRO (on either family).
+    public var receiveCoalescing: Bool { coalescingV4 != nil || coalescingV6 != nil }
+    /// Coalesced messages received so far and the datagrams they carried (GRO at work).
+    public var coalescedReceives: (messages: UInt64, datagrams: UInt64) {
+        var m: UInt64 = 0, d: UInt64 = 0
+        for r in [coalescingV4, coalescingV6] {
+            if let r {
+                m += r.coalescedMessages.load(ordering: .relaxed)
+                d += r.coalescedSegments.load(ordering: .relaxed)
+            }
+        }
+        return (m, d)
+    }
 
     /// Binds `port` (0 = an ephemeral port, the same on both families) on `ipv4` and `ipv6`
-    /// (wildcard by default; nil leaves that family out).
+    /// (wildcard by default; nil leaves that family out). `segmentation` turns UDP GSO on sends
+    /// on, `coalescing` UDP GRO on receives (each falls back by itself where the kernel lacks it).
     public init(
         port: UInt16, bufferBytes: Int = 8 << 20,
         ipv4: IPAddress? = IPAddress(v4: 0), ipv6: IPAddress? = IPAddress(v6High: 0, low: 0),
-        segmentation: Bool = true
+        segmentation: Bool = true, coalescing: Bool? = nil
     ) throws(SystemError) {
+        let coalesce = coalescing ?? segmentation
         segmentV4 = Atomic(segmentation)
         segmentV6 = Atomic(segmentation)
         var attempt = 0
@@ -93,6 +111,13 @@ public final class LinuxDatagramBind: Sendable {
                         forced: report.forced && r.forced)
                 }
                 shutdown = try EventNotifier()
+                // UDP GRO (Linux 5.0+): refused (ENOPROTOOPT) on older kernels, then plain receives.
+                func coalescing(_ fd: Int32) -> CoalescedReceiver? {
+                    guard coalesce, fd >= 0, (try? Sys.setIntOption(fd, TV_SOL_UDP, TV_UDP_GRO, 1, "UDP_GRO")) != nil else { return nil }
+                    return CoalescedReceiver()
+                }
+                coalescingV4 = coalescing(v4)
+                coalescingV6 = coalescing(v6)
                 ipv4Descriptor = v4
                 ipv6Descriptor = v6
                 self.port = bound
@@ -182,6 +207,12 @@ public final class LinuxDatagramBind: Sendable {
 
     /// recvmmsg into slots `start...`; returns the number of datagrams kept (truncated ones removed).
     private func receive(_ fd: Int32, _ batch: PacketBatch, at start: Int) throws(SystemError) -> Int {
+        if let gro = fd == ipv4Descriptor ? coalescingV4 : coalescingV6 {
+            var truncated: UInt64 = 0
+            let n = try gro.fill(fd, batch, at: start, port: port, truncated: &truncated)
+            if truncated > 0 { truncatedReceives.add(truncated, ordering: .relaxed) }
+            return n
+        }
         let room = batch.capacity - start
         for i in start..<batch.capacity {
             let r = batch.readRoom(i)
@@ -339,6 +370,8 @@ public final class LinuxDatagramBind: Sendable {
 
     public func waitReadable(timeoutMilliseconds: Int32) throws(SystemError) -> WaitResult {
         if closed.load(ordering: .relaxed) { return .closed }
+        // Datagrams of a coalesced message the last receive had no room for are already here.
+        if coalescingV4?.hasPending == true || coalescingV6?.hasPending == true { return .readable }
         let a = ipv4Descriptor >= 0 ? ipv4Descriptor : ipv6Descriptor
         let b: Int32? = ipv4Descriptor >= 0 && ipv6Descriptor >= 0 ? ipv6Descriptor : nil
         return try Readiness.wait((a, b), shutdown, timeoutMilliseconds: timeoutMilliseconds)

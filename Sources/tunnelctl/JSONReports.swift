@@ -17,6 +17,9 @@ struct StatusJSON: Encodable {
         var superPacketsRead: UInt64
         var superPacketsWritten: UInt64
         var packetsCoalesced: UInt64
+        var udpCoalescing: Bool
+        var coalescedReceives: UInt64
+        var coalescedDatagrams: UInt64
     }
     var pid: Int32
     var version: String
@@ -66,7 +69,8 @@ struct StatusJSON: Encodable {
         }
         offload = s.offload.map {
             Offload(tun: $0.tun, udpSegmentation: $0.udpSegmentation, superPacketsRead: $0.superPacketsRead,
-                    superPacketsWritten: $0.superPacketsWritten, packetsCoalesced: $0.packetsCoalesced)
+                    superPacketsWritten: $0.superPacketsWritten, packetsCoalesced: $0.packetsCoalesced,
+                    udpCoalescing: $0.udpCoalescing, coalescedReceives: $0.coalescedReceives, coalescedDatagrams: $0.coalescedDatagrams)
         }
     }
 }

@@ -196,9 +196,9 @@ extension Tunnelctl {
             lines.append("store queue drops: \(s.storeQueueDrops)")
         }
         if let o = s.offload {
-            lines.append("offloads: TUN \(o.tun), UDP GSO \(o.udpSegmentation ? "on" : "off"); "
+            lines.append("offloads: TUN \(o.tun), UDP GSO \(o.udpSegmentation ? "on" : "off"), UDP GRO \(o.udpCoalescing ? "on" : "off"); "
                 + "\(o.superPacketsRead) super-packets read, \(o.superPacketsWritten) written "
-                + "(\(o.packetsCoalesced) packets coalesced)")
+                + "(\(o.packetsCoalesced) packets coalesced); \(o.coalescedDatagrams) datagrams received in \(o.coalescedReceives) coalesced messages")
         }
         if s.drops.isEmpty {
             lines.append("drops: none")

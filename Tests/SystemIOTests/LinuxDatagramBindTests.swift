@@ -177,4 +177,52 @@ import Testing
         #expect(a.failedSends.load(ordering: .relaxed) == 0)
         #expect(a.segmentation == segmentation)  // loopback segments UDP: GSO stays on
     }
+
+    /// UDP GRO on receive: a GSO send over loopback reaches a GRO socket as one coalesced message
+    /// (the kernel keeps it whole), which the bind cuts back into the same datagrams in order —
+    /// across receive calls when the batch is smaller than the message — with a receiver without
+    /// GRO seeing the same datagrams the kernel segmented.
+    @Test(arguments: [true, false]) func coalescedReceivesAreCutIntoTheSameDatagrams(gro: Bool) throws {
+        let a = try LinuxDatagramBind(port: 0, bufferBytes: 4 << 20, ipv4: Self.v4Loopback, ipv6: nil)
+        let b = try LinuxDatagramBind(port: 0, bufferBytes: 4 << 20, ipv4: Self.v4Loopback, ipv6: nil, segmentation: gro)
+        #expect(b.receiveCoalescing == gro)
+        let out = PacketBatch(capacity: 128, slotSize: 2048)
+        var expect: [[UInt8]] = []
+        // 60 × 1,200 B, a 500 B tail (one GSO message), then 40 × 96 B and a 1 B one (another).
+        let lengths = Array(repeating: 1200, count: 60) + [500] + Array(repeating: 96, count: 40) + [1]
+        for (i, length) in lengths.enumerated() {
+            let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ i) }
+            out.set(i, bytes: bytes, endpoint: Endpoint(address: Self.v4Loopback, port: b.port))
+            expect.append(bytes)
+        }
+        out.count = lengths.count
+        #expect(try a.send(out, from: 0) == lengths.count)
+        let small = PacketBatch(capacity: 7, slotSize: 2048, headroom: 16)  // forces carry-over
+        let got = try receive(b, count: expect.count, batch: small)
+        #expect(got.map(\.1) == expect)
+        #expect(got.allSatisfy { $0.0 == Endpoint(address: Self.v4Loopback, port: a.port) })
+        #expect(b.truncatedReceives.load(ordering: .relaxed) == 0)
+        let coalesced = b.coalescedReceives
+        if gro {
+            #expect(coalesced.messages >= 2 && coalesced.datagrams == UInt64(lengths.count), "\(coalesced)")
+        } else {
+            #expect(coalesced.messages == 0)
+        }
+        #expect(try b.receive(into: small) == 0)  // nothing left behind
+    }
+
+    /// A coalesced segment longer than a slot is dropped and counted, the others still arrive.
+    @Test func coalescedSegmentsLongerThanASlotAreCounted() throws {
+        let a = try LinuxDatagramBind(port: 0, bufferBytes: 4 << 20, ipv4: Self.v4Loopback, ipv6: nil)
+        let b = try LinuxDatagramBind(port: 0, bufferBytes: 4 << 20, ipv4: Self.v4Loopback, ipv6: nil)
+        let out = PacketBatch(capacity: 8, slotSize: 2048)
+        for i in 0..<4 { out.set(i, bytes: [UInt8](repeating: UInt8(i), count: 1000), endpoint: Endpoint(address: Self.v4Loopback, port: b.port)) }
+        out.set(4, bytes: [UInt8](repeating: 9, count: 300), endpoint: Endpoint(address: Self.v4Loopback, port: b.port))
+        out.count = 5
+        #expect(try a.send(out, from: 0) == 5)
+        let tiny = PacketBatch(capacity: 8, slotSize: 512)  // 1,000 B segments do not fit
+        let got = try receive(b, count: 1, batch: tiny)
+        #expect(got.map(\.1) == [[UInt8](repeating: 9, count: 300)])
+        #expect(b.truncatedReceives.load(ordering: .relaxed) == 4)
+    }
 }

@@ -91,7 +91,8 @@ import Testing
         try expectGolden(r.out, "status.json")
         // With offloads: the same object, `offload` filled in.
         let offload = OffloadStatus(tun: "csum tso4 tso6 uso4 uso6", udpSegmentation: true, superPacketsRead: 120,
-                                    superPacketsWritten: 3_400, packetsCoalesced: 41_000)
+                                    superPacketsWritten: 3_400, packetsCoalesced: 41_000,
+                                    udpCoalescing: true, coalescedReceives: 900, coalescedDatagrams: 23_000)
         try expectGolden(try Tunnelctl.encodeJSON(StatusJSON(StatusRenderTests.reply(offload: offload, store: StatusRenderTests.storeWithDrops))) + "\n", "status-offload.json")
         // During a store outage: when it began, what waits, the error.
         try expectGolden(try Tunnelctl.encodeJSON(StatusJSON(StatusRenderTests.reply(offload: nil, store: StatusRenderTests.storeInOutage))) + "\n", "status-store-outage.json")

@@ -36,7 +36,8 @@ import Testing
 
     @Test func statusWithOffloadsGolden() throws {
         let offload = OffloadStatus(tun: "csum tso4 tso6 uso4 uso6", udpSegmentation: true, superPacketsRead: 120,
-                                    superPacketsWritten: 3_400, packetsCoalesced: 41_000)
+                                    superPacketsWritten: 3_400, packetsCoalesced: 41_000,
+                                    udpCoalescing: true, coalescedReceives: 900, coalescedDatagrams: 23_000)
         try HistoryFixture.expectGolden(Tunnelctl.renderStatus(Self.reply(offload: offload, store: Self.storeWithDrops)) + "\n", "status-offload.txt")
     }
 

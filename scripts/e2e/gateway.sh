@@ -31,7 +31,7 @@ check_output "a burst of 2,000 UDP datagrams comes back intact (IPv4)" '^burst (
 check_output "a burst of 2,000 UDP datagrams comes back intact (IPv6)" '^burst (1[0-9]{3}|2000)/2000 intact, 0 corrupt' \
   $CLIENT udp-burst $TV_SRV6 2000
 check_output "TUN offloads are on and used both ways (coalesced writes, split super-packets)" \
-  'offloads: TUN csum tso4 tso6( uso4 uso6)?, UDP GSO on; [1-9][0-9]* super-packets read, [1-9][0-9]* written' $CTL status
+  'offloads: TUN csum tso4 tso6( uso4 uso6)?, UDP GSO on, UDP GRO on; [1-9][0-9]* super-packets read, [1-9][0-9]* written' $CTL status
 check_output "UDP echo over IPv4" '^echo hello' $CLIENT udp-echo $TV_SRV
 check_output "UDP echo over IPv6" '^echo hello' $CLIENT udp-echo $TV_SRV6
 check_output "inbound TCP to the client is blocked by 'default in block'" '^timeout' \

@@ -48,6 +48,18 @@ size_t tv_udp_segment_cmsg(void *buffer, uint16_t size);
 /// CMSG_SPACE(sizeof(uint16_t)).
 size_t tv_udp_segment_cmsg_space(void);
 
+/// UDP_GRO (Linux 5.0): a socket option at level SOL_UDP that lets the kernel hand the socket
+/// runs of same-flow datagrams as one coalesced message, with a (SOL_UDP, UDP_GRO, int) control
+/// message carrying the segment size.
+#define TV_UDP_GRO 104
+
+/// CMSG_SPACE(sizeof(int)): room for the UDP_GRO control message on receive.
+size_t tv_udp_gro_cmsg_space(void);
+
+/// The segment size of a (SOL_UDP, UDP_GRO) control message in `msg`, or 0 when there is none
+/// (the message is one plain datagram).
+int tv_udp_gro_size(const struct msghdr *msg);
+
 /// Same layout as glibc's `struct mmsghdr` (checked by a static assertion in tv_sys.c); declared
 /// here because <sys/socket.h> hides it unless _GNU_SOURCE is defined before the first include.
 struct tv_mmsghdr {

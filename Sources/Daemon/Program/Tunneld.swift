@@ -136,9 +136,11 @@ public enum Tunneld {
         }
         for step in netlink.journal { log.info("interface: \(step)") }
 
-        let bind = try LinuxDatagramBind(port: iface.listenPort, segmentation: offload)
-        log.info("listening on UDP port \(bind.port) (\(bind.buffers)\(offload ? ", UDP GSO" : ""))")
+        // TUNNELD_UDP_GRO=off keeps UDP GSO but receives datagram by datagram (benchmarks compare).
         let environment = ProcessInfo.processInfo.environment
+        let bind = try LinuxDatagramBind(port: iface.listenPort, segmentation: offload,
+                                         coalescing: offload && environment["TUNNELD_UDP_GRO"] != "off")
+        log.info("listening on UDP port \(bind.port) (\(bind.buffers)\(offload ? ", UDP GSO" : "")\(bind.receiveCoalescing ? ", UDP GRO" : ""))")
         var options = GatewayOptions()
         options.testWedgeFile = environment["TUNNELD_TEST_WEDGE_FILE"]  // test hook: e2e systemd.sh
         let engine = GatewayEngine(device: device, tun: tun, bind: bind, clock: SystemClock(), policy: policy, options: options,

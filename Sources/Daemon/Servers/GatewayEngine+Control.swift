@@ -49,7 +49,8 @@ extension GatewayEngine {
             policy: policySummary(),
             offload: OffloadStatus(tun: tun.offloadDescription, udpSegmentation: bind.segmentation,
                                    superPacketsRead: t.superPacketsRead, superPacketsWritten: t.superPacketsWritten,
-                                   packetsCoalesced: t.packetsCoalesced),
+                                   packetsCoalesced: t.packetsCoalesced, udpCoalescing: bind.receiveCoalescing,
+                                   coalescedReceives: bind.coalescedReceives.messages, coalescedDatagrams: bind.coalescedReceives.datagrams),
             store: store)
     }
 

@@ -35,10 +35,18 @@ public protocol DatagramBind: AnyObject, Sendable {
 
     /// True while sends carry several equal-sized datagrams per message (UDP GSO).
     var segmentation: Bool { get }
+
+    /// True when receives take coalesced runs of datagrams (UDP GRO); they still arrive one per slot.
+    var receiveCoalescing: Bool { get }
+
+    /// Coalesced messages received so far and the datagrams they carried.
+    var coalescedReceives: (messages: UInt64, datagrams: UInt64) { get }
 }
 
 extension DatagramBind {
     public var segmentation: Bool { false }
+    public var receiveCoalescing: Bool { false }
+    public var coalescedReceives: (messages: UInt64, datagrams: UInt64) { (0, 0) }
 
     /// Sends all of `batch` (slots `0 ..< batch.count`); see ``DatagramBind/send(_:from:)``.
     public func send(_ batch: PacketBatch) throws(SystemError) -> Int {
