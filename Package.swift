@@ -24,6 +24,10 @@ let package = Package(
         .systemLibrary(name: "CIDN2", pkgConfig: "libidn2", providers: [.apt(["libidn2-dev"])]),
         .systemLibrary(name: "CQREncode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
         .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        // A small HTTP listener over libmicrohttpd (C: its start and connection-info calls are variadic).
+        .target(name: "CHTTP", dependencies: ["CMicroHTTPD"]),
         // QR codes for tunnelctl peer qr: libqrencode's matrix, libpng's file (C, for libpng's longjmp errors).
         .target(name: "CQRImage", dependencies: ["CQREncode", "CPNG"]),
         // Tiny C: atomics on shared memory, futex, TUN ioctls, batched socket calls.
@@ -39,8 +43,9 @@ let package = Package(
 
         // The runtime every thread of tunneld shares: the syscall layer (`Sys`, `SystemError`,
         // `errnoText`), the clocks (`TimeSource`, `SystemClock`), `WorkerThread`, `ConditionLock`
-        // and `StopSignal`, `EventNotifier`/`Readiness`, and `Logger`. Knows nothing of the rest.
-        .target(name: "Runtime", dependencies: ["Core", "CShims"], swiftSettings: strict),
+        // and `StopSignal`, `EventNotifier`/`Readiness`, and `Logger` (stderr, or the journal through
+        // libsystemd's sd_journal_sendv for structured events). Knows nothing of the rest.
+        .target(name: "Runtime", dependencies: ["Core", "CShims", "CSystemd"], swiftSettings: strict),
 
         // Pure cores: bytes and time in, decisions out, no I/O.
         .target(name: "Packet", dependencies: ["Core", "COpenSSL"], swiftSettings: strict),
@@ -56,9 +61,10 @@ let package = Package(
         .target(name: "Capture", dependencies: ["Core", "Runtime", "CPcap", "Packet"], swiftSettings: strict),
         .target(name: "Control", dependencies: ["Core", "Runtime", "Packet"], swiftSettings: strict),
         // The Linux I/O the gateway runs on: TUN (offloads, readv/writev batches), UDP sockets
-        // (recvmmsg/sendmmsg, GSO), netlink (addresses, routes), signals, clock-change watching.
+        // (recvmmsg/sendmmsg, GSO), netlink (addresses, routes), signals, clock-change watching,
+        // an HTTP listener (libmicrohttpd), systemd's notify socket.
         // Knows nothing of the engine or the daemon.
-        .target(name: "SystemIO", dependencies: ["Core", "Runtime", "Packet", "CShims", "CMNL"], swiftSettings: strict),
+        .target(name: "SystemIO", dependencies: ["Core", "Runtime", "Packet", "CShims", "CMNL", "CHTTP"], swiftSettings: strict),
         // The data path: the engine, its device protocols (Devices/), the ports it calls out
         // through (GatewayEvents, PacketObserving, HandshakeAdmission, declared beside it) and the one
         // peer registry. Imports nothing the daemon builds on it.
@@ -97,7 +103,7 @@ let package = Package(
         .testTarget(name: "LiveFeedTests", dependencies: ["Core", "Runtime", "LiveFeed", "CShims"], swiftSettings: strict),
         .testTarget(name: "CaptureTests", dependencies: ["Core", "Runtime", "Capture", "CPcap", "Packet"], swiftSettings: strict),
         .testTarget(name: "ControlTests", dependencies: ["Core", "Runtime", "Control", "Packet"], exclude: ["Golden"], swiftSettings: strict),
-        .testTarget(name: "SystemIOTests", dependencies: ["Core", "Runtime", "Packet", "SystemIO", "CMNL", "CShims"], swiftSettings: strict),
+        .testTarget(name: "SystemIOTests", dependencies: ["Core", "Runtime", "Packet", "SystemIO", "CMNL", "CShims", "CHTTP"], swiftSettings: strict),
         .testTarget(
             name: "EngineTests", dependencies: ["Core", "Runtime", "Packet", "Policy", "WireGuard", "SystemIO", "Engine", "TestSupport", "CSodium", "CBlake2"],
             swiftSettings: strict),

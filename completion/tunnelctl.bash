@@ -2,7 +2,7 @@
 # table (Sources/tunnelctl/CommandTable.swift): do not edit, run scripts/gen-docs.sh.
 # Install as /usr/share/bash-completion/completions/tunnelctl, or source it.
 
-_tunnelctl_commands='status peers peer reload import kick session explain refusals flows timeline policy audit retention prune watch capture completion version help'
+_tunnelctl_commands='status metrics peers peer reload import kick session explain refusals flows timeline policy audit retention prune watch capture completion version help'
 _tunnelctl_groups='peer policy audit retention capture completion'
 
 # The configured peer names (reads only the configuration: --config PATH of this line, if any).
@@ -51,6 +51,7 @@ _tunnelctl_reply() {
         [[ $opt == = ]] && opt=${COMP_WORDS[COMP_CWORD-2]}
         case "$path $opt" in
             'status --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            'metrics --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
             'peers --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
             'peer add --tier') mapfile -t COMPREPLY < <(compgen -W 'free premium' -- "$cur") ;;
             'peer add --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
@@ -111,6 +112,7 @@ _tunnelctl_reply() {
     if [[ $cur == -* ]]; then
         case $path in
             'status') w='--json --config --help' ;;
+            'metrics') w='--config --help' ;;
             'peers') w='--names --json --config --help' ;;
             'peer add') w='--tier --ip --dns --endpoint --allowed-ips --expires --psk --keep-client-key --config --help' ;;
             'peer remove') w='--config --help' ;;

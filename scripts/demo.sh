@@ -2,9 +2,10 @@
 # The main job: a whole TunnelVision gateway in network namespaces made (and removed) here.
 #   client ns: a stock wireguard-go + wg client      gateway ns: tunneld      server ns: test services
 # Shows traffic passing, a blocked and a rejected flow explained, `wg show` reading tunneld over
-# UAPI, `tunnelctl status / peers / policy show`, a free-tier session with its remaining time
-# ending and the pause that follows, the history in a timeline, and a prune; then tears
-# everything down. Needs root.
+# UAPI, `tunnelctl status / peers / policy show`, a free-tier session (FreeSession 20 s) counting
+# down and ending, the peer refused in its pause (`explain`, `refusals`), an audit marker, the
+# history in a timeline, retention and a prune (dry run first), Prometheus /metrics and the
+# operator events tunneld logged; then tears everything down. One command, about a minute. Needs root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=/opt/swift/usr/bin:$PATH
@@ -23,7 +24,9 @@ run() { printf '$ %s\n' "$*"; "$@" 2>&1 | sed 's/^/  /' || true; }
 say "namespaces: client $TV_NS_C, gateway $TV_NS_G, server $TV_NS_S"
 tv_topology_up
 # alice is on the free tier with a short window, so the demo shows it ending.
-TV_FREE_SESSION=25s TV_FREE_PAUSE=40s TV_WATCHDOG=1s tv_tunneld_config e2e free
+TV_FREE_SESSION=20s TV_FREE_PAUSE=40s TV_WATCHDOG=1s tv_tunneld_config e2e free
+# Prometheus metrics on the gateway namespace's loopback (MetricsListen is off by default).
+sed -i "s/^\[Interface\]$/[Interface]\nMetricsListen = 127.0.0.1:9586/" "$TV_DIR/tunneld.conf"
 echo "policy in $TV_DIR/policies:"; sed 's/^/  /' "$TV_DIR"/policies/*.rules
 tv_gateway_tunneld_up
 tv_client_up 0
@@ -49,7 +52,9 @@ run tv_in "$TV_NS_G" wg show "$TV_IF_G"
 say "tunnelctl status and peers"
 run $CTL status
 run $CTL peers
-say "alice is on the free tier: her session window, and what is left of it"
+say "alice is on the free tier: her session window, and what is left of it (counting down)"
+run $CTL session alice
+sleep 4
 run $CTL session alice
 run $CTL audit mark "demo: waiting for alice's window to end"
 # Wait until the window has ended (the watchdog ticks every second).
@@ -57,14 +62,31 @@ until=$($CTL session alice --json 2>/dev/null | python3 -c 'import json,sys,date
 a=json.load(sys.stdin).get("allowedUntil"); print(datetime.datetime.fromisoformat(a.replace("Z","+00:00")).timestamp() if a else 0)')
 wait=$(python3 -c "import time; print(max(0.0, $until - time.time()) + 2.5)")
 printf '  (waiting %.0f s for the window to end)\n' "$wait"; sleep "$wait"
-say "the window has ended: alice is refused during her pause"
-run tv_in "$TV_NS_C" ping -c2 -W1 $TV_SRV
+say "the window has ended: alice's client reconnects (a fresh handshake) and is refused during her pause"
+reconnect() {
+  tv_in "$TV_NS_C" wg set "$TV_WG_C" peer "$TV_G_PUB" remove
+  tv_in "$TV_NS_C" wg set "$TV_WG_C" peer "$TV_G_PUB" endpoint $TV_GW_UNDERLAY:$TV_PORT \
+      allowed-ips 10.99.0.0/24,fd99::/64,198.19.0.0/24,fd98::/64
+  tv_in "$TV_NS_C" ping -c2 -W1 $TV_SRV
+}
+run reconnect
 run $CTL session alice
 run $CTL explain alice
-say "the history: flows, refusals, sessions and markers in time order"
+run $CTL refusals
+say "the history: flows, refusals, sessions and markers (the audit marker too) in time order"
 run $CTL timeline --since 10m
 say "retention and a prune: keep flows and refusals for 1 s, then delete what is older"
+run $CTL retention show
 run $CTL retention set flows=1s refusals=1s
 run $CTL prune --dry-run
 run $CTL prune
+say "Prometheus metrics (MetricsListen = 127.0.0.1:9586; tunnelctl metrics prints the same)"
+metrics_lines() {
+  tv_in "$TV_NS_G" curl -s http://127.0.0.1:9586/metrics \
+    | grep -E '^tunnelvision_(peer_(session_state|refusals_total|receive_bytes_total)|rule_hits_total|drops_total|policy_generation)' \
+    | grep -v ' 0$' | head -12
+}
+run metrics_lines
+say "operator events tunneld logged (journald fields when run by systemd; stderr here)"
+run grep -o 'peer alice.*TUNNELVISION_EVENT=.*' "$TV_DIR/tunneld.log"
 say "tearing down"

@@ -15,7 +15,8 @@
 #   share/man/man8/tunneld.8, tunnelctl.8           man pages (man5: tunneld.conf.5, tunnelvision-rules.5)
 #   share/bash-completion/completions/tunnelctl     bash completion
 #   share/zsh/site-functions/_tunnelctl             zsh completion (share/zsh/vendor-completions for /usr)
-#   share/doc/tunnelvision/                         README.md, docs/*.md, tunneld.conf.example, policies/
+#   share/doc/tunnelvision/                         README.md, docs/*.md, tunneld.conf.example, policies/,
+#                                                   grafana/ dashboard, prometheus/ alert rules
 #   lib/tunnelvision/router-nat.sh                  forwarding/NAT helper (router-nat.sh --help)
 #   /etc/systemd/system/tunneld.service             the unit, paths set to PREFIX (lib/systemd/system for /usr)
 #   SYSCONFDIR/tunnelvision/tunneld.conf, policies/ the example configuration and rules, only when absent:
@@ -135,6 +136,8 @@ put 0644 README.md "$PREFIX/share/doc/tunnelvision/README.md"
 for p in docs/*.md; do put 0644 "$p" "$PREFIX/share/doc/tunnelvision/docs/$(basename "$p")"; done
 put 0644 etc/tunneld.conf "$PREFIX/share/doc/tunnelvision/tunneld.conf.example"
 for p in policies/*.rules; do put 0644 "$p" "$PREFIX/share/doc/tunnelvision/policies/$(basename "$p")"; done
+put 0644 etc/grafana/tunnelvision-dashboard.json "$PREFIX/share/doc/tunnelvision/grafana/tunnelvision-dashboard.json"
+put 0644 etc/prometheus/tunnelvision.rules.yml "$PREFIX/share/doc/tunnelvision/prometheus/tunnelvision.rules.yml"
 
 # The unit, with the binaries and documentation where this PREFIX puts them.
 tmp=$(mktemp)

@@ -254,6 +254,14 @@ struct ConfigParser {
                     continue
                 }
                 c.publicEndpoint = ep
+            case "MetricsListen":
+                if v.lowercased() == "off" { c.metricsListen = nil; continue }
+                guard let ep = Endpoint(v), ep.port != 0 else {
+                    error(e.line, e.key, "'\(v)' is not an address:port to listen on",
+                          "write e.g. 127.0.0.1:9586 or [::1]:9586 (an address, not a host name), or off")
+                    continue
+                }
+                c.metricsListen = ep
             case "DefaultTier":
                 guard let t = PeerTier(rawValue: v.lowercased()) else {
                     error(e.line, e.key, "'\(v)' is not a tier", "use free or premium")

@@ -27,6 +27,8 @@ public enum ControlRequest: Hashable, Sendable {
     /// Re-read the whole config file and apply the difference to the peers (`tunnelctl reload`,
     /// SIGHUP) → `ControlResponse.reload`, or `.error` with code `invalidConfig` (nothing changed).
     case reload
+    /// The Prometheus exposition text the daemon renders (`tunnelctl metrics`) → `ControlResponse.metrics`.
+    case metrics
     /// A request type this build does not know (only produced by decoding).
     case unknown(type: String)
 
@@ -42,6 +44,7 @@ public enum ControlRequest: Hashable, Sendable {
         case .capture: return "capture"
         case .peerTier: return "peerTier"
         case .reload: return "reload"
+        case .metrics: return "metrics"
         case .unknown(let t): return t
         }
     }
@@ -67,6 +70,7 @@ extension ControlRequest: Codable {
         case "peerTier":
             self = .peerTier(peer: try c.decode(String.self, forKey: .peer), tier: try c.decode(PeerTier.self, forKey: .tier))
         case "reload": self = .reload
+        case "metrics": self = .metrics
         default: self = .unknown(type: type)
         }
     }

@@ -22,6 +22,8 @@ public enum ControlResponse: Hashable, Sendable {
     case peerTier(PeerTierReply)
     /// Reply to `reload` (a config with errors is `.error` with code `invalidConfig` instead).
     case reload(ReloadReply)
+    /// Reply to `metrics`: the exposition text, as `/metrics` serves it.
+    case metrics(String)
     /// The request failed.
     case error(ControlErrorReply)
     /// A reply type this build does not know (only produced by decoding).
@@ -39,6 +41,7 @@ public enum ControlResponse: Hashable, Sendable {
         case .capture: return "capture"
         case .peerTier: return "peerTier"
         case .reload: return "reload"
+        case .metrics: return "metrics"
         case .error: return "error"
         case .unknown(let t): return t
         }
@@ -52,7 +55,7 @@ public enum ControlResponse: Hashable, Sendable {
 
 extension ControlResponse: Codable {
     enum CodingKeys: String, CodingKey {
-        case version, type, status, peers, policyReload, policyShow, kick, liveFlows, capture, peerTier, reload, error
+        case version, type, status, peers, policyReload, policyShow, kick, liveFlows, capture, peerTier, reload, metrics, error
     }
 
     public init(from decoder: any Decoder) throws {
@@ -68,6 +71,7 @@ extension ControlResponse: Codable {
         case "capture": self = .capture(try c.decode(CaptureReply.self, forKey: .capture))
         case "peerTier": self = .peerTier(try c.decode(PeerTierReply.self, forKey: .peerTier))
         case "reload": self = .reload(try c.decode(ReloadReply.self, forKey: .reload))
+        case "metrics": self = .metrics(try c.decode(String.self, forKey: .metrics))
         case "error": self = .error(try c.decode(ControlErrorReply.self, forKey: .error))
         default: self = .unknown(type: type)
         }
@@ -87,6 +91,7 @@ extension ControlResponse: Codable {
         case .capture(let r): try c.encode(r, forKey: .capture)
         case .peerTier(let r): try c.encode(r, forKey: .peerTier)
         case .reload(let r): try c.encode(r, forKey: .reload)
+        case .metrics(let r): try c.encode(r, forKey: .metrics)
         case .error(let r): try c.encode(r, forKey: .error)
         case .unknown: break
         }

@@ -46,6 +46,9 @@ public struct InterfaceConfig: Hashable, Sendable {
     /// The `host:port` clients reach the gateway at (`PublicEndpoint`, optional): the `Endpoint` of
     /// the client configs `tunnelctl peer add|config|qr` print.
     public var publicEndpoint: HostPort?
+    /// Where to serve Prometheus `/metrics` over HTTP (`MetricsListen`, e.g. `127.0.0.1:9586`;
+    /// default off). An address, not a host name: the operator chooses who can reach it.
+    public var metricsListen: Endpoint?
     /// Tier of a peer added over the UAPI (`wg set`) without one (`DefaultTier`, default `free`).
     public var defaultTier: PeerTier = .free
     /// `QUIC`: what a UDP/443 flow whose host name cannot be read gets when a `host` rule could

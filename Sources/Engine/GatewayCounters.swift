@@ -128,4 +128,10 @@ public final class GatewayCounters: @unchecked Sendable {
     }
 
     public func count(_ reason: GatewayDrop) -> UInt64 { drops[reason.rawValue].load(ordering: .relaxed) }
+
+    /// Handshakes completed (responses sent to initiations we admitted, and our own initiations
+    /// answered), counted by the handshake thread.
+    public let handshakes = Atomic<UInt64>(0)
+    /// Cookie replies sent (under load, an initiation without a valid mac2).
+    public let cookieReplies = Atomic<UInt64>(0)
 }

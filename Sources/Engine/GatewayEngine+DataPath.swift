@@ -35,6 +35,7 @@ extension GatewayEngine {
 
         var full = false  // the last receive filled the batch: more is waiting, skip the poll
         while running.load(ordering: .relaxed) {
+            beatInbound.add(1, ordering: .relaxed)
             let n: Int
             do {
                 if !full {
@@ -176,6 +177,7 @@ extension GatewayEngine {
         defer { netValid.deallocate() }
 
         while running.load(ordering: .relaxed) {
+            beatHandshake.add(1, ordering: .relaxed)
             let n = handshakes.pop(into: rx, timeoutMilliseconds: 250)
             if n == 0 { continue }
             toNet.count = 0
@@ -204,12 +206,14 @@ extension GatewayEngine {
                         break
                     }
                     observer?.noteHandshake(peer: peer.rawValue)
+                    counters.handshakes.add(1, ordering: .relaxed)
                     toNet.offsets[k] = range.lowerBound
                     toNet.lengths[k] = range.count
                     toNet.endpoints[k] = source
                     netValid[k] = true
                     toNet.count = k + 1
                 case .sendCookieReply(let range):
+                    counters.cookieReplies.add(1, ordering: .relaxed)
                     toNet.offsets[k] = range.lowerBound
                     toNet.lengths[k] = range.count
                     toNet.endpoints[k] = source
@@ -219,6 +223,7 @@ extension GatewayEngine {
                     if admission?.handshakeCompleted(peer: peer) != false {
                         flushes.append((peer, true))
                         observer?.noteHandshake(peer: peer.rawValue)
+                        counters.handshakes.add(1, ordering: .relaxed)
                     }
                 case .refused(let peer):
                     counters.drop(.peerRefused)
@@ -275,6 +280,7 @@ extension GatewayEngine {
 
         var full = false  // the last read filled the batch: more is waiting, skip the poll
         while running.load(ordering: .relaxed) {
+            beatOutbound.add(1, ordering: .relaxed)
             let n: Int
             do {
                 if !full {
@@ -397,6 +403,8 @@ extension GatewayEngine {
         rejects.reserveCapacity(64)
         while running.load(ordering: .relaxed) {
             Sys.sleep(milliseconds: Int(options.tickMilliseconds))
+            if let wedge = options.testWedgeFile, access(wedge, F_OK) == 0 { continue }  // test hook: no progress
+            beatTimers.add(1, ordering: .relaxed)
             let now = clock.boottimeNanoseconds()
             control.count = 0
             for action in device.tick(now: now) {

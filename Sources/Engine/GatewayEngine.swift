@@ -76,6 +76,10 @@ public struct GatewayOptions: Sendable {
     public var dnsTTLCeiling: UInt32 = 86_400
     /// UDP/443 flows whose host cannot be read (`QUIC =`).
     public var quic: QUICHostMode = .inspect
+    /// Test hook (`TUNNELD_TEST_WEDGE_FILE`): while this file exists the timer thread stops
+    /// making progress, as a wedged data path would, so its heartbeat stands still and tunneld
+    /// stops sending systemd `WATCHDOG=1`. Nil (the default) costs nothing.
+    public var testWedgeFile: String? = nil
     public init() {}
 }
 
@@ -114,6 +118,11 @@ public final class GatewayEngine: @unchecked Sendable {
     /// Handshake messages from the inbound thread to the handshake thread.
     let handshakes: HandshakeQueue
     let running = Atomic<Bool>(false)
+    /// Loop turns of the four data-path threads (inbound, handshake, outbound, timers): each adds
+    /// one per turn (at least four times a second while idle: their waits time out at 250 ms), so a
+    /// counter that stands still names a wedged thread (systemd's watchdog, `Tunneld`).
+    let beatInbound = Atomic<UInt64>(0), beatHandshake = Atomic<UInt64>(0)
+    let beatOutbound = Atomic<UInt64>(0), beatTimers = Atomic<UInt64>(0)
     /// Live ring and capture (nil: none). Set before `start()`; the data path reads it unlocked
     /// (so without the per-access exclusivity check).
     @exclusivity(unchecked) public var observer: (any PacketObserving)?
@@ -318,8 +327,28 @@ public final class GatewayEngine: @unchecked Sendable {
 
     // MARK: Helpers shared by the loops
 
+    /// The data-path threads' heartbeat counters, in `heartbeatNames` order.
+    public func heartbeats() -> [UInt64] {
+        [beatInbound.load(ordering: .relaxed), beatHandshake.load(ordering: .relaxed),
+         beatOutbound.load(ordering: .relaxed), beatTimers.load(ordering: .relaxed)]
+    }
+    /// The threads `heartbeats()` counts, by name.
+    public static let heartbeatNames = ["tv-inbound", "tv-handshake", "tv-outbound", "tv-timers"]
+
     /// Handshake messages waiting for the handshake thread now.
     public var handshakeBacklog: Int { handshakes.depth }
+
+    /// True while more screened handshake messages than `underLoadHandshakesPerSecond` arrived
+    /// in the current second (cookie replies and the per-source rate limit are on).
+    public var underLoad: Bool {
+        let second = clock.boottimeNanoseconds() / 1_000_000_000
+        return handshakeWindow.withLock { $0.second == second && $0.count > options.underLoadHandshakesPerSecond }
+    }
+
+    /// The flow table's size, capacity and counters (one take of the flow lock).
+    public var flowTableSnapshot: (count: Int, capacity: Int, stats: FlowTableStats) {
+        withFlows { ($0.count, $0.capacity, $0.stats) }
+    }
 
     /// Counts one handshake message that passed `HandshakeScreen` in the current second; true when
     /// more than the configured rate arrived in it (cookies and the per-source rate limit engage).

@@ -9,4 +9,12 @@ public struct FlowTableStats: Sendable, Equatable {
     public var evicted: UInt64 = 0
     /// Flows removed by the caller.
     public var removed: UInt64 = 0
+
+    /// Counters from their values (all zero by default).
+    public init(opened: UInt64 = 0, expired: UInt64 = 0, evicted: UInt64 = 0, removed: UInt64 = 0) {
+        self.opened = opened
+        self.expired = expired
+        self.evicted = evicted
+        self.removed = removed
+    }
 }

@@ -169,6 +169,9 @@ public final class StoreWriter: @unchecked Sendable {
         }
     }
 
+    /// Records waiting in the queue now (not yet taken by the writer thread).
+    public var queueDepth: Int { lock.withLock { pending.count } }
+
     /// A snapshot of the writer's counters.
     public func stats() -> Stats {
         lock.withLock { statsValue }
@@ -332,7 +335,7 @@ public final class StoreWriter: @unchecked Sendable {
         var lockedAt = t0
         let now = wallClock()
         var dropsAtStart = StoreDrops()
-        let ending: (marker: MarkerInput, sentence: String)? = lock.withLock {
+        let ending: (marker: MarkerInput, sentence: String, total: UInt64)? = lock.withLock {
             dropsAtStart = dropsValue
             guard let o = outage else { return nil }
             let lost = dropsValue.since(o.dropsBefore)
@@ -340,7 +343,7 @@ public final class StoreWriter: @unchecked Sendable {
             let sentence = "store unavailable \(TimeText.clock(o.startMs, zone: zone))–\(TimeText.clock(now, zone: zone)), \(lost.sentence)"
             let counts = RecordFamily.allCases.map { "\($0.rawValue)=\(lost[$0])" }.joined(separator: " ")
             let detail = "from=\(TimeText.iso(o.startMs)) until=\(TimeText.iso(now)) \(counts) error=\(o.error)"
-            return (MarkerInput(at: o.startMs, label: sentence, kind: .automatic, detail: detail), sentence)
+            return (MarkerInput(at: o.startMs, label: sentence, kind: .automatic, detail: detail), sentence, lost.total)
         }
         do {
             try store.connection.transaction {
@@ -361,7 +364,10 @@ public final class StoreWriter: @unchecked Sendable {
                 if ending != nil { outage = nil }
                 if ending != nil { lock.broadcast() }
             }
-            if let ending { log?.warning("store: writable again; \(ending.sentence)") }
+            if let ending {
+                log?.warning("store: writable again; \(ending.sentence)")
+                log?.event(.storeRecovered(path: store.connection.path, dropped: ending.total))
+            }
             return nil
         } catch {
             updates.removeAll(keepingCapacity: true)
@@ -378,6 +384,7 @@ public final class StoreWriter: @unchecked Sendable {
             }
             if began {
                 log?.error("store: writes failing (\(e)); keeping up to \(options.capacity) queued records and retrying with backoff up to \(options.retryMaxMs) ms; one line when it is writable again")
+                log?.event(.storeOutage(path: store.connection.path, error: e.description))
                 onError?(e)
             }
             return e

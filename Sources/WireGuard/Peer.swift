@@ -11,6 +11,9 @@ final class Peer: Sendable {
     /// Transport bytes received (authenticated datagram length) and sent.
     let rxBytes = Atomic<UInt64>(0)
     let txBytes = Atomic<UInt64>(0)
+    /// Transport packets received (keepalives included) and sent, for metrics.
+    let rxPackets = Atomic<UInt64>(0)
+    let txPackets = Atomic<UInt64>(0)
 
     init(handle: PeerHandle, publicKey: PublicKey, state: sending PeerState) {
         self.handle = handle

@@ -296,6 +296,7 @@ extension WireGuardDevice {
             return confirmed
         }
         peer.rxBytes.add(UInt64(length), ordering: .relaxed)
+        peer.rxPackets.add(1, ordering: .relaxed)
         if plainLength == 0 { return .keepalive(peer: peer.handle, sessionConfirmed: confirmed) }
         let packet = base + header
         let ipLength: Int

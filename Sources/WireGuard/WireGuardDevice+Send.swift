@@ -139,6 +139,7 @@ extension WireGuardDevice {
         AEAD.seal(key: keypair.sendKey, counter: counter, data: plaintext, length: padded, ad: nil, adLength: 0)
         let total = header + padded + AEAD.tagSize
         peer.txBytes.add(UInt64(total), ordering: .relaxed)
+        peer.txPackets.add(1, ordering: .relaxed)
         guard let endpoint else { return .noEndpoint(range: 0..<total) }
         return .send(range: 0..<total, to: endpoint)
     }

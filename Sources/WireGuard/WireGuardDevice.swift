@@ -140,6 +140,12 @@ public final class WireGuardDevice: Sendable {
         }
     }
 
+    /// Transport packets received from and sent to the peer (lock-free: two relaxed loads).
+    public func packetCounts(of handle: PeerHandle) -> (rx: UInt64, tx: UInt64)? {
+        guard let peer = peer(handle) else { return nil }
+        return (peer.rxPackets.load(ordering: .relaxed), peer.txPackets.load(ordering: .relaxed))
+    }
+
     /// How many datagrams were dropped for `reason` since the device was created.
     public func dropCount(_ reason: DropReason) -> UInt64 { drops.withLock { $0[reason.rawValue] } }
 

@@ -24,6 +24,19 @@ extension Tunnelctl {
                 """,
             run: runStatus),
         Command(
+            "metrics", summary: "the Prometheus metrics of the running tunneld, as text",
+            options: [.config],
+            help: """
+                The same text tunneld serves at /metrics when MetricsListen is set (Prometheus text exposition \
+                format; see docs/operations.md): per peer bytes, packets, last handshake, session state, seconds \
+                left and refusals; rule hits; drops by reason; flow table; store queue and losses; handshakes; \
+                policy generation and reloads. For node-exporter's textfile collector where no listener is wanted: \
+                tunnelctl metrics > /var/lib/node-exporter/tunnelvision.prom.tmp && mv … tunnelvision.prom.
+
+                Asks tunneld over its control socket: exit 3 when it is not running.
+                """,
+            run: runMetrics),
+        Command(
             "peers", summary: "peers: tier, endpoint, last handshake, rx/tx, session state",
             options: [OptionSpec("--names", help: "only the configured peer names, one per line (reads only the configuration; for scripts and shell completion)"),
                       .json("docs/control.md"), .config],

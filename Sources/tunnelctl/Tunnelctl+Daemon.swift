@@ -20,6 +20,16 @@ extension Tunnelctl {
         return .ok
     }
 
+    /// `tunnelctl metrics`: the daemon renders the text (MetricsText, one owner); printed as is.
+    static let runMetrics: Command.Body = { args, console in
+        let config = try cliConfig(&args)
+        try args.finish()
+        let reply = try ask(config, .metrics)
+        guard case .metrics(let text) = reply else { throw unexpected(reply) }
+        console.print(text, terminator: "")
+        return .ok
+    }
+
     static let runPeers: Command.Body = { args, console in
         let json = args.flag("--json")
         let namesOnly = args.flag("--names")

@@ -42,7 +42,7 @@ import Testing
         #expect(!Logger.usesPriorityPrefixes(fd: slave, journalStream: false))
         #expect(Logger.usesPriorityPrefixes(fd: slave, journalStream: true))
         if getenv("JOURNAL_STREAM") == nil {
-            let log = Logger.standardError(fd: slave)
+            let log = Logger.standardError(fd: slave, timestamps: false)
             log.warning("policy: x.rules:1:1: warning: something")
             log.error("bad")
             #expect(Self.drain(master) == "policy: x.rules:1:1: warning: something\nbad\n")
@@ -54,11 +54,51 @@ import Testing
         try #require(pipe(&fds) == 0)
         defer { close(fds[0]); close(fds[1]) }
         #expect(Logger.usesPriorityPrefixes(fd: fds[1], journalStream: false))
-        let log = Logger.standardError(fd: fds[1])
+        let log = Logger.standardError(fd: fds[1], timestamps: false)
         log.warning("w")
         log.info("i")
         log.debug("not shown at the default level")
         #expect(Self.drain(fds[0]) == "<4>w\n<6>i\n")
+    }
+}
+
+extension LoggerTests {
+    @Test func linesCarryTheirUTCTimeWhenAsked() throws {
+        var fds: [Int32] = [0, 0]
+        try #require(pipe(&fds) == 0)
+        defer { close(fds[0]); close(fds[1]) }
+        let log = Logger.standardError(fd: fds[1], timestamps: true)
+        log.notice("n")
+        let line = Self.drain(fds[0])
+        #expect(line.range(of: #"^<5>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z n\n$"#, options: .regularExpression) != nil, "\(line)")
+    }
+
+    @Test func eventsAreOneLineWithTheirFieldsOffTheJournal() throws {
+        var fds: [Int32] = [0, 0]
+        try #require(pipe(&fds) == 0)
+        defer { close(fds[0]); close(fds[1]) }
+        let log = Logger.standardError(fd: fds[1], timestamps: false)
+        log.event(.sessionEnd(peer: "alice", tier: .free, reason: .freeLimit))
+        #expect(Self.drain(fds[0])
+            == "<6>peer alice: session ended (free-limit) TUNNELVISION_EVENT=session-end PEER=alice TIER=free REASON=free-limit\n")
+    }
+
+    @Test func journalStreamMustNameTheDescriptor() throws {
+        var fds: [Int32] = [0, 0]
+        try #require(pipe(&fds) == 0)
+        defer { close(fds[0]); close(fds[1]) }
+        var st = stat()
+        try #require(fstat(fds[1], &st) == 0)
+        #expect(Logger.isJournal(fd: fds[1], journalStream: "\(st.st_dev):\(st.st_ino)"))
+        #expect(!Logger.isJournal(fd: fds[1], journalStream: "\(st.st_dev):\(st.st_ino + 1)"))
+        #expect(!Logger.isJournal(fd: fds[1], journalStream: "garbage"))
+    }
+
+    @Test func journalEntryHasMessagePriorityAndFields() {
+        #expect(Logger.journalFields(.refusal(peer: "bob", tier: .free, reason: "free-pause")) == [
+            "MESSAGE=peer bob: handshake refused (free-pause); further refusals are counted, not logged", "PRIORITY=5",
+            "SYSLOG_IDENTIFIER=tunneld", "TUNNELVISION_EVENT=refusal", "PEER=bob", "TIER=free", "REASON=free-pause",
+        ])
     }
 }
 

@@ -81,8 +81,13 @@ import Glibc
         #expect(m.label.hasSuffix(", \(300 - accepted) flow records, 1 refusal dropped"), "\(m.label)")
         #expect(m.detail?.contains("flows=\(300 - accepted) refusals=1 sessions=0") == true, "\(m.detail ?? "")")
         #expect(w.stats().outages == 1)
-        let lines = logged.withLock { $0 }
+        let all = logged.withLock { $0 }
+        let lines = all.filter { !$0.contains("TUNNELVISION_EVENT=") }
+        let events = all.filter { $0.contains("TUNNELVISION_EVENT=") }
         #expect(lines.count == 2, "\(lines)")  // the outage's start and its end
+        #expect(events.count == 2, "\(events)")  // one store-outage event, one store-recovered
+        #expect(events.first?.contains("TUNNELVISION_EVENT=store-outage REASON=") == true)
+        #expect(events.last?.contains("TUNNELVISION_EVENT=store-recovered REASON=recovered") == true)
         #expect(lines.first?.hasPrefix("store: writes failing") == true)
         #expect(lines.last?.hasPrefix("store: writable again; store unavailable ") == true)
     }

@@ -36,6 +36,10 @@ public final class SessionService: @unchecked Sendable {
     /// The tier overrides in force: the daemon is their one owner while it runs (control request
     /// `peerTier`); the store's rows are read once, at start.
     private let overrides: Mutex<[String: PeerTier]>
+    /// Whether peer changes are events yet (not while the configured peers are added at start).
+    private let peerEvents = Atomic<Bool>(false)
+    /// The restrictions in force (peer-disable events for new ones).
+    private let restrictions = Mutex<[String: Watchdog.Restriction]>([:])
 
     /// Opens the store at `config.storePath`, closes the sessions a crash left open (at the last
     /// time the store proves the daemon ran), moves the stored windows back when the wall clock is
@@ -78,18 +82,27 @@ public final class SessionService: @unchecked Sendable {
             config: WatchdogConfig(
                 freeSessionMs: interface.freeSession.milliseconds, freePauseMs: interface.freePause.milliseconds,
                 intervalMs: interface.watchdogInterval.milliseconds),
-            peers: engine.registry, device: engine, sink: history, windows: windows, overrides: overrides)
+            peers: engine.registry, device: engine, sink: WatchdogEvents(history, log: log, peers: engine.registry),
+            windows: windows, overrides: overrides)
         engine.events = history
         engine.admission = WatchdogAdmission(watchdog, time: time)
         // A peer removed (UAPI, reload) with a live session: its session ends `removed`.
         let (watchdog, time) = (watchdog, time)
         engine.registry.onChange { old, new in watchdog.peersChanged(from: old, to: new, now: time.now()) }
+        // peer-add / peer-remove events, once the configured peers are in (`start`).
+        engine.registry.onChange { [weak self] old, new in
+            guard let self, self.peerEvents.load(ordering: .relaxed) else { return }
+            let log = self.log
+            for p in new.all where old.named(p.name) == nil { log.event(.peerAdd(peer: p.name, tier: p.tier)) }
+            for p in old.all where new.named(p.name) == nil { log.event(.peerRemove(peer: p.name)) }
+        }
     }
 
     /// After the peers are added, before the engine starts: applies tier overrides to policy,
     /// refuses every peer in its pause (a restarted daemon never lets one in), starts the ticker.
     public func start() throws {
         overrides.withLock { applyOverrides($0, log: false) }
+        peerEvents.store(true, ordering: .relaxed)
         lastPassBootMs = Int64(engine.clock.boottimeNanoseconds() / 1_000_000)
         watchdog.tick(now: time.now())
         // The ticker wakes every second (or every WatchdogInterval when shorter): each wake-up
@@ -241,6 +254,19 @@ public final class SessionService: @unchecked Sendable {
         for p in peers {
             if p.disabled { restrictions[p.name] = .disabled } else if let at = p.expiresMs { restrictions[p.name] = .expires(at: at) }
         }
+        let before = self.restrictions.withLock { r in
+            defer { r = restrictions }
+            return r
+        }
+        if peerEvents.load(ordering: .relaxed) {
+            for (name, r) in restrictions.sorted(by: { $0.key < $1.key }) where before[name] == nil {
+                switch r {
+                case .disabled: log.event(.peerDisable(peer: name, reason: "disabled"))
+                case .expires(let at) where at <= time.now(): log.event(.peerDisable(peer: name, reason: "expired"))
+                case .expires: break
+                }
+            }
+        }
         watchdog.setRestrictions(restrictions, now: time.now())
         overrides.withLock { applyOverrides($0, log: false) }
     }
@@ -283,11 +309,12 @@ public final class SessionService: @unchecked Sendable {
     }
 
     private func applyOverrides(_ overrides: [String: PeerTier], log logChanges: Bool) {
+        let before = Dictionary(engine.peers.map { ($0.name, $0.tier) }, uniquingKeysWith: { a, _ in a })
         for p in engine.peers { engine.setTier(p.handle, overrides[p.name] ?? configTier(p.name) ?? p.tier) }
         let changed = watchdog.setOverrides(overrides, now: time.now())
         if logChanges {
             for (p, t) in changed {
-                log.notice("peer \(p.name): tier \(t.rawValue) (tunnelctl peer tier)")
+                log.event(.tierChange(peer: p.name, from: before[p.name] ?? p.configTier, to: t))
                 history.record(.marker(at: time.now(), label: "tier: \(p.name) \(t.rawValue)", detail: nil))
             }
         }

@@ -60,7 +60,9 @@ public enum Tunneld {
         do {
             config = try TunnelConfig.load(path: configPath)
         } catch {
-            return fail(checkOnly ? "\(error)" : "\(error)\n(tunneld --check-config --config \(configPath) shows every problem)", 1)
+            // The --check-config hint only helps when there is a file to check (papercut: it was circular).
+            let hint = !checkOnly && FileManager.default.fileExists(atPath: configPath)
+            return fail(hint ? "\(error)\n(tunneld --check-config --config \(configPath) shows every problem)" : "\(error)", 1)
         }
         for w in config.warnings { log.warning("\(w)") }
         // Notes (wg-quick keys accepted as they are, names taken from comments): --check-config
@@ -153,11 +155,14 @@ public enum Tunneld {
         for step in routes.journal { log.info("interface: \(step)") }
 
         // TUNNELD_UDP_GRO=off keeps UDP GSO but receives datagram by datagram (benchmarks compare).
+        let environment = ProcessInfo.processInfo.environment
         let bind = try LinuxDatagramBind(port: iface.listenPort, segmentation: offload,
-                                         coalescing: offload && ProcessInfo.processInfo.environment["TUNNELD_UDP_GRO"] != "off")
+                                         coalescing: offload && environment["TUNNELD_UDP_GRO"] != "off")
         log.info("listening on UDP port \(bind.port) (\(bind.buffers)\(offload ? ", UDP GSO" : "")\(bind.receiveCoalescing ? ", UDP GRO" : ""))")
-        let engine = GatewayEngine(device: device, tun: tun, bind: bind, clock: SystemClock(), policy: policy,
-                                   options: Tunneld.gatewayOptions(iface), log: log)
+        var options = Tunneld.gatewayOptions(iface)
+        options.testWedgeFile = environment["TUNNELD_TEST_WEDGE_FILE"]  // test hook: e2e systemd.sh
+        let engine = GatewayEngine(device: device, tun: tun, bind: bind, clock: SystemClock(), policy: policy, options: options,
+                                   log: log)
         // BEGIN session/history (issue 5): store, history recorder, free-session watchdog. Must open
         // the store before DaemonMarkers writes its start marker: crash recovery closes leftover
         // sessions at the last proven-alive time, which a fresh marker would move to now.
@@ -211,22 +216,43 @@ public enum Tunneld {
         }
         // ── end history ──
 
+        let addressTexts = iface.addresses.map(\.description)
+        let statusReply: @Sendable () -> StatusReply = {
+            engine.statusReply(interface: tun.name, addresses: addressTexts, listenPort: bind.port, version: version,
+                               storeQueueDrops: sessions.history.droppedRecords, store: sessions.storeHealth())
+        }
+        let metrics = DaemonMetrics(engine: engine, sessions: sessions, status: statusReply)
+        let systemd = SystemdService(engine: engine, log: log, environment: environment) {
+            let s = statusReply()
+            return "\(s.peersConnected) of \(s.peersConfigured) peer(s) connected; policy generation \(s.policy.generation)"
+        }
+        defer { systemd.stopping() }
         // The whole config again (issue 15), and `wg set` written back to it: one owner of the
         // running peers' record (PeerConfigSync), routes synced after each change.
         let peerSync = PeerConfigSync(configPath: configPath, interface: iface, engine: engine, sessions: sessions,
                                       routes: routes, log: log)
-        let reloadConfig: @Sendable () -> ControlResponse = { peerSync.reload() }
-        let addressTexts = iface.addresses.map(\.description)
+        let reloadConfig: @Sendable () -> ControlResponse = {
+            systemd.reloading()
+            defer { systemd.reloaded() }
+            let reply = peerSync.reload()
+            switch reply {
+            case .reload(let r): metrics.noteReload(ok: !r.warnings.contains { $0.hasPrefix("policy: ") })
+            default: metrics.noteReload(ok: false)
+            }
+            return reply
+        }
         let control = try ControlServer(path: iface.controlSocketPath, log: log) { request, _ in
             switch request {
             case .status:
-                return .status(engine.statusReply(interface: tun.name, addresses: addressTexts, listenPort: bind.port,
-                                                  version: version, storeQueueDrops: sessions.history.droppedRecords,
-                                                  store: sessions.storeHealth()))
+                return .status(statusReply())
+            case .metrics:  // tunnelctl metrics: the same text as MetricsListen's /metrics
+                return .metrics(metrics.text())
             case .peers:
                 return .peers(sessions.annotate(engine.peerStatuses()))
             case .policyReload:
-                return .policyReload(engine.reloadPolicy(directory: iface.policyDirectory))
+                let reply = engine.reloadPolicy(directory: iface.policyDirectory)
+                metrics.noteReload(ok: reply.succeeded)
+                return .policyReload(reply)
             case .policyShow:
                 return .policyShow(engine.policyShowReply())
             case .kick(let name):
@@ -263,6 +289,18 @@ public enum Tunneld {
             set: { peerSync.uapiSet($0, listenPort: bind.port) },
             log: { log.warning("uapi: \($0)") })
         defer { uapi.stop() }
+        // MetricsListen: Prometheus /metrics over HTTP (off unless configured).
+        var metricsListener: HTTPListener?
+        if let endpoint = iface.metricsListen {
+            do {
+                metricsListener = try metrics.listen(on: endpoint, log: log)
+                log.info("metrics: serving http://\(endpoint)/metrics")
+            } catch {
+                log.error("metrics: cannot listen on \(endpoint) (MetricsListen): \(error); check that no other process "
+                    + "uses the port and that the address is on this host; running without /metrics")
+            }
+        }
+        defer { metricsListener?.stop() }
         if let failed = HookRunner.run(.postUp, iface, name: tun.name, configPath: configPath, log: log) {
             log.error(failed)
             return 1
@@ -270,6 +308,8 @@ public enum Tunneld {
         up = true
         log.notice("tunneld \(version) up: interface \(tun.name), \(config.peers.count) peer(s), "
             + "policy generation \(engine.policy.generation) (\(policy.1.rules.count) rules)")
+        // Interface up, routes set, control, UAPI and metrics sockets listening: ready.
+        systemd.ready()
 
         let wake = try EventNotifier()
         while true {

@@ -91,6 +91,7 @@ extension GatewayEngine {
         case .success(let loaded):
             let generation = install(policy: loaded)
             log.notice("policy: reloaded \(directory): \(loaded.1.rules.count) rules, generation \(generation)")
+            log.event(.policyReload(generation: generation, rules: loaded.1.rules.count, error: nil, rule: nil))
             for w in loaded.0.warnings { log.warning("policy: \(w)") }
             policyReloadHook.withLock { $0 }?(generation, loaded.1.rules.count, directory)
             return PolicyReloadReply(policy: policySummary(), warnings: loaded.0.warnings.map(Self.diagnostic))
@@ -100,6 +101,9 @@ extension GatewayEngine {
             if errors.isEmpty {
                 errors = [Control.PolicyDiagnostic(file: directory, line: 0, column: 0, message: failure.message)]
             }
+            let first = errors[0]
+            log.event(.policyReload(generation: policy.generation, rules: policy.compiled.rules.count, error: first.message,
+                                    rule: "\(first.file):\(first.line):\(first.column)"))
             return PolicyReloadReply(
                 policy: policySummary(), errors: errors,
                 warnings: failure.diagnostics.filter { $0.severity == .warning }.map(Self.diagnostic))

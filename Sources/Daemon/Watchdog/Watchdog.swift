@@ -34,6 +34,8 @@ public final class Watchdog: Sendable {
         public var session: LiveSession?
         /// True while the device refuses the peer.
         public var refused: Bool
+        /// Handshakes refused since the daemon started (pause, disabled, expired).
+        public var refusals: UInt64 = 0
     }
 
     /// A configured peer, as the engine's registry holds it.
@@ -52,6 +54,7 @@ public final class Watchdog: Sendable {
         var windows: [String: WindowDates] = [:]
         var sessions: [String: LiveSession] = [:]
         var refused: Set<String> = []
+        var refusals: [String: UInt64] = [:]
     }
 
     /// Settings in force.
@@ -190,6 +193,7 @@ public final class Watchdog: Sendable {
         let dir = peers.current
         state.withLock { s in
             guard let p = dir[handle] else { return }
+            s.refusals[p.name, default: 0] &+= 1
             switch WatchdogRules.phase(now: now, tier: Watchdog.tier(s, p), window: s.windows[p.name]) {
             case .paused(let w):
                 sink.record(.refused(peer: p.name, windowEnd: w.allowedUntil, at: now))
@@ -311,7 +315,7 @@ public final class Watchdog: Sendable {
         return state.withLock { s in
             guard let p = dir.named(name) else { return nil }
             return PeerView(tier: Watchdog.tier(s, p), window: s.windows[name], session: s.sessions[name],
-                            refused: s.refused.contains(name))
+                            refused: s.refused.contains(name), refusals: s.refusals[name] ?? 0)
         }
     }
 

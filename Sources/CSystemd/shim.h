@@ -1,0 +1,2 @@
+#include <sys/uio.h>
+#include <systemd/sd-journal.h>

@@ -1,0 +1,72 @@
+import Core
+import Glibc
+import Runtime
+import Synchronization
+import SystemIO
+import Testing
+
+/// `HTTPListener`: requests reach the handler with method, path and peer; its status, type and
+/// body go back; bodies beyond the limit are 413 without reaching it; stop is idempotent.
+@Suite struct HTTPListenerTests {
+    /// Sends `request` to 127.0.0.1:`port` and returns everything the server answered.
+    static func exchange(port: UInt16, _ request: String) throws -> String {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        var a = sockaddr_in()
+        a.sin_family = sa_family_t(AF_INET)
+        a.sin_port = port.bigEndian
+        a.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
+        let rc = withUnsafePointer(to: &a) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        try #require(rc == 0)
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        _ = request.withCString { send(fd, $0, strlen($0), 0) }
+        var out: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            out += buffer[0..<n]
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    @Test func servesTheHandlersAnswer() throws {
+        let seen = Mutex<[HTTPRequest]>([])
+        var limits = HTTPLimits()
+        limits.bodyBytes = 16
+        let listener = try HTTPListener(endpoint: Endpoint(address: IPAddress("127.0.0.1")!, port: 0), limits: limits) { r in
+            seen.withLock { $0.append(r) }
+            return r.path == "/metrics" ? HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4", body: "up 1\n")
+                                        : .notFound("try /metrics")
+        }
+        defer { listener.stop() }
+        let port = listener.endpoint.port
+        #expect(port != 0)
+        let ok = try Self.exchange(port: port, "GET /metrics HTTP/1.0\r\n\r\n")
+        #expect(ok.hasPrefix("HTTP/1.0 200") || ok.hasPrefix("HTTP/1.1 200"), "\(ok)")
+        #expect(ok.contains("Content-Type: text/plain; version=0.0.4"))
+        #expect(ok.hasSuffix("\r\n\r\nup 1\n"))
+        let missing = try Self.exchange(port: port, "GET /nope?x=1 HTTP/1.0\r\n\r\n")
+        #expect(missing.contains(" 404 "))
+        let big = try Self.exchange(port: port, "POST /metrics HTTP/1.0\r\nContent-Length: 100\r\n\r\n" + String(repeating: "x", count: 100))
+        #expect(big.contains(" 413 "), "\(big)")
+        let requests = seen.withLock { $0 }
+        #expect(requests.map(\.method) == ["GET", "GET"])
+        #expect(requests.map(\.path) == ["/metrics", "/nope"] || requests.map(\.path) == ["/metrics", "/nope?x=1"])
+        #expect(requests.allSatisfy { $0.peer.hasPrefix("127.0.0.1:") })
+        listener.stop()
+        listener.stop()
+    }
+
+    @Test func aPortInUseIsAnError() throws {
+        let first = try HTTPListener(endpoint: Endpoint(address: IPAddress("127.0.0.1")!, port: 0)) { _ in .methodNotAllowed }
+        defer { first.stop() }
+        #expect(throws: SystemError.self) {
+            _ = try HTTPListener(endpoint: first.endpoint) { _ in .methodNotAllowed }
+        }
+    }
+}

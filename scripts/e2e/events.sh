@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# End to end: operator events (issue 17 item 2) through the stderr fallback (no journald here):
+# each event is one line with its UTC time and TUNNELVISION_EVENT=, PEER=, TIER=, REASON=, RULE=
+# fields. A free peer (FreeSession 5 s) connects (session-start), its window ends (window-end,
+# session-end REASON=free-limit), its handshakes during the pause are refused many times but
+# logged once (refusal); a tier change (tier-change); `tunnelctl peer add|disable|remove` (peer-add,
+# peer-disable, peer-remove); a policy reload and a refused one (policy-reload, RULE=file:line:col).
+# Needs root; ~35 s.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+source scripts/lib/topology.sh
+source scripts/lib/check.sh
+trap tv_cleanup EXIT
+CTL="$TV_TUNNELCTL --config $TV_DIR/tunneld.conf"
+LOG=$TV_DIR/tunneld.log
+TV_FREE_SESSION=5s TV_FREE_PAUSE=60s TV_WATCHDOG=1s
+export TV_FREE_SESSION TV_FREE_PAUSE TV_WATCHDOG
+ev() { grep "TUNNELVISION_EVENT=$1 " "$LOG" || grep "TUNNELVISION_EVENT=$1\$" "$LOG"; }
+one() { local n; n=$(grep -c "TUNNELVISION_EVENT=$1\( \|$\)" "$LOG"); [ "$n" = 1 ] || { echo "$n lines:"; ev "$1"; return 1; }; }
+
+tv_topology_up
+tv_tunneld_config e2e free
+sed -i "s/^\[Interface\]$/[Interface]\nPublicEndpoint = $TV_GW_UNDERLAY:$TV_PORT/" "$TV_DIR/tunneld.conf"
+tv_gateway_tunneld_up || { tv_bad "tunneld starts"; tv_summary; exit 1; }
+tv_client_up 1
+TV_PIDS+=("$TV_WG_C_PID")
+
+echo "events: a free session, its window end, the refusals of the pause"
+check "alice connects" tv_wait_tunnel
+tv_spawn "$TV_NS_C" "$TV_DIR/ping.log" ping -i 0.5 -W1 $TV_SRV   # keeps the client re-handshaking during the pause
+check_output "session-start with PEER and TIER" 'peer alice: session started \(free\) TUNNELVISION_EVENT=session-start PEER=alice TIER=free$' ev session-start
+wait_for 15 grep -q 'TUNNELVISION_EVENT=window-end' "$LOG" >/dev/null
+check_output "window-end with its reconnect time" 'TUNNELVISION_EVENT=window-end PEER=alice TIER=free REASON=free-limit RECONNECT_AT=20[0-9-]+T' ev window-end
+check_output "session-end with REASON=free-limit" 'TUNNELVISION_EVENT=session-end PEER=alice TIER=free REASON=free-limit$' ev session-end
+attempts() { $CTL refusals --json | python3 -c 'import json,sys; print(sum(r.get("count",1) for r in json.load(sys.stdin)))'; }
+two_attempts() { [ "$(attempts 2>/dev/null || echo 0)" -ge 2 ]; }
+wait_for 25 two_attempts >/dev/null
+check "the pause refused alice's handshakes at least twice (tunnelctl refusals)" two_attempts
+check_output "refusal: logged with its reason" 'TUNNELVISION_EVENT=refusal PEER=alice TIER=free REASON=free-pause$' ev refusal
+check "… once for the whole pause" one refusal
+
+echo "events: tier, peers, policy"
+$CTL peer tier alice premium >/dev/null 2>&1
+check_output "tier-change names both tiers" 'TUNNELVISION_EVENT=tier-change PEER=alice TIER=premium PREVIOUS_TIER=free$' ev tier-change
+$CTL peer add bob --tier free >/dev/null 2>&1
+check_output "peer-add" 'peer bob: added \(free\) TUNNELVISION_EVENT=peer-add PEER=bob TIER=free$' ev peer-add
+$CTL peer disable bob >/dev/null 2>&1
+check_output "peer-disable" 'TUNNELVISION_EVENT=peer-disable PEER=bob REASON=disabled$' ev peer-disable
+$CTL peer remove bob >/dev/null 2>&1
+check_output "peer-remove" 'TUNNELVISION_EVENT=peer-remove PEER=bob REASON=removed$' ev peer-remove
+$CTL policy reload >/dev/null 2>&1
+check_output "policy-reload (applied)" 'TUNNELVISION_EVENT=policy-reload REASON=reloaded POLICY_GENERATION=[0-9]+ POLICY_RULES=3$' ev policy-reload
+printf 'blok proto tcp port 9\n' >"$TV_DIR/policies/06-broken.rules"
+$CTL policy reload >/dev/null 2>&1
+check_output "policy-reload (refused) names the rule file:line:column" \
+  'TUNNELVISION_EVENT=policy-reload REASON=errors RULE=[^ ]*06-broken.rules:1:1 POLICY_GENERATION=' ev policy-reload
+for e in session-start window-end tier-change peer-add peer-disable peer-remove; do
+  check "$e appears once" one "$e"
+done
+check_output "text lines carry their UTC time (no journald)" '^<[0-7]>20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z interface' head -1 "$LOG"
+
+tv_summary

@@ -1,0 +1,27 @@
+#!/usr/bin/env python3
+"""Scrapes an HTTP URL N times over one keep-alive connection (so the cost measured is the
+server's, not N process starts); prints `scrapes N ok M failed F bytes B`.
+  scrape.py HOST PORT PATH N"""
+import http.client, sys
+
+host, port, path, n = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+ok = failed = size = 0
+conn = None
+for _ in range(n):
+    try:
+        if conn is None:
+            conn = http.client.HTTPConnection(host, port, timeout=5)
+        conn.request("GET", path)
+        r = conn.getresponse()
+        body = r.read()
+        if r.status == 200 and body.startswith(b"# HELP"):
+            ok += 1
+            size = len(body)
+        else:
+            failed += 1
+        if r.getheader("Connection", "").lower() == "close":
+            conn.close(); conn = None
+    except Exception:
+        failed += 1
+        conn = None
+print(f"scrapes {n} ok {ok} failed {failed} bytes {size}")
