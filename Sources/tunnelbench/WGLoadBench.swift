@@ -10,7 +10,8 @@
 //       (0 = flat out) until they run out or S seconds pass. Prints what the socket took.
 //   tunnelbench wgload ... --receive --seconds S
 //       The other direction: handshakes as above (plus a keepalive so the gateway has the
-//       endpoint), then counts the transport messages the gateway sends for S seconds, decrypting
+//       endpoint), then counts the transport messages the gateway sends until 700 ms pass
+//       without one (or S seconds), decrypting
 //       one in 64 through the peers' devices to prove they are real.
 //   tunnelbench sink --listen IP:PORT [--seconds S] [--idle MS]
 //       Counts datagrams and payload bytes with recvmmsg until S seconds pass or nothing arrived
@@ -240,6 +241,8 @@ enum WGLoadBench {
         var total = 0, bytes = 0, sampled = 0, opened = 0, first: UInt64 = 0, last: UInt64 = 0
         let end = clock.monotonicNanoseconds() + UInt64(seconds * 1e9)
         while clock.monotonicNanoseconds() < end {
+            // Done once the stream stopped: nothing for 700 ms after the first message.
+            if first > 0 && clock.monotonicNanoseconds() - last > 700_000_000 { break }
             guard try bind.waitReadable(timeoutMilliseconds: 50) == .readable else { continue }
             let n = try bind.receive(into: rx)
             let t = clock.monotonicNanoseconds()

@@ -41,6 +41,8 @@ gateway_up() {  # $1 = wggo | tunneld, with the peers of $TV_DIR/peers.pub
     while read -r pub ip; do tv_in "$TV_NS_G" wg set "$TV_IF_G" peer "$pub" allowed-ips "$ip/32"; done <"$TV_DIR/peers.pub"
   else
     tv_tunneld_config bench
+    # Server->client runs are new inbound flows: allow them, as wireguard-go (no policy) does.
+    echo "default in allow" >"$TV_DIR/policies/90-capacity.rules"
     sed -i "s|^Address = .*|Address = $TV_GW_TUN/16, $TV_GW_TUN6/64|" "$TV_DIR/tunneld.conf"
     local n=0
     while read -r pub ip; do
@@ -81,7 +83,7 @@ probe_down() {
   packets=$(( rate * 2 )); [ $packets -le 1000000 ] || packets=1000000; [ $packets -ge 20000 ] || packets=20000
   targets=$(awk '{print $2}' "$TV_DIR/peers" | paste -sd,)
   tv_in "$TV_NS_C" taskset -c 1 "$BENCH" wgload --gateway $TV_GW_UNDERLAY:$TV_PORT --gateway-key "$TV_G_PUB" --peers "$TV_DIR/peers" \
-      --receive --seconds $(( packets / rate + 3 )) >"$TV_DIR/wgload.out" &
+      --receive --seconds 120 >"$TV_DIR/wgload.out" &
   local rx=$!
   for _ in $(seq 100); do grep -q "receiving" "$TV_DIR/wgload.out" 2>/dev/null && break; sleep 0.1; done
   c0=$(tv_cpu_ticks "$TV_GW_PID")
