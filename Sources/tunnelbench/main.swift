@@ -22,6 +22,9 @@ let groups: [(name: String, summary: String, run: ([String]) throws -> Void)] = 
     (OffloadBench.name, OffloadBench.summary, OffloadBench.run),
     (HostsBench.name, HostsBench.summary, HostsBench.run),
     (HandshakeFloodBench.name, HandshakeFloodBench.summary, HandshakeFloodBench.run),
+    (WGLoadBench.name, WGLoadBench.summary, WGLoadBench.run),
+    (SinkBench.name, SinkBench.summary, SinkBench.run),
+    (BlastBench.name, BlastBench.summary, BlastBench.run),
 ]
 
 let argv = Array(CommandLine.arguments.dropFirst())
