@@ -91,6 +91,7 @@ fuzz_cshims() { fuzz_ctarget CShims CShims.h; }
 fuzz_module() {
     local name=$1; shift
     local key dir
+    [ "$name" != Runtime ] || set -- -I "$PWD/Sources/CSystemd" "$@"
     key=$( { echo "$name|$*|$FUZZ_SWIFT_FLAGS|$FUZZ_CHAIN"; swiftc --version 2>&1; cat Sources/"$name"/*.swift; } | fuzz_hash)
     dir=$FUZZ_CACHE/$name-$key
     # shellcheck disable=SC2086
@@ -101,6 +102,12 @@ fuzz_module() {
         Sources/"$name"/*.swift -o "$dir/lib$name.a"
     cp -f "$dir"/"$name".* "$dir/lib$name.a" "$FUZZ_OUT/"
     FUZZ_LIBS="$FUZZ_OUT/lib$name.a $FUZZ_LIBS"
+    # Runtime's Logger sends journald events through libsystemd (CSystemd, a system library):
+    # whatever imports Runtime needs its module map, and the link needs -lsystemd.
+    if [ "$name" = Runtime ]; then
+        FUZZ_IMPORTS="$FUZZ_IMPORTS -I $PWD/Sources/CSystemd"
+        FUZZ_LIBS="$FUZZ_LIBS -lsystemd"
+    fi
     FUZZ_CHAIN="$FUZZ_CHAIN $name-$key"
 }
 

@@ -8,8 +8,9 @@ fuzz_module Core
 fuzz_cshims
 fuzz_module Runtime
 fuzz_module Packet
+fuzz_ctarget CHTTP tv_http.h   # SystemIO's HTTPListener (libmicrohttpd glue)
 fuzz_module SystemIO -I Sources/CMNL
 # shellcheck disable=SC2086
-fuzz_link "$FUZZ_OUT/netlink-fuzz" $FUZZ_SWIFT_FLAGS $FUZZ_IMPORTS -I Sources/CMNL fuzz/netlink/NetlinkFuzz.swift $FUZZ_LIBS -lmnl
+fuzz_link "$FUZZ_OUT/netlink-fuzz" $FUZZ_SWIFT_FLAGS $FUZZ_IMPORTS -I Sources/CMNL fuzz/netlink/NetlinkFuzz.swift $FUZZ_LIBS -lmnl -lmicrohttpd
 fuzz_time_args 60 "$@"
 exec "$FUZZ_OUT/netlink-fuzz" "$FUZZ_OUT/corpus" fuzz/netlink/seeds -max_len=4096 "${FUZZ_ARGS[@]}"
