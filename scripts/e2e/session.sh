@@ -107,7 +107,7 @@ check "bob (premium) still gets through" bob_ping
 check_output "tunnelctl flows lists alice's flows" 'alice +icmp 10\.99\.0\.2' $CTL flows --peer alice
 CLIENT="tv_in $TV_NS_C python3 scripts/e2e/lib/netclient.py"
 $CLIENT connect $TV_SRV 7001 1 >/dev/null 2>&1; $CLIENT connect $TV_SRV 7001 1 >/dev/null 2>&1; sleep 0.5
-check_output "flows --blocked lists the blocked attempts" 'alice +tcp 10\.99\.0\.2:[0-9]+ -> 198\.19\.0\.2:7001 +block' $CTL flows --blocked
+check_output "flows --blocked lists the blocked attempts" 'alice +tcp 10\.99\.0\.2:[0-9]+ -> 198\.19\.0\.2:7001 +- +block' $CTL flows --blocked
 check_output "explain FLOW names the rule and how often it refused" 'refused +2 times' $CTL explain "tcp 10.99.0.2 -> 198.19.0.2:7001"
 check_exit "explain FLOW exits 1 for a blocked flow" 1 $CTL explain "tcp 10.99.0.2 -> 198.19.0.2:7001"
 check_output "explain FLOW shows the live flow from the daemon" 'live +[1-9][0-9]* in tunneld now' $CTL explain "icmp 10.99.0.2 -> 198.19.0.2"
