@@ -32,14 +32,9 @@ struct Dimension: Sendable {
 /// the set of rules *anchored* in the dimension that accept a value changes, and each distinct set
 /// is one class. Identical lists are stored once, in `lists`, shared by all dimensions.
 struct ClassBuilder {
-    let ruleCount: Int
     /// Every distinct rule list, back to back.
     var lists: [Int32] = []
     var internedLists: [[Int32]: Int32] = [:]
-
-    init(ruleCount: Int) {
-        self.ruleCount = ruleCount
-    }
 
     /// The offset of `list` in `lists`, adding it when new.
     mutating func intern(_ list: [Int32]) -> Int32 {

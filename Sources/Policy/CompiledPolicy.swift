@@ -102,7 +102,7 @@ public final class CompiledPolicy: Sendable {
         self.rules = rules
         self.defaultOut = defaultOut
         self.defaultIn = defaultIn
-        var b = ClassBuilder(ruleCount: rules.count)
+        var b = ClassBuilder()
         let anchorOf = rules.map(CompiledPolicy.anchor)
         func anchored(_ d: Dim) -> [Bool] { anchorOf.map { $0 == d } }
         var dims = [Dimension](repeating: Dimension(), count: Dim.allCases.count)

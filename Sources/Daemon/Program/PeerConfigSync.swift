@@ -32,15 +32,16 @@ final class PeerConfigSync: Sendable {
     }
 
     /// The whole config again: peers applied like `wg syncconf`, disabled/expired peers to the
-    /// watchdog, the policy reloaded. A config with errors changes nothing.
-    func reload() -> ControlResponse {
+    /// watchdog, the policy reloaded. A config with errors changes nothing. `applied` is false
+    /// when the config or the policy was refused (the metrics count it as a reload error).
+    func reload() -> (reply: ControlResponse, applied: Bool) {
         lock.withLock { _ in
             let next: TunnelConfig
             do {
                 next = try TunnelConfig.load(path: configPath)
             } catch {
                 log.error("reload: \(configPath) has errors; nothing changed:\n\(error)")
-                return .failure(.invalidConfig, "\(error)")
+                return (.failure(.invalidConfig, "\(error)"), false)
             }
             var warnings = next.warnings.map(\.description)
             if next.interface.listenPort != interface.listenPort || next.interface.addresses != interface.addresses
@@ -54,8 +55,9 @@ final class PeerConfigSync: Sendable {
             if !policyReply.succeeded { warnings += policyReply.errors.map { "policy: \($0) (the running policy is kept)" } }
             log.notice("reload: " + Self.summary(diff))
             for w in warnings { log.warning("reload: \(w)") }
-            return .reload(ReloadReply(added: diff.added, removed: diff.removed, changed: diff.changed,
-                                       warnings: warnings, policyGeneration: engine.policy.generation))
+            return (.reload(ReloadReply(added: diff.added, removed: diff.removed, changed: diff.changed,
+                                        warnings: warnings, policyGeneration: engine.policy.generation)),
+                    policyReply.succeeded)
         }
     }
 

@@ -234,11 +234,8 @@ public enum Tunneld {
         let reloadConfig: @Sendable () -> ControlResponse = {
             systemd.reloading()
             defer { systemd.reloaded() }
-            let reply = peerSync.reload()
-            switch reply {
-            case .reload(let r): metrics.noteReload(ok: !r.warnings.contains { $0.hasPrefix("policy: ") })
-            default: metrics.noteReload(ok: false)
-            }
+            let (reply, applied) = peerSync.reload()
+            metrics.noteReload(ok: applied)
             return reply
         }
         let control = try ControlServer(path: iface.controlSocketPath, log: log) { request, _ in

@@ -44,6 +44,7 @@ extension GatewayEngine {
         for event in HostEvent.allCases where counters.count(event) > 0 { hosts[event.description] = counters.count(event) }
         let now = clock.wallMilliseconds()
         let connected = peers.filter { device.status(of: $0.handle)?.hasCurrentKeypair == true }.count
+        let coalesced = bind.coalescedReceives
         return StatusReply(
             pid: getpid(), startedAtMs: startedAtMs, uptimeSeconds: (now - startedAtMs) / 1000, version: version,
             interface: interface, listenPort: listenPort, addresses: addresses, peersConfigured: peers.count,
@@ -52,7 +53,7 @@ extension GatewayEngine {
             offload: OffloadStatus(tun: tun.offloadDescription, udpSegmentation: bind.segmentation,
                                    superPacketsRead: t.superPacketsRead, superPacketsWritten: t.superPacketsWritten,
                                    packetsCoalesced: t.packetsCoalesced, udpCoalescing: bind.receiveCoalescing,
-                                   coalescedReceives: bind.coalescedReceives.messages, coalescedDatagrams: bind.coalescedReceives.datagrams),
+                                   coalescedReceives: coalesced.messages, coalescedDatagrams: coalesced.datagrams),
             store: store, hosts: hosts.isEmpty && !policy.compiled.hasHostRules ? nil : hosts)
     }
 
