@@ -35,6 +35,9 @@ public struct GatewayPeer: Sendable, Hashable {
     public var configTier: PeerTier
     public var persistentKeepalive: UInt16
     public var origin: PeerOrigin
+    /// The limits in force (resolved from the peer's overrides, its tier's class and the
+    /// defaults; `LimitResolution`). The data path reads the rate and flow caps from here.
+    public var limits: PeerLimits = .unlimited
 
     /// A peer from its parts; `configTier` defaults to `tier`.
     public init(handle: PeerHandle, name: String, publicKey: WireGuard.PublicKey, presharedKey: [UInt8]? = nil,

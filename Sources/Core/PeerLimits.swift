@@ -1,0 +1,62 @@
+/// The limits in force for one peer (issue 16, docs/limits.md), resolved from its `[Peer]`
+/// overrides, its tier's `[Tier NAME]` class and the defaults, in that order
+/// (`LimitResolution`). Every field nil means "no limit of that kind".
+///
+/// Directions: *up* is what the peer sends (out of the tunnel, towards the internet), *down*
+/// what it receives (into the tunnel).
+public struct PeerLimits: Sendable, Hashable, Codable {
+    /// Connected time per window (`Session`), ms; nil: no time limit.
+    public var sessionMs: Int64?
+    /// Pause after a window ends (`Pause`), ms.
+    public var pauseMs: Int64
+    /// Bytes per window, both directions together (`Quota`); nil: none.
+    public var quotaBytes: UInt64?
+    /// Bytes per window the peer sends (`QuotaUp`); nil: none.
+    public var quotaUpBytes: UInt64?
+    /// Bytes per window the peer receives (`QuotaDown`); nil: none.
+    public var quotaDownBytes: UInt64?
+    /// Shaped rate of what the peer sends (`RateUp`, or `Rate` for both), bits per second; nil: none.
+    public var rateUpBitsPerSecond: UInt64?
+    /// Shaped rate of what the peer receives (`RateDown`, or `Rate`), bits per second; nil: none.
+    public var rateDownBitsPerSecond: UInt64?
+    /// No traffic for this long ends the session, reason `idle` (`IdleTimeout`), ms; nil: the
+    /// WireGuard default (a session with no handshake for 180 s is idle).
+    public var idleTimeoutMs: Int64?
+    /// Concurrent flows of the peer at most (`MaxFlows`); nil: only the shared table's size.
+    public var maxFlows: Int?
+    /// New flows per second (`NewFlowRate = N/s`, burst 2N); nil: none.
+    public var newFlowsPerSecond: UInt32?
+
+    /// No limit at all (premium).
+    public init(sessionMs: Int64? = nil, pauseMs: Int64 = 0, quotaBytes: UInt64? = nil, quotaUpBytes: UInt64? = nil,
+                quotaDownBytes: UInt64? = nil, rateUpBitsPerSecond: UInt64? = nil, rateDownBitsPerSecond: UInt64? = nil,
+                idleTimeoutMs: Int64? = nil, maxFlows: Int? = nil, newFlowsPerSecond: UInt32? = nil)
+    {
+        self.sessionMs = sessionMs
+        self.pauseMs = pauseMs
+        self.quotaBytes = quotaBytes
+        self.quotaUpBytes = quotaUpBytes
+        self.quotaDownBytes = quotaDownBytes
+        self.rateUpBitsPerSecond = rateUpBitsPerSecond
+        self.rateDownBitsPerSecond = rateDownBitsPerSecond
+        self.idleTimeoutMs = idleTimeoutMs
+        self.maxFlows = maxFlows
+        self.newFlowsPerSecond = newFlowsPerSecond
+    }
+
+    /// No limit of any kind.
+    public static let unlimited = PeerLimits()
+
+    /// True when the peer has windows (a session time or a byte quota): the watchdog opens one at
+    /// its first connect and pauses it when the window ends.
+    public var isWindowed: Bool { sessionMs != nil || hasQuota }
+
+    /// True when some byte quota applies.
+    public var hasQuota: Bool { quotaBytes != nil || quotaUpBytes != nil || quotaDownBytes != nil }
+
+    /// True when the data path shapes the peer's traffic in some direction.
+    public var isShaped: Bool { rateUpBitsPerSecond != nil || rateDownBitsPerSecond != nil }
+
+    /// True when the peer's flows are capped (count or rate of new ones).
+    public var capsFlows: Bool { maxFlows != nil || newFlowsPerSecond != nil }
+}
