@@ -262,6 +262,14 @@ struct ConfigParser {
                     continue
                 }
                 c.metricsListen = ep
+            case "StatusListen":
+                if v.lowercased() == "off" { c.statusListen = nil; continue }
+                guard let ep = Endpoint(v), ep.port != 0 else {
+                    error(e.line, e.key, "'\(v)' is not an address:port to listen on",
+                          "write an address of this interface, e.g. 10.99.0.1:80 (peers open http://10.99.0.1/), or off")
+                    continue
+                }
+                c.statusListen = ep
             case "DefaultTier":
                 guard let t = PeerTier(rawValue: v.lowercased()) else {
                     error(e.line, e.key, "'\(v)' is not a tier", "use free or premium")

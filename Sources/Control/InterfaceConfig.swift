@@ -49,6 +49,10 @@ public struct InterfaceConfig: Hashable, Sendable {
     /// Where to serve Prometheus `/metrics` over HTTP (`MetricsListen`, e.g. `127.0.0.1:9586`;
     /// default off). An address, not a host name: the operator chooses who can reach it.
     public var metricsListen: Endpoint?
+    /// Where to serve each peer its own status page (`StatusListen`, e.g. `10.99.0.1:80`; default
+    /// off): an address inside the tunnel; a request is answered with the state of the peer its
+    /// inner source address belongs to (cryptokey routing), never anything the client claims.
+    public var statusListen: Endpoint?
     /// Tier of a peer added over the UAPI (`wg set`) without one (`DefaultTier`, default `free`).
     public var defaultTier: PeerTier = .free
     /// `QUIC`: what a UDP/443 flow whose host name cannot be read gets when a `host` rule could
