@@ -42,7 +42,9 @@ struct ConfigParser {
             if line.isEmpty { continue }
             if line.hasPrefix("[") {
                 ignoringSection = !header(line, lineNumber)
-                if !ignoringSection, let (n, l) = pendingName, !sections[sections.count - 1].isInterface {
+                if !ignoringSection, let (n, l) = pendingName, !sections[sections.count - 1].isInterface,
+                    sections[sections.count - 1].tier == nil
+                {
                     sections[sections.count - 1].commentName = n
                     sections[sections.count - 1].commentLine = l
                 }
@@ -76,6 +78,19 @@ struct ConfigParser {
             return false
         }
         let name = line.dropFirst().dropLast().trimmedSpaces()
+        let words = name.split(separator: " ", omittingEmptySubsequences: true)
+        if words.first?.lowercased() == "tier" {
+            guard words.count == 2, let tier = PeerTier(keyword: words[1]) else {
+                error(lineNumber, nil, "'\(line)' is not a tier section", "write [Tier NAME]; \(PeerTier.nameRule)")
+                return false
+            }
+            if let first = sections.first(where: { $0.tier == tier }) {
+                error(lineNumber, nil, "second [Tier \(tier)] section (the first is at line \(first.line))", "merge them into one")
+                return false
+            }
+            sections.append(ConfigSection(isInterface: false, line: lineNumber, tier: tier))
+            return true
+        }
         switch name.lowercased() {
         case "interface":
             if let first = sections.first(where: \.isInterface) {
@@ -88,19 +103,22 @@ struct ConfigParser {
             return true
         default:
             let guess = DidYouMean.closest(name, among: ["Interface", "Peer"])
-            error(lineNumber, nil, "unknown section [\(name)]", guess.map { "did you mean [\($0)]?" } ?? "sections are [Interface] and [Peer]")
+            error(lineNumber, nil, "unknown section [\(name)]", guess.map { "did you mean [\($0)]?" } ?? "sections are [Interface], [Peer] and [Tier NAME]")
             return false
         }
     }
 
     mutating func entry(_ keyText: String, _ value: String, _ lineNumber: Int) {
         let isInterface = sections[sections.count - 1].isInterface
-        let known = isInterface ? TunnelConfig.interfaceKeys : TunnelConfig.peerKeys
-        let other = isInterface ? TunnelConfig.peerKeys : TunnelConfig.interfaceKeys
-        let sectionName = isInterface ? "[Interface]" : "[Peer]"
+        let tier = sections[sections.count - 1].tier
+        let known = tier != nil ? LimitSettings.keys : isInterface ? TunnelConfig.interfaceKeys : TunnelConfig.peerKeys + LimitSettings.keys
+        let other = isInterface ? TunnelConfig.peerKeys + LimitSettings.keys : TunnelConfig.interfaceKeys + TunnelConfig.peerKeys
+        let sectionName = tier.map { "[Tier \($0)]" } ?? (isInterface ? "[Interface]" : "[Peer]")
         guard let key = known.first(where: { $0.lowercased() == keyText.lowercased() }) else {
             if let o = other.first(where: { $0.lowercased() == keyText.lowercased() }) {
-                error(lineNumber, o, "does not belong in \(sectionName)", "move it to the \(isInterface ? "[Peer]" : "[Interface]") section")
+                let home = TunnelConfig.interfaceKeys.contains(o) ? "the [Interface] section"
+                    : LimitSettings.keys.contains(o) ? "a [Peer] or [Tier NAME] section" : "the [Peer] section"
+                error(lineNumber, o, "does not belong in \(sectionName)", "move it to \(home)")
             } else if let guess = DidYouMean.closest(keyText, among: known) {
                 error(lineNumber, keyText, "unknown key in \(sectionName)", "did you mean '\(guess)'?")
             } else {
@@ -132,19 +150,24 @@ struct ConfigParser {
         } else {
             error(0, nil, "no [Interface] section", "add one with at least PrivateKey (or PrivateKeyFile) and Address")
         }
+        var classes: [PeerTier: LimitSettings] = [:]
+        for section in sections { if let t = section.tier { classes[t] = buildLimits(section) } }
+        let tiers = TierClasses(freeSessionMs: interface.freeSession.milliseconds, freePauseMs: interface.freePause.milliseconds,
+                                classes: classes)
         var peers: [PeerConfig] = []
         var peerLines: [Int] = []
-        for section in sections where !section.isInterface {
+        for section in sections where !section.isInterface && section.tier == nil {
             if let p = buildPeer(section) {
                 peers.append(p)
                 peerLines.append(section.line)
             }
         }
+        checkTiers(tiers, peers, peerLines, interface)
         checkPeers(peers, peerLines, interface)
         if !errors.isEmpty {
             throw ConfigErrors(errors.sorted { $0.line < $1.line })
         }
-        return TunnelConfig(interface: interface, peers: peers, warnings: warnings.sorted { $0.line < $1.line },
+        return TunnelConfig(interface: interface, peers: peers, tiers: tiers, warnings: warnings.sorted { $0.line < $1.line },
                             notes: notes.sorted { $0.line < $1.line })
     }
 
@@ -272,7 +295,7 @@ struct ConfigParser {
                 c.statusListen = ep
             case "DefaultTier":
                 guard let t = PeerTier(rawValue: v.lowercased()) else {
-                    error(e.line, e.key, "'\(v)' is not a tier", "use free or premium")
+                    error(e.line, e.key, "'\(v)' is not a tier name", PeerTier.nameRule)
                     continue
                 }
                 c.defaultTier = t
@@ -432,13 +455,17 @@ struct ConfigParser {
             case "Tier":
                 guard let t = PeerTier(rawValue: v.lowercased()) else {
                     ok = false
-                    let guess = DidYouMean.closest(v, among: PeerTier.allCases.map(\.rawValue))
-                    error(e.line, e.key, "'\(v)' is not a tier", guess.map { "did you mean '\($0)'?" } ?? "use free or premium")
+                    error(e.line, e.key, "'\(v)' is not a tier name", PeerTier.nameRule)
                     continue
                 }
                 peer.tier = t
             default:
-                break
+                if LimitSettings.keys.contains(e.key) {
+                    do throws(ValueError) { try peer.limits.set(e.key, v) } catch {
+                        ok = false
+                        self.error(e.line, e.key, error.message, error.hint)
+                    }
+                }
             }
         }
         let hasName = section.entries.contains { $0.key == "Name" }
@@ -467,6 +494,40 @@ struct ConfigParser {
             warn(section.line, "AllowedIPs", "peer '\(name)' has no AllowedIPs, so none of its packets will be accepted", "add its tunnel address, e.g. AllowedIPs = 10.99.0.2/32")
         }
         return peer
+    }
+
+    /// The limit keys of a `[Tier NAME]` section.
+    mutating func buildLimits(_ section: ConfigSection) -> LimitSettings {
+        var l = LimitSettings()
+        for e in section.entries {
+            do throws(ValueError) { try l.set(e.key, e.value) } catch { self.error(e.line, e.key, error.message, error.hint) }
+        }
+        if let t = section.tier, t == .free, l.session != nil || l.pause != nil,
+            sections.first(where: \.isInterface)?.entries.contains(where: { $0.key == "FreeSession" || $0.key == "FreePause" }) == true
+        {
+            note(section.line, nil, "[Tier free] sets Session/Pause: they win over FreeSession/FreePause of [Interface]",
+                 "keep one of the two")
+        }
+        return l
+    }
+
+    /// Every tier a peer or `DefaultTier` names is predefined or has a `[Tier]` section.
+    mutating func checkTiers(_ tiers: TierClasses, _ peers: [PeerConfig], _ lines: [Int], _ interface: InterfaceConfig) {
+        let known = tiers.names.map(\.rawValue)
+        func hint(_ t: PeerTier) -> String {
+            (DidYouMean.closest(t.rawValue, among: known).map { "did you mean '\($0)'? " } ?? "")
+                + "configured tiers: \(known.joined(separator: ", ")); add a [Tier \(t)] section to define it"
+        }
+        func line(_ sectionLine: Int, _ key: String) -> Int? {
+            sections.first { $0.line == sectionLine }?.entries.first { $0.key == key }?.line
+        }
+        for (i, p) in peers.enumerated() where !tiers.isConfigured(p.tier) {
+            error(line(lines[i], "Tier") ?? lines[i], "Tier", "peer '\(p.name)' is in tier '\(p.tier)', which is not configured", hint(p.tier))
+        }
+        if !tiers.isConfigured(interface.defaultTier) {
+            let at = sections.first(where: \.isInterface)?.entries.first { $0.key == "DefaultTier" }?.line ?? 0
+            error(at, "DefaultTier", "tier '\(interface.defaultTier)' is not configured", hint(interface.defaultTier))
+        }
     }
 
     /// Cross-peer checks: unique names and keys, AllowedIPs identical between peers (error: which

@@ -20,6 +20,8 @@ public struct PeerConfig: Hashable, Sendable {
     public var persistentKeepalive: UInt16?
     /// Service tier (`Tier`, default `free`).
     public var tier: PeerTier
+    /// The peer's own limit keys (`Session`, `Quota`, `Rate`, …), over its tier's (`LimitResolution`).
+    public var limits = LimitSettings()
     /// When the peer stops being admitted (`Expires = DATE|ISO time`, UTC unless a zone is given;
     /// a date alone is 00:00 UTC that day), epoch ms; nil = never.
     public var expiresMs: Int64?

@@ -7,6 +7,9 @@ public struct TunnelConfig: Hashable, Sendable {
     public var interface: InterfaceConfig
     /// The `[Peer]` sections in file order.
     public var peers: [PeerConfig]
+    /// The tier classes: `free` and `premium` plus every `[Tier NAME]` section, with the free
+    /// window of `FreeSession`/`FreePause` (`TierClasses`, docs/limits.md).
+    public var tiers: TierClasses
     /// Problems that do not stop the daemon (overlapping AllowedIPs, host bits set in a prefix,
     /// a peer without AllowedIPs). `tunneld --check-config` prints them.
     public var warnings: [ConfigError]
@@ -15,9 +18,12 @@ public struct TunnelConfig: Hashable, Sendable {
     public var notes: [ConfigError]
 
     /// A config from its parts.
-    public init(interface: InterfaceConfig, peers: [PeerConfig], warnings: [ConfigError] = [], notes: [ConfigError] = []) {
+    public init(interface: InterfaceConfig, peers: [PeerConfig], tiers: TierClasses? = nil, warnings: [ConfigError] = [],
+                notes: [ConfigError] = [])
+    {
         self.interface = interface
         self.peers = peers
+        self.tiers = tiers ?? TierClasses(freeSessionMs: interface.freeSession.milliseconds, freePauseMs: interface.freePause.milliseconds)
         self.warnings = warnings
         self.notes = notes
     }
@@ -27,4 +33,9 @@ public struct TunnelConfig: Hashable, Sendable {
 
     /// The peer called `name`, if any.
     public func peer(named name: String) -> PeerConfig? { peers.first { $0.name == name } }
+
+    /// The limits in force for `peer` under tier `tier` (its configured one unless overridden).
+    public func limits(of peer: PeerConfig, tier: PeerTier? = nil) -> PeerLimits {
+        tiers.resolve(tier: tier ?? peer.tier, peer: peer.limits)
+    }
 }

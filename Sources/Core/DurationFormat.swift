@@ -98,3 +98,11 @@ public enum DurationFormat {
         return "\(sec)s"
     }
 }
+
+extension Duration {
+    /// Whole milliseconds.
+    public var milliseconds: Int64 {
+        let (s, a) = components
+        return s * 1000 + a / 1_000_000_000_000_000
+    }
+}

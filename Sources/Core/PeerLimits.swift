@@ -57,6 +57,51 @@ public struct PeerLimits: Sendable, Hashable, Codable {
     /// True when the data path shapes the peer's traffic in some direction.
     public var isShaped: Bool { rateUpBitsPerSecond != nil || rateDownBitsPerSecond != nil }
 
+    /// True when no limit of any kind applies (the pause is moot without a window).
+    public var isUnlimited: Bool { !isWindowed && !isShaped && !capsFlows && idleTimeoutMs == nil }
+
     /// True when the peer's flows are capped (count or rate of new ones).
     public var capsFlows: Bool { maxFlows != nil || newFlowsPerSecond != nil }
+}
+
+extension PeerLimits {
+    /// The limits that apply, as a person reads them (`session 30m then pause 23h30m, quota 1GiB,
+    /// rate 5 Mbit/s each way, idle 10m, 512 flows, 50 new flows/s`); `no limits` when none.
+    /// The one rendering: `session`, `explain`, `peers`, the status page and events use it.
+    public var summary: String {
+        var parts: [String] = []
+        if let s = sessionMs { parts.append("session \(DurationFormat.format(ms: s)) then pause \(DurationFormat.format(ms: pauseMs))") }
+        if hasQuota {
+            var q: [String] = []
+            if let b = quotaBytes { q.append(SizeFormat.format(bytes: Int64(clamping: b))) }
+            if let b = quotaUpBytes { q.append("\(SizeFormat.format(bytes: Int64(clamping: b))) up") }
+            if let b = quotaDownBytes { q.append("\(SizeFormat.format(bytes: Int64(clamping: b))) down") }
+            parts.append("quota " + q.joined(separator: ", ") + (sessionMs == nil ? " then pause \(DurationFormat.format(ms: pauseMs))" : ""))
+        }
+        switch (rateUpBitsPerSecond, rateDownBitsPerSecond) {
+        case let (u?, d?) where u == d: parts.append("rate \(LimitValue.formatRate(u)) each way")
+        case let (u, d):
+            if let u { parts.append("rate up \(LimitValue.formatRate(u))") }
+            if let d { parts.append("rate down \(LimitValue.formatRate(d))") }
+        }
+        if let i = idleTimeoutMs { parts.append("idle \(DurationFormat.format(ms: i))") }
+        if let m = maxFlows { parts.append("\(m) flows") }
+        if let n = newFlowsPerSecond { parts.append("\(n) new flows/s") }
+        return parts.isEmpty ? "no limits" : parts.joined(separator: ", ")
+    }
+
+    /// `312.0 MiB of 1GiB used` for the tightest quota, nil without a quota.
+    public func quotaText(_ used: ByteUse) -> String? {
+
+        var best: (left: UInt64, text: String)?
+        func consider(_ limit: UInt64?, _ u: UInt64, _ what: String) {
+            guard let limit else { return }
+            let left = limit > u ? limit - u : 0
+            if best == nil || left < best!.left { best = (left, "\(SizeFormat.approximate(bytes: min(u, limit))) of \(SizeFormat.format(bytes: Int64(clamping: limit)))\(what) used") }
+        }
+        consider(quotaBytes, used.total, "")
+        consider(quotaUpBytes, used.up, " up")
+        consider(quotaDownBytes, used.down, " down")
+        return best?.text
+    }
 }

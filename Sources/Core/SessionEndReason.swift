@@ -10,4 +10,6 @@ public enum SessionEndReason: String, Sendable, CaseIterable {
     case disabled
     /// The peer's `Expires` date passed.
     case expired
+    /// The window's byte quota was used up (`Quota`, `QuotaUp`, `QuotaDown`).
+    case quota
 }

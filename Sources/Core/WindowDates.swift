@@ -11,3 +11,12 @@ public struct WindowDates: Sendable, Hashable {
         self.reconnectAt = reconnectAt
     }
 }
+
+extension WindowDates {
+    /// `allowedUntil` of a window with no time limit (a quota-only tier): far beyond any real
+    /// date, with room to add a pause without overflow. The window ends when its quota is used.
+    public static let noEnd: Int64 = 1 << 60
+
+    /// True when the window has no time limit (it ends on its quota only).
+    public var isOpenEnded: Bool { allowedUntil >= WindowDates.noEnd }
+}

@@ -31,6 +31,9 @@ public enum GatewayDrop: Int, CaseIterable, Sendable, CustomStringConvertible {
     case unattributableFragment
     /// A handshake message arrived while the handshake thread's queue was full (a flood).
     case handshakeBacklogFull
+    /// The peer's window quota is used up (`Quota`, `QuotaUp`, `QuotaDown`); the watchdog ends
+    /// the window (reason `quota`) at its next pass, the data path stops forwarding at once.
+    case quotaUsed
 
     public var description: String {
         switch self {
@@ -44,6 +47,7 @@ public enum GatewayDrop: Int, CaseIterable, Sendable, CustomStringConvertible {
         case .noEndpoint: "no-endpoint"
         case .peerRefused: "peer-refused"
         case .tunBusy: "tun-busy"
+        case .quotaUsed: "quota-used"
         case .udpBusy: "udp-busy"
         case .unattributableFragment: "unattributable-fragment"
         case .handshakeBacklogFull: "handshake-backlog-full"

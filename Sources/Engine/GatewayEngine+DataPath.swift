@@ -28,6 +28,7 @@ extension GatewayEngine {
         var flushes: [(peer: PeerHandle, keepalive: Bool)] = []
         flushes.reserveCapacity(batchSize)
         var minutes = MinuteClock()
+        var metering = QuotaRun(up: true)
         defer {
             netValid.deallocate()
             dataPeer.deallocate()
@@ -91,6 +92,7 @@ extension GatewayEngine {
             // 2. Policy, once per batch under the flow lock.
             let policy = self.policy
             let trie = registry.current.routes
+            let metered = quotas.current
             let nowMs = Int64(now / 1_000_000)
             let minute = minutes.minuteOfWeek(epochMs: clock.wallMilliseconds())
             toTun.count = 0
@@ -118,6 +120,11 @@ extension GatewayEngine {
                                   minute: minute, nowMs: nowMs)
                     {
                     case .allow:
+                        // A peer whose window quota is used up: nothing more goes through.
+                        if !metered.isEmpty, !metering.admit(peer: peer, bytes: packet.count, in: metered, meter: quotas) {
+                            counters.drop(.quotaUsed)
+                            continue
+                        }
                         // Packets a flow held while it waited for its host go first.
                         if hostGate.hasReleased { hostGate.drain(into: toTun) }
                         let t = toTun.count
@@ -149,6 +156,7 @@ extension GatewayEngine {
                 if hostGate.hasReleased { hostGate.drain(into: toTun) }
                 observer?.endBatch()
             }
+            if !metered.isEmpty { metering.flush(quotas) }
 
             // 3. Deliver to the kernel.
             if toTun.count > 0 { writeAll(toTun) }
@@ -272,6 +280,7 @@ extension GatewayEngine {
         let control = PacketBatch(capacity: 8, slotSize: 256)
         let controlValid = UnsafeMutablePointer<Bool>.allocate(capacity: 8)
         var minutes = MinuteClock()
+        var metering = QuotaRun(up: false)
         defer {
             valid.deallocate()
             sendPeer.deallocate()
@@ -304,6 +313,7 @@ extension GatewayEngine {
             let nowMs = Int64(now / 1_000_000)
             let policy = self.policy
             let trie = registry.current.routes
+            let metered = quotas.current
             let minute = minutes.minuteOfWeek(epochMs: clock.wallMilliseconds())
             toTun.count = 0
 
@@ -333,6 +343,10 @@ extension GatewayEngine {
                                   policy: policy, watcher: watcher, minute: minute, nowMs: nowMs)
                     {
                     case .allow:
+                        if !metered.isEmpty, !metering.admit(peer: UInt32(peer), bytes: packet.count, in: metered, meter: quotas) {
+                            counters.drop(.quotaUsed)
+                            continue
+                        }
                         sendPeer[i] = UInt32(peer)
                         // DNS answers the gateway forwards to the peer teach it names (host rules only).
                         if parsed.sourcePort == 53, parsed.proto == .udp || parsed.proto == .tcp,
@@ -358,6 +372,7 @@ extension GatewayEngine {
                 if hostGate.hasReleased { hostGate.drain(into: toTun) }
                 observer?.endBatch()
             }
+            if !metered.isEmpty { metering.flush(quotas) }
             if toTun.count > 0 { writeAll(toTun) }
 
             // 2. Encrypt in place, outside every lock.

@@ -103,6 +103,8 @@ public final class GatewayEngine: @unchecked Sendable {
     /// Every peer: name, keys, tier, AllowedIPs (the routing trie the data path reads once per
     /// batch). The one registry the watchdog, history, observer and servers read too.
     public let registry = PeerRegistry()
+    /// Byte accounting of peers with a quota or an `IdleTimeout` (armed by the watchdog).
+    public let quotas = QuotaMeter()
     /// The flow table (and `fragments`) are used only inside `withFlows`, which holds `flowLock`.
     let flowLock = Mutex(())
     let flowBox: FlowBox
@@ -171,9 +173,13 @@ public final class GatewayEngine: @unchecked Sendable {
         public var persistentKeepalive: UInt16
         public var tier: PeerTier
         public var origin: PeerOrigin
+        /// The peer's own limit keys (`[Peer]` section).
+        public var limits: LimitSettings
 
         public init(name: String, publicKey: WireGuard.PublicKey, presharedKey: [UInt8]?, allowedIPs: [IPPrefix],
-                    endpoint: Endpoint?, persistentKeepalive: UInt16, tier: PeerTier, origin: PeerOrigin = .config) {
+                    endpoint: Endpoint?, persistentKeepalive: UInt16, tier: PeerTier, origin: PeerOrigin = .config,
+                    limits: LimitSettings = LimitSettings()) {
+            self.limits = limits
             self.name = name
             self.publicKey = publicKey
             self.presharedKey = presharedKey
@@ -208,9 +214,11 @@ public final class GatewayEngine: @unchecked Sendable {
                 publicKey: p.publicKey, presharedKey: p.presharedKey, persistentKeepaliveSeconds: p.persistentKeepalive,
                 endpoint: p.endpoint))
             handles.append(handle)
-            batch.append(GatewayPeer(
+            var g = GatewayPeer(
                 handle: handle, name: p.name, publicKey: p.publicKey, presharedKey: p.presharedKey, allowedIPs: p.allowedIPs,
-                tier: p.tier, persistentKeepalive: p.persistentKeepalive, origin: p.origin))
+                tier: p.tier, persistentKeepalive: p.persistentKeepalive, origin: p.origin)
+            g.limitSettings = p.limits
+            batch.append(g)
         }
         registry.put(batch)
         return handles

@@ -35,9 +35,12 @@ public struct GatewayPeer: Sendable, Hashable {
     public var configTier: PeerTier
     public var persistentKeepalive: UInt16
     public var origin: PeerOrigin
-    /// The limits in force (resolved from the peer's overrides, its tier's class and the
-    /// defaults; `LimitResolution`). The data path reads the rate and flow caps from here.
-    public var limits: PeerLimits = .unlimited
+    /// The peer's own limit keys (its `[Peer]` section), over its tier's class.
+    public var limitSettings = LimitSettings()
+    /// The limits in force: ``limitSettings`` over the class of ``tier`` over the tier's defaults
+    /// (`TierClasses.resolve`). The registry keeps it in step with the tier and the classes at
+    /// every change; the watchdog, the data path and the status page read it here.
+    public internal(set) var limits: PeerLimits = .unlimited
 
     /// A peer from its parts; `configTier` defaults to `tier`.
     public init(handle: PeerHandle, name: String, publicKey: WireGuard.PublicKey, presharedKey: [UInt8]? = nil,
@@ -108,12 +111,29 @@ public final class PeerRegistry: Sendable {
     private let versionNow = Atomic<UInt64>(0)
     /// Held across a change and its listeners, so listeners see changes one at a time and in order.
     private let changes = Mutex<[@Sendable (PeerDirectory, PeerDirectory) -> Void]>([])
+    /// The tier classes every peer's ``GatewayPeer/limits`` are resolved with.
+    private let classes: Mutex<TierClasses>
+
+    /// The tier classes in force.
+    public var tierClasses: TierClasses { classes.withLock { $0 } }
+
+    /// New tier classes (start, reload): every peer's limits are resolved again.
+    public func setTierClasses(_ t: TierClasses) {
+        classes.withLock { $0 = t }
+        change { _, _ in true }
+    }
 
     /// A registry holding `peers` (routes from their AllowedIPs).
-    public init(_ peers: [GatewayPeer] = []) {
+    public init(_ peers: [GatewayPeer] = [], tiers: TierClasses = TierClasses()) {
         var routes = AllowedIPs()
         for p in peers { for prefix in p.allowedIPs { routes.insert(prefix, peer: Int32(p.handle.rawValue)) } }
-        directory = Mutex(PeerDirectory(version: 0, peers: peers, routes: routes))
+        let resolved = peers.map { p in
+            var p = p
+            p.limits = tiers.resolve(tier: p.tier, peer: p.limitSettings)
+            return p
+        }
+        classes = Mutex(tiers)
+        directory = Mutex(PeerDirectory(version: 0, peers: resolved, routes: routes))
     }
 
     /// The peers now.
@@ -252,6 +272,11 @@ public final class PeerRegistry: Sendable {
                 var peers = d.all
                 var routes = d.routes
                 guard body(&peers, &routes) else { return nil }
+                let tiers = classes.withLock { $0 }
+                for i in peers.indices {
+                    let l = tiers.resolve(tier: peers[i].tier, peer: peers[i].limitSettings)
+                    if l != peers[i].limits { peers[i].limits = l }
+                }
                 let old = d
                 d = PeerDirectory(version: old.version &+ 1, peers: peers, routes: routes)
                 versionNow.store(d.version, ordering: .releasing)

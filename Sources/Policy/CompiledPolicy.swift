@@ -36,8 +36,13 @@ public final class CompiledPolicy: Sendable {
     let lists: [Int32]
     /// Each rule's own intervals, for verifying candidates.
     let checks: RuleChecks
-    /// direction*768 + tier*256 + protocol → class (tier 0 = unknown, 1 free, 2 premium).
+    /// direction*(256*tierCodes) + tier*256 + protocol → class (tier 0 = a tier no rule names
+    /// or none; 1... the tiers rules name, in order of first mention: `tierIDs`).
     let kindTable: [Int32]
+    /// Tier name → its code in `kindTable` (any tier name is allowed: `[Tier NAME]` classes).
+    let tierIDs: [PeerTier: Int]
+    /// Tier codes in use: the named ones plus 0.
+    let tierCodes: Int
     /// Peer id → class; id 0 is every peer no rule names.
     let peerTable: [Int32]
     let sourceV4: AddressClasses<UInt32>
@@ -83,11 +88,12 @@ public final class CompiledPolicy: Sendable {
     }
 
     /// The intervals of `direction × tier × protocol` keys a rule accepts.
-    static func kindIntervals(_ r: PolicyRule) -> [(Key128, Key128)] {
-        let tiers = r.tier.map { [Int($0.code)] } ?? [0, 1, 2]
+    static func kindIntervals(_ r: PolicyRule, tierIDs: [PeerTier: Int]) -> [(Key128, Key128)] {
+        let codes = tierIDs.count + 1
+        let tiers = r.tier.map { [tierIDs[$0]!] } ?? Array(0..<codes)
         var out: [(Key128, Key128)] = []
         for t in tiers {
-            let base = Int(r.direction.rawValue) * 768 + t * 256
+            let base = Int(r.direction.rawValue) * 256 * codes + t * 256
             if r.protocols.isEmpty {
                 out.append((Key128(base), Key128(base + 255)))
             } else {
@@ -111,6 +117,10 @@ public final class CompiledPolicy: Sendable {
         var ids: [String: PolicyPeerID] = [:]
         for r in rules { for p in r.peers where ids[p] == nil { ids[p] = PolicyPeerID(rawValue: UInt32(ids.count + 1)) } }
         peerIDs = ids
+        var tiers: [PeerTier: Int] = [:]
+        for r in rules { if let t = r.tier, tiers[t] == nil { tiers[t] = tiers.count + 1 } }
+        tierIDs = tiers
+        tierCodes = tiers.count + 1
 
         func v4Intervals(_ list: [IPPrefix]) -> [(Key128, Key128)]? {
             if list.isEmpty { return nil }
@@ -135,7 +145,7 @@ public final class CompiledPolicy: Sendable {
         }
         // Each dimension's intervals per rule (nil: the rule accepts anything there), computed
         // once: the partitions cut them, the rule checks keep them.
-        let kinds: [[(Key128, Key128)]?] = rules.map(CompiledPolicy.kindIntervals)
+        let kinds: [[(Key128, Key128)]?] = rules.map { CompiledPolicy.kindIntervals($0, tierIDs: tiers) }
         let peers: [[(Key128, Key128)]?] = rules.map { r in
             r.peers.isEmpty ? nil : r.peers.map { let v = Key128(Int(ids[$0]!.rawValue)); return (v, v) }
         }
@@ -162,7 +172,7 @@ public final class CompiledPolicy: Sendable {
         }
         self.checks = checks
 
-        kindTable = b.table(max: 1535, intervals: kinds, anchored: anchored(.kind), &dims[Dim.kind.rawValue])
+        kindTable = b.table(max: 2 * 256 * (tiers.count + 1) - 1, intervals: kinds, anchored: anchored(.kind), &dims[Dim.kind.rawValue])
         peerTable = b.table(max: ids.count, intervals: peers, anchored: anchored(.peer), &dims[Dim.peer.rawValue])
         let maxV4 = Key128(0, UInt64(UInt32.max))
         let maxV6 = Key128(.max, .max)
@@ -250,14 +260,14 @@ public final class CompiledPolicy: Sendable {
 
     /// The index of the first rule matching `q` with the host dimension in class `c7`, or -1.
     func firstMatch(_ q: PolicyQuery, hostClass c7: Int32) -> Int {
-        let tier = Int(q.tier?.code ?? 0)
+        let tier = q.tier.flatMap { tierIDs[$0] } ?? 0
         let peerIndex = Int(q.peer.rawValue)
         let ported = q.proto.hasPorts
         let m = q.minuteOfWeek
         let week = PolicyClock.minutesPerWeek
         let minute = m >= 0 && m < week ? m : (m % week + week) % week
         // The flow's key and class in each dimension, in `Dim` order.
-        let kindKey = Int(q.direction.rawValue) * 768 + tier * 256 + Int(q.proto.rawValue)
+        let kindKey = Int(q.direction.rawValue) * 256 * tierCodes + tier * 256 + Int(q.proto.rawValue)
         let sourcePort = ported ? Int(q.sourcePort) : 65536
         let destinationPort = ported ? Int(q.destinationPort) : 65536
         let src6 = q.source.isIPv6, dst6 = q.destination.isIPv6

@@ -4,7 +4,7 @@ import Packet
 /// A hypothetical flow in the FLOW syntax of DESIGN.md §9, as `tunnelctl policy test` and
 /// `tunnelctl explain` take it:
 ///
-///     PROTO SRC[:PORT] -> DST[:PORT] [peer NAME] [tier free|premium] [host NAME] [in|out] [at YYYY-MM-DDTHH:MM]
+///     PROTO SRC[:PORT] -> DST[:PORT] [peer NAME] [tier NAME] [host NAME] [in|out] [at YYYY-MM-DDTHH:MM]
 ///
 /// IPv6 addresses go in brackets when a port follows (`[fd99::2]:443`). An omitted port is 0.
 /// The direction defaults to `out`. `at` is local time; without it the caller supplies "now".
@@ -24,7 +24,7 @@ public struct PolicyFlow: Sendable, Hashable {
     public var at: String?
 
     /// The usage line for error messages.
-    public static let syntax = "PROTO SRC[:PORT] -> DST[:PORT] [peer NAME] [tier free|premium] [host NAME] [in|out] [at YYYY-MM-DDTHH:MM]"
+    public static let syntax = "PROTO SRC[:PORT] -> DST[:PORT] [peer NAME] [tier NAME] [host NAME] [in|out] [at YYYY-MM-DDTHH:MM]"
 
     /// Parses FLOW text; errors say which word is wrong and why.
     public init(parsing text: String) throws(PolicyFlowError) {
@@ -67,7 +67,7 @@ public struct PolicyFlow: Sendable, Hashable {
                 peer = v
             case "tier":
                 let v = try value(key)
-                guard let t = PeerTier(keyword: v) else { throw PolicyFlowError(message: "unknown tier '\(v)'; use free or premium") }
+                guard let t = PeerTier(keyword: v) else { throw PolicyFlowError(message: "'\(v)' is not a tier name; \(PeerTier.nameRule)") }
                 tier = t
             case "host":
                 let v = try value(key)

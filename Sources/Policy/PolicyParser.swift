@@ -168,9 +168,9 @@ public enum PolicyParser {
                 }
                 rule.peerColumns = columns
             case "tier":
-                let w = try c.word("'free' or 'premium' after 'tier'")
+                let w = try c.word("a tier name after 'tier' (free, premium or a [Tier NAME] of tunneld.conf)")
                 guard let tier = PeerTier(keyword: w.text) else {
-                    throw Failure(column: w.column, message: "unknown tier '\(w.text)'\(DidYouMean.suffix(w.text, ["free", "premium"])); 'tier' takes free or premium")
+                    throw Failure(column: w.column, message: "'\(w.text)' is not a tier name\(DidYouMean.suffix(w.text, PeerTier.keywords)); \(PeerTier.nameRule)")
                 }
                 rule.tier = tier
             case "proto":

@@ -17,7 +17,7 @@ public enum Schema {
     }
 
     /// All migrations in order; `migrations[i].version == i + 1`.
-    public static let migrations: [Migration] = [v1, v2, v3]
+    public static let migrations: [Migration] = [v1, v2, v3, v4]
 
     /// The version this build writes and understands.
     public static var currentVersion: Int { migrations.count }
@@ -145,6 +145,40 @@ public enum Schema {
         CREATE INDEX sessions_peer_started_at ON sessions (peer, started_at);
         CREATE INDEX sessions_ended_at ON sessions (ended_at) WHERE ended_at IS NOT NULL;
         CREATE INDEX sessions_open ON sessions (peer) WHERE ended_at IS NULL;
+        """)
+
+    /// Version 4 (issue 16): a window counts the bytes used in it (`used_up`: sent by the peer,
+    /// `used_down`: received), sessions may end `quota`, and a tier may be any configured name
+    /// (`[Tier NAME]`), so `peer_tiers` loses its free/premium CHECK. Tables rebuilt, rows kept.
+    static let v4 = Migration(version: 4, summary: "window byte use, end reason quota, any tier name", sql: """
+        ALTER TABLE session_windows ADD COLUMN used_up INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE session_windows ADD COLUMN used_down INTEGER NOT NULL DEFAULT 0;
+        CREATE TABLE sessions_v4 (
+            id INTEGER PRIMARY KEY,
+            peer TEXT NOT NULL,
+            started_at INTEGER NOT NULL,
+            ended_at INTEGER,
+            end_reason TEXT CHECK (end_reason IN ('free-limit', 'admin-kick', 'idle', 'shutdown', 'removed', 'crash',
+                                                  'disabled', 'expired', 'quota')),
+            rx_bytes INTEGER NOT NULL DEFAULT 0,
+            tx_bytes INTEGER NOT NULL DEFAULT 0
+        );
+        INSERT INTO sessions_v4 (id, peer, started_at, ended_at, end_reason, rx_bytes, tx_bytes)
+            SELECT id, peer, started_at, ended_at, end_reason, rx_bytes, tx_bytes FROM sessions;
+        DROP TABLE sessions;
+        ALTER TABLE sessions_v4 RENAME TO sessions;
+        CREATE INDEX sessions_started_at ON sessions (started_at);
+        CREATE INDEX sessions_peer_started_at ON sessions (peer, started_at);
+        CREATE INDEX sessions_ended_at ON sessions (ended_at) WHERE ended_at IS NOT NULL;
+        CREATE INDEX sessions_open ON sessions (peer) WHERE ended_at IS NULL;
+        CREATE TABLE peer_tiers_v4 (
+            peer TEXT PRIMARY KEY,
+            tier TEXT NOT NULL CHECK (length(tier) BETWEEN 1 AND 32),
+            changed_at INTEGER NOT NULL
+        );
+        INSERT INTO peer_tiers_v4 (peer, tier, changed_at) SELECT peer, tier, changed_at FROM peer_tiers;
+        DROP TABLE peer_tiers;
+        ALTER TABLE peer_tiers_v4 RENAME TO peer_tiers;
         """)
 
     /// Brings the store at `connection` up to `target` (default: current). Returns the version

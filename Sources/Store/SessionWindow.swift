@@ -7,19 +7,25 @@ public struct SessionWindow: Hashable, Sendable {
     public var allowedUntil: Int64
     /// End of the pause (`allowedUntil + FreePause`), Unix epoch ms.
     public var reconnectAt: Int64
+    /// Bytes the peer sent in this window (quota accounting, issue 16).
+    public var usedUp: UInt64 = 0
+    /// Bytes the peer received in this window.
+    public var usedDown: UInt64 = 0
 
     /// A window.
-    public init(peer: String, allowedUntil: Int64, reconnectAt: Int64) {
+    public init(peer: String, allowedUntil: Int64, reconnectAt: Int64, usedUp: UInt64 = 0, usedDown: UInt64 = 0) {
         self.peer = peer
         self.allowedUntil = allowedUntil
         self.reconnectAt = reconnectAt
+        self.usedUp = usedUp
+        self.usedDown = usedDown
     }
 }
 
 extension SessionWindow {
     /// The window for `peer` with `dates`.
-    public init(peer: String, dates: WindowDates) {
-        self.init(peer: peer, allowedUntil: dates.allowedUntil, reconnectAt: dates.reconnectAt)
+    public init(peer: String, dates: WindowDates, usedUp: UInt64 = 0, usedDown: UInt64 = 0) {
+        self.init(peer: peer, allowedUntil: dates.allowedUntil, reconnectAt: dates.reconnectAt, usedUp: usedUp, usedDown: usedDown)
     }
 
     /// The two dates, as the session rules take them.

@@ -101,30 +101,33 @@ extension StateStore {
 
     /// `peer`'s stored window, or nil.
     public func window(peer: String) throws -> SessionWindow? {
-        let s = try connection.prepared("SELECT peer, allowed_until, reconnect_at FROM session_windows WHERE peer = ?")
+        let s = try connection.prepared("SELECT peer, allowed_until, reconnect_at, used_up, used_down FROM session_windows WHERE peer = ?")
         defer { s.reset() }
         s.bind(1, peer)
-        return try s.step() ? SessionWindow(peer: s.text(0), allowedUntil: s.int64(1), reconnectAt: s.int64(2)) : nil
+        return try s.step() ? SessionWindow(peer: s.text(0), allowedUntil: s.int64(1), reconnectAt: s.int64(2), usedUp: UInt64(max(0, s.int64(3))), usedDown: UInt64(max(0, s.int64(4)))) : nil
     }
 
     /// Every stored window, by peer name.
     public func windows() throws -> [SessionWindow] {
-        let s = try connection.prepared("SELECT peer, allowed_until, reconnect_at FROM session_windows ORDER BY peer")
+        let s = try connection.prepared("SELECT peer, allowed_until, reconnect_at, used_up, used_down FROM session_windows ORDER BY peer")
         defer { s.reset() }
         var out: [SessionWindow] = []
-        while try s.step() { out.append(SessionWindow(peer: s.text(0), allowedUntil: s.int64(1), reconnectAt: s.int64(2))) }
+        while try s.step() { out.append(SessionWindow(peer: s.text(0), allowedUntil: s.int64(1), reconnectAt: s.int64(2), usedUp: UInt64(max(0, s.int64(3))), usedDown: UInt64(max(0, s.int64(4))))) }
         return out
     }
 
     /// Stores (replaces) a peer's window.
     public func putWindow(_ w: SessionWindow) throws {
         let s = try connection.prepared("""
-            INSERT INTO session_windows (peer, allowed_until, reconnect_at) VALUES (?, ?, ?)
-            ON CONFLICT (peer) DO UPDATE SET allowed_until = excluded.allowed_until, reconnect_at = excluded.reconnect_at
+            INSERT INTO session_windows (peer, allowed_until, reconnect_at, used_up, used_down) VALUES (?, ?, ?, ?, ?)
+            ON CONFLICT (peer) DO UPDATE SET allowed_until = excluded.allowed_until, reconnect_at = excluded.reconnect_at,
+                used_up = excluded.used_up, used_down = excluded.used_down
             """)
         s.bind(1, w.peer)
         s.bind(2, w.allowedUntil)
         s.bind(3, w.reconnectAt)
+        s.bind(4, Int64(clamping: w.usedUp))
+        s.bind(5, Int64(clamping: w.usedDown))
         try s.run()
     }
 

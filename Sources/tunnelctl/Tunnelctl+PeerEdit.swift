@@ -194,8 +194,7 @@ extension Tunnelctl {
         try checkNewName(name, config)
         var tier: PeerTier?
         if let tierText {
-            guard let t = PeerTier(rawValue: tierText) else { throw CLIError.usage("--tier '\(tierText)' is neither free nor premium") }
-            tier = t
+            tier = try configuredTier(tierText, config, what: "--tier")
         }
         var endpoint: HostPort?
         if let endpointText {

@@ -9,6 +9,17 @@ import Store
 /// the store itself, and tunneld applies it at its next start. The window is never touched: premium
 /// ignores it, and a move back to free finds the pause it was in.
 extension Tunnelctl {
+    /// `text` as a tier of `config` (predefined or a `[Tier NAME]` section), else a usage error
+    /// listing the configured ones.
+    static func configuredTier(_ text: String, _ config: TunnelConfig, what: String) throws -> PeerTier {
+        let known = config.tiers.names.map(\.rawValue)
+        guard let t = PeerTier(rawValue: text), config.tiers.isConfigured(t) else {
+            let guess = DidYouMean.closest(text, among: known).map { "did you mean '\($0)'? " } ?? ""
+            throw CLIError.usage("\(what) '\(text)' is not a configured tier; \(guess)configured: \(known.joined(separator: ", "))")
+        }
+        return t
+    }
+
     static let runPeer: Command.Body = { args, console in
         let json = args.flag("--json")
         let configPath = try args.option("--config") ?? TunnelConfig.defaultPath
@@ -18,9 +29,7 @@ extension Tunnelctl {
         let usage = usageText(["peer", "tier"])
         guard let name = args.next(), let tierText = args.next() else { throw CLIError.usage(usage) }
         try args.finish()
-        guard let tier = PeerTier(rawValue: tierText) else {
-            throw CLIError.usage("tier '\(tierText)' is neither free nor premium\n\(usage)")
-        }
+        let tier = try configuredTier(tierText, config, what: "tier")
         let peer = try configuredPeer(name, config)
         let before: PeerTier
         let applied: String

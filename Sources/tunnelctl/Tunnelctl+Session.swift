@@ -40,32 +40,52 @@ extension Tunnelctl {
                               now: Int64) throws -> SessionReport
     {
         let tier = try tier(of: peer, store)
+        let limits = config.limits(of: peer, tier: tier)
         let window = try store?.window(peer: peer.name)
         let connected = live?[peer.name] == .connected
         var r = SessionReport(peer: peer.name, tier: tier.rawValue, state: connected ? "connected" : "disconnected",
-                              limited: tier == .free, daemonRunning: live != nil,
-                              windowSeconds: Int64(config.interface.freeSession.components.seconds))
-        let session = remainingText(r.windowSeconds)
+                              limited: limits.isWindowed, daemonRunning: live != nil,
+                              windowSeconds: (limits.sessionMs ?? 0) / 1000)
+        r.limits = limits.summary
+        let used = ByteUse(up: window?.usedUp ?? 0, down: window?.usedDown ?? 0)
+        let who = "\(peer.name) (\(tier))"
+        let session = limits.sessionMs.map { remainingText($0 / 1000) + " window" } ?? "window (until its quota is used)"
         // The phase comes from the rules tunneld applies (Sessions.WatchdogRules), never re-derived here.
-        switch WatchdogRules.phase(now: now, tier: tier, window: window?.dates) {
+        switch WatchdogRules.phase(now: now, limits: limits, window: window?.dates) {
         case .unlimited:
-            r.line = "\(peer.name) (premium): \(r.state), unlimited"
+            r.line = "\(who): \(r.state), " + (limits.isUnlimited ? "unlimited" : "no session limit (\(limits.summary))")
         case .noWindow, .pauseOver:
-            r.line = "\(peer.name) (free): \(r.state), " + (connected ? "window not yet recorded" : "the next connection opens a \(session) window")
+            r.line = "\(who): \(r.state), " + (connected ? "window not yet recorded" : "the next connection opens a \(session)")
         case .inWindow(let w):
-            r.allowedUntil = isoText(w.allowedUntil)
-            r.reconnectAt = isoText(w.reconnectAt)
-            let left = WatchdogRules.secondsLeft(now: now, until: w.allowedUntil)
-            r.secondsLeft = left
-            r.line = "\(peer.name) (free): \(r.state), \(remainingText(left)) left\(connected ? "" : " in its window") "
-                + "(until \(clockText(w.allowedUntil))), then paused until \(clockText(w.reconnectAt))"
+            if limits.hasQuota {
+                r.quotaUsedUp = used.up
+                r.quotaUsedDown = used.down
+                r.quota = limits.quotaText(used)
+            }
+            r.reconnectAt = w.isOpenEnded ? nil : isoText(w.reconnectAt)
+            if w.isOpenEnded {
+                r.line = "\(who): \(r.state), no time limit in its window"
+            } else {
+                r.allowedUntil = isoText(w.allowedUntil)
+                let left = WatchdogRules.secondsLeft(now: now, until: w.allowedUntil)
+                r.secondsLeft = left
+                r.line = "\(who): \(r.state), \(remainingText(left)) left\(connected ? "" : " in its window") "
+                    + "(until \(clockText(w.allowedUntil))), then paused until \(clockText(w.reconnectAt))"
+            }
+            if let q = r.quota { r.line += "; \(q)" }
         case .paused(let w):
             r.allowedUntil = isoText(w.allowedUntil)
             r.reconnectAt = isoText(w.reconnectAt)
             let wait = WatchdogRules.secondsLeft(now: now, until: w.reconnectAt)
             r.state = "paused"
             r.secondsToReconnect = wait
-            r.line = "\(peer.name) (free): paused, can reconnect in \(remainingText(wait)) (at \(clockText(w.reconnectAt)))"
+            if limits.hasQuota {
+                r.quotaUsedUp = used.up
+                r.quotaUsedDown = used.down
+                r.quota = limits.quotaText(used)
+            }
+            let why = limits.hasQuota && WatchdogRules.quotaReached(up: used.up, down: used.down, limits: limits) ? " (quota used: \(r.quota ?? ""))" : ""
+            r.line = "\(who): paused\(why), can reconnect in \(remainingText(wait)) (at \(clockText(w.reconnectAt)))"
         }
         return r
     }
@@ -168,11 +188,18 @@ struct SessionReport: Encodable {
     var reconnectAt: String?
     var secondsLeft: Int64?
     var secondsToReconnect: Int64?
+    /// The limits in force, as `PeerLimits.summary` writes them.
+    var limits = ""
+    /// With a quota: bytes used in the window (as of tunneld's last pass) and `312.0 MiB of 1GiB used`.
+    var quotaUsedUp: UInt64?
+    var quotaUsedDown: UInt64?
+    var quota: String?
     /// The text line (not encoded).
     var line = ""
 
     enum CodingKeys: String, CodingKey {
         case peer, tier, state, limited, daemonRunning, windowSeconds, allowedUntil, reconnectAt, secondsLeft, secondsToReconnect
+        case limits, quotaUsedUp, quotaUsedDown, quota
     }
     func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
@@ -186,6 +213,10 @@ struct SessionReport: Encodable {
         try c.encode(reconnectAt, forKey: .reconnectAt)
         try c.encode(secondsLeft, forKey: .secondsLeft)
         try c.encode(secondsToReconnect, forKey: .secondsToReconnect)
+        try c.encode(limits, forKey: .limits)
+        try c.encode(quotaUsedUp, forKey: .quotaUsedUp)
+        try c.encode(quotaUsedDown, forKey: .quotaUsedDown)
+        try c.encode(quota, forKey: .quota)
     }
 }
 
@@ -240,14 +271,15 @@ extension Tunnelctl {
         var out: [PeerStatus] = []
         for p in config.peers {
             let tier = try tier(of: p, store)
-            let w = tier == .free ? try store?.window(peer: p.name) : nil
+            let limits = config.limits(of: p, tier: tier)
+            let w = limits.isWindowed ? try store?.window(peer: p.name) : nil
             let last = try store?.sessions(peer: p.name, limit: 1).first
             var s = PeerStatus(name: p.name, publicKey: p.publicKey.base64, tier: tier, endpoint: nil,
                                lastHandshakeMs: last.map { $0.endedAt ?? $0.startedAt },
                                rxBytes: UInt64(max(0, last?.rxBytes ?? 0)), txBytes: UInt64(max(0, last?.txBytes ?? 0)),
                                session: .disconnected, allowedUntilMs: w?.allowedUntil, reconnectAtMs: w?.reconnectAt,
                                allowedIPs: p.allowedIPs.map(\.description))
-            if case .paused = WatchdogRules.phase(now: now, tier: tier, window: w?.dates) { s.session = .paused }
+            if case .paused = WatchdogRules.phase(now: now, limits: limits, window: w?.dates) { s.session = .paused }
             out.append(s)
         }
         if json {

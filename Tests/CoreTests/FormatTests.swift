@@ -136,7 +136,7 @@ import Testing
         #expect(Verdict(action: "pending") == nil)
         #expect(Verdict.actions == [.allow, .block, .reject])
         for d in Direction.allCases { #expect(Direction(name: d.name) == d) }
-        for t in PeerTier.allCases { #expect(PeerTier(keyword: t.name) == t) }
+        for t in PeerTier.predefined { #expect(PeerTier(keyword: t.name) == t) }
         for p in IPProtocol.named { #expect(IPProtocol(name: p.name) == p) }
         #expect(IPProtocol(name: "proto-47") == IPProtocol(rawValue: 47))
         #expect(IPProtocol(rawValue: 47).name == "proto-47")

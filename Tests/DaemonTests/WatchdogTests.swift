@@ -41,7 +41,7 @@ final class CaptureSink: WatchdogSink, Sendable {
         let peers = PeerRegistry([
             GatewayPeer(handle: alice, name: "alice", publicKey: PublicKey([UInt8](repeating: 1, count: 32))!, tier: .free),
             GatewayPeer(handle: bob, name: "bob", publicKey: PublicKey([UInt8](repeating: 2, count: 32))!, tier: .premium),
-        ])
+        ], tiers: TierClasses(freeSessionMs: Self.cfg.freeSessionMs, freePauseMs: Self.cfg.freePauseMs))
         let w = Watchdog(config: Self.cfg, peers: peers, device: dev, sink: sink, windows: windows, overrides: overrides)
         peers.onChange { [w, t0] old, new in w.peersChanged(from: old, to: new, now: t0 + 100) }
         return (w, dev, sink)

@@ -32,8 +32,8 @@ import Testing
     }
 
     @Test(arguments: [
-        ("", "too short; a flow is PROTO SRC[:PORT] -> DST[:PORT] [peer NAME] [tier free|premium] [host NAME] [in|out] [at YYYY-MM-DDTHH:MM]"),
-        ("tcp 10.0.0.1 -> ", "too short; a flow is PROTO SRC[:PORT] -> DST[:PORT] [peer NAME] [tier free|premium] [host NAME] [in|out] [at YYYY-MM-DDTHH:MM]"),
+        ("", "too short; a flow is PROTO SRC[:PORT] -> DST[:PORT] [peer NAME] [tier NAME] [host NAME] [in|out] [at YYYY-MM-DDTHH:MM]"),
+        ("tcp 10.0.0.1 -> ", "too short; a flow is PROTO SRC[:PORT] -> DST[:PORT] [peer NAME] [tier NAME] [host NAME] [in|out] [at YYYY-MM-DDTHH:MM]"),
         ("gre 10.0.0.1 -> 10.0.0.2", "'gre' is not a protocol; use tcp, udp, icmp or icmpv6"),
         ("tcp 10.0.0.1:1 => 10.0.0.2:2", "expected '->' after the source, found '=>'"),
         ("tcp 10.0.0:1 -> 10.0.0.2:2", "source '10.0.0' is not an IPv4 or IPv6 address (IPv6 with a port goes in brackets: [fd99::2]:443)"),
@@ -49,7 +49,7 @@ import Testing
         ("icmpv6 10.0.0.1 -> 10.0.0.2", "icmpv6 is for IPv6; use icmp with IPv4 addresses"),
         ("tcp 10.0.0.1:1 -> 10.0.0.2:2 peer", "'peer' needs a value"),
         ("tcp 10.0.0.1:1 -> 10.0.0.2:2 peer a!b", "'a!b' is not a peer name"),
-        ("tcp 10.0.0.1:1 -> 10.0.0.2:2 tier gold", "unknown tier 'gold'; use free or premium"),
+        ("tcp 10.0.0.1:1 -> 10.0.0.2:2 tier Gold", "'Gold' is not a tier name; a tier name is 1-32 characters of a-z, 0-9, _ and -, starting with a letter"),
         ("tcp 10.0.0.1:1 -> 10.0.0.2:2 host *.x.com", "'*.x.com' is not a host name"),
         ("tcp 10.0.0.1:1 -> 10.0.0.2:2 at 2026-02-30T10:00", "'2026-02-30T10:00' is not a local time; write YYYY-MM-DDTHH:MM, e.g. 2026-03-02T22:30"),
         ("tcp 10.0.0.1:1 -> 10.0.0.2:2 at 2026-02-03T24:00", "'2026-02-03T24:00' is not a local time; write YYYY-MM-DDTHH:MM, e.g. 2026-03-02T22:30"),

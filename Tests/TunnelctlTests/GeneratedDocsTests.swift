@@ -143,7 +143,7 @@ import Testing
     /// tunneld.conf(5) describes every key the parser accepts (and the wg-quick keys it refuses).
     @Test func configPageHasEveryKey() throws {
         let text = try page("man/tunneld.conf.5")
-        for key in TunnelConfig.interfaceKeys + TunnelConfig.peerKeys {
+        for key in TunnelConfig.interfaceKeys + TunnelConfig.peerKeys + LimitSettings.keys {
             #expect(text.contains("\n.B \(key)\n") || text.contains("\n.BI \(key) "), "man/tunneld.conf.5 does not describe \(key)")
         }
     }

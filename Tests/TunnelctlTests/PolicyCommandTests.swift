@@ -93,7 +93,7 @@ import Testing
         #expect(bad.code == .usage)
         #expect(bad.err == """
             tunnelctl policy: bad FLOW 'tcp 10.0.0.1:1 -> 10.0.0.2:2 pear x': unknown word 'pear', did you mean 'peer'?; after the addresses come peer, tier, host, in|out, at
-              FLOW: PROTO SRC[:PORT] -> DST[:PORT] [peer NAME] [tier free|premium] [host NAME] [in|out] [at YYYY-MM-DDTHH:MM]
+              FLOW: PROTO SRC[:PORT] -> DST[:PORT] [peer NAME] [tier NAME] [host NAME] [in|out] [at YYYY-MM-DDTHH:MM]
 
             """)
         let none = run(["policy"])

@@ -102,8 +102,8 @@ public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
 
     public func record(_ record: WatchdogRecord) {
         switch record {
-        case let .windowPut(peer, w):
-            let row = SessionWindow(peer: peer, allowedUntil: w.allowedUntil, reconnectAt: w.reconnectAt)
+        case let .windowPut(peer, w, used):
+            let row = SessionWindow(peer: peer, dates: w, usedUp: used.up, usedDown: used.down)
             if let ledger = ledgerRef.load() { ledger.putWindow(row, at: clock.wallMilliseconds()) } else { submit(.windowPut(row)) }
         case let .windowDeleted(peer):
             if let ledger = ledgerRef.load() { ledger.deleteWindow(peer: peer, at: clock.wallMilliseconds()) } else { submit(.windowDeleted(peer: peer)) }

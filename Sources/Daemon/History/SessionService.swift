@@ -53,6 +53,7 @@ public final class SessionService: @unchecked Sendable {
         time = WatchdogTime(clock: engine.clock)
         let now = time.now()
         var windows: [String: WindowDates] = [:]
+        var used: [String: ByteUse] = [:]
         var overrides: [String: PeerTier] = [:]
         var writer: StoreWriter? = nil
         var ledger: WindowLedger? = nil
@@ -60,6 +61,7 @@ public final class SessionService: @unchecked Sendable {
         do {
             let opened = try SessionService.openStore(storePath, now: now, log: log)
             windows = opened.windows
+            used = opened.used
             overrides = opened.overrides
             startMarker = opened.marker
             engine.seedFlowIDs(after: UInt64(max(0, opened.maxFlowId)))
@@ -78,12 +80,18 @@ public final class SessionService: @unchecked Sendable {
         history = History(writer: writer, clock: engine.clock, idBase: 0, peers: engine.registry, ledger: ledger,
                           recordFlows: recordFlows)
         if let (label, detail) = startMarker { history.record(.marker(at: now, label: label, detail: detail)) }
+        // The free window of this interface (tunneld then installs the config's tier classes,
+        // which carry the same FreeSession/FreePause).
+        var tiers = engine.registry.tierClasses
+        tiers.freeSessionMs = interface.freeSession.milliseconds
+        tiers.freePauseMs = interface.freePause.milliseconds
+        engine.registry.setTierClasses(tiers)
         watchdog = Watchdog(
             config: WatchdogConfig(
                 freeSessionMs: interface.freeSession.milliseconds, freePauseMs: interface.freePause.milliseconds,
                 intervalMs: interface.watchdogInterval.milliseconds),
             peers: engine.registry, device: engine, sink: WatchdogEvents(history, log: log, peers: engine.registry),
-            windows: windows, overrides: overrides)
+            windows: windows, overrides: overrides, used: used, quotas: engine.quotas)
         engine.events = history
         engine.admission = WatchdogAdmission(watchdog, time: time)
         // A peer removed (UAPI, reload) with a live session: its session ends `removed`.
@@ -119,7 +127,8 @@ public final class SessionService: @unchecked Sendable {
             // The pass schedule runs on the boot clock: the watchdog's `now` jumps when a step is
             // applied, and a backward jump must not postpone the next pass.
             let boot = Int64(engine.clock.boottimeNanoseconds() / 1_000_000)
-            if reason != .interval || stepped || boot &- lastPassBootMs >= interval - 50 {
+            // A quota used up in the data path ends its window at the next wake (≤ 1 s).
+            if reason != .interval || stepped || engine.quotas.takeWake() || boot &- lastPassBootMs >= interval - 50 {
                 watchdog.tick(now: now)
                 lastPassBootMs = boot
             }
@@ -133,6 +142,7 @@ public final class SessionService: @unchecked Sendable {
         var writer: StoreWriter
         var ledger: WindowLedger
         var windows: [String: WindowDates]
+        var used: [String: ByteUse]
         var overrides: [String: PeerTier]
         var maxFlowId: Int64
         var marker: (String, String)?
@@ -157,11 +167,14 @@ public final class SessionService: @unchecked Sendable {
         // times and would make the clock look behind).
         let start = StartClock.at(wallMs: now, heartbeatMs: try store.daemonState()?.heartbeatAt)
         var windows: [String: WindowDates] = [:]
+        var used: [String: ByteUse] = [:]
         for w in try store.windows() {
-            let dates = WindowDates(allowedUntil: w.allowedUntil, reconnectAt: w.reconnectAt).shifted(by: start.shiftMs)
+            let stored = w.dates
+            let dates = stored.isOpenEnded ? stored : stored.shifted(by: start.shiftMs)
             windows[w.peer] = dates
-            if start.shiftMs != 0 {
-                try store.putWindow(SessionWindow(peer: w.peer, allowedUntil: dates.allowedUntil, reconnectAt: dates.reconnectAt))
+            if w.usedUp > 0 || w.usedDown > 0 { used[w.peer] = ByteUse(up: w.usedUp, down: w.usedDown) }
+            if dates != stored {
+                try store.putWindow(SessionWindow(peer: w.peer, dates: dates, usedUp: w.usedUp, usedDown: w.usedDown))
             }
         }
         var marker: (String, String)?
@@ -184,7 +197,7 @@ public final class SessionService: @unchecked Sendable {
         let maxFlowId = try store.maxFlowId()
         let writer = try StoreWriter(path: path, log: log)
         return OpenedStore(store: store, writer: writer, ledger: WindowLedger(path: path, log: log), windows: windows,
-                           overrides: overrides, maxFlowId: maxFlowId, marker: marker)
+                           used: used, overrides: overrides, maxFlowId: maxFlowId, marker: marker)
     }
 
     /// A store that could not be opened at start (read-only directory, full disk, wrong owner) is
@@ -276,6 +289,7 @@ public final class SessionService: @unchecked Sendable {
     /// one step. Returns the tier before, or an error text for an unknown peer.
     public func setTier(peer name: String, _ tier: PeerTier) -> Result<PeerTier, TierChangeError> {
         guard engine.peer(named: name) != nil else { return .failure(.unknownPeer(name)) }
+        guard engine.registry.tierClasses.isConfigured(tier) else { return .failure(.unknownTier(tier)) }
         let now = time.now()
         return overrides.withLock { current in
             let before = watchdog.tier(of: name) ?? tier
@@ -303,7 +317,7 @@ public final class SessionService: @unchecked Sendable {
             s.tier = v.tier
             s.allowedUntilMs = v.window?.allowedUntil
             s.reconnectAtMs = v.window?.reconnectAt
-            if case .paused = WatchdogRules.phase(now: now, tier: v.tier, window: v.window) { s.session = .paused }
+            if case .paused = WatchdogRules.phase(now: now, limits: v.limits, window: v.window) { s.session = .paused }
             return s
         }
     }
@@ -343,6 +357,7 @@ public final class SessionService: @unchecked Sendable {
     /// Why a tier change was not made.
     public enum TierChangeError: Error, Sendable {
         case unknownPeer(String)
+        case unknownTier(PeerTier)
     }
 
     private func configTier(_ name: String) -> PeerTier? {
@@ -350,10 +365,3 @@ public final class SessionService: @unchecked Sendable {
     }
 }
 
-extension Duration {
-    /// Whole milliseconds.
-    var milliseconds: Int64 {
-        let (s, a) = components
-        return s * 1000 + a / 1_000_000_000_000_000
-    }
-}

@@ -119,6 +119,7 @@ final class PeerConfigSync: Sendable {
     /// Applies `config`'s peers (lock held): the engine's peers, the watchdog's restrictions,
     /// the interface routes.
     private func applyPeersLocked(_ config: TunnelConfig) -> (added: [String], removed: [String], changed: [String]) {
+        engine.registry.setTierClasses(config.tiers)
         let diff = engine.applyConfigPeers(config.peers)
         sessions.configPeersChanged(config.peers)
         routes.sync(engine.registry.current)

@@ -171,6 +171,7 @@ public enum Tunneld {
                                       recordFlows: ProcessInfo.processInfo.environment["TUNNELD_HISTORY"] != "off")
         defer { sessions.stop() }
         // END session/history
+        engine.registry.setTierClasses(config.tiers)
         _ = engine.applyConfigPeers(config.peers)  // one batch: a start with 10,000 peers stays linear
         sessions.configPeersChanged(config.peers)  // disabled and expiring peers
         try sessions.start()  // session/history (issue 5): refuse paused peers before traffic
@@ -272,6 +273,9 @@ public enum Tunneld {
                                                    stored: !(sessions.ledger?.isFailing ?? true)))
                 case .failure(.unknownPeer):
                     return .failure(.notFound, "no peer named '\(name)' (tunnelctl peers lists them)")
+                case .failure(.unknownTier(let t)):
+                    let known = engine.registry.tierClasses.names.map(\.rawValue).joined(separator: ", ")
+                    return .failure(.notFound, "tier '\(t)' is not configured (configured: \(known)); add a [Tier \(t)] section and reload")
                 }
             case .reload:  // tunnelctl reload, SIGHUP: the whole config, applied like wg syncconf
                 return reloadConfig()

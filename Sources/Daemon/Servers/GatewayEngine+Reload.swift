@@ -27,7 +27,8 @@ extension GatewayEngine {
             let endpoint = p.endpoint.flatMap { e in e.address.map { Endpoint(address: $0, port: e.port) } }
             guard let old = byKey[key] else {
                 newPeers.append(NewPeer(name: p.name, publicKey: key, presharedKey: p.presharedKey?.bytes, allowedIPs: p.allowedIPs,
-                                        endpoint: endpoint, persistentKeepalive: p.persistentKeepalive ?? 0, tier: p.tier))
+                                        endpoint: endpoint, persistentKeepalive: p.persistentKeepalive ?? 0, tier: p.tier,
+                                        limits: p.limits))
                 added.append(p.name)
                 continue
             }
@@ -49,7 +50,7 @@ extension GatewayEngine {
             }
             let renamed = old.name != p.name
             let retiered = old.configTier != p.tier
-            if renamed || retiered || old.presharedKey != psk || old.persistentKeepalive != keepalive {
+            if renamed || retiered || old.presharedKey != psk || old.persistentKeepalive != keepalive || old.limitSettings != p.limits {
                 registry.update(old.handle) { g in
                     g.name = p.name
                     // The tier in force follows the configured one unless an override holds it
@@ -58,6 +59,7 @@ extension GatewayEngine {
                     g.configTier = p.tier
                     g.presharedKey = psk
                     g.persistentKeepalive = keepalive
+                    g.limitSettings = p.limits
                 }
                 differs = true
             }

@@ -20,8 +20,12 @@ public final class Watchdog: Sendable {
         public var startedAt: Int64
         /// The latest completed handshake (epoch ms), for `idle`.
         public var lastHandshake: Int64
+        /// The last pass that saw the session carry data (its start before that), for `IdleTimeout`.
+        public var lastTraffic: Int64
         var rx0: UInt64
         var tx0: UInt64
+        /// Bytes forwarded (the quota meter's count) at the last pass, to see traffic.
+        var seenBytes: UInt64 = 0
     }
 
     /// What `tunnelctl peers` / `session` need from the daemon about one peer.
@@ -36,6 +40,10 @@ public final class Watchdog: Sendable {
         public var refused: Bool
         /// Handshakes refused since the daemon started (pause, disabled, expired).
         public var refusals: UInt64 = 0
+        /// The limits in force.
+        public var limits: PeerLimits = .unlimited
+        /// Bytes used in the current window (nil: not counted — no quota).
+        public var used: ByteUse? = nil
     }
 
     /// A configured peer, as the engine's registry holds it.
@@ -55,6 +63,8 @@ public final class Watchdog: Sendable {
         var sessions: [String: LiveSession] = [:]
         var refused: Set<String> = []
         var refusals: [String: UInt64] = [:]
+        /// Bytes used per window (as last read from the meter or the store).
+        var used: [String: ByteUse] = [:]
     }
 
     /// Settings in force.
@@ -64,22 +74,33 @@ public final class Watchdog: Sendable {
     let device: any WatchdogDevice
     let sink: any WatchdogSink
     let state: Mutex<State>
+    /// The data path's byte accounting (quotas, `IdleTimeout`); the watchdog arms and reads it.
+    public let quotas: QuotaMeter
 
-    /// A watchdog with the windows stored before (restart safety, §6.6).
+    /// A watchdog with the windows stored before (restart safety, §6.6) and their byte use.
     public init(config: WatchdogConfig, peers: PeerRegistry, device: any WatchdogDevice, sink: any WatchdogSink, windows: [String: WindowDates] = [:],
-                overrides: [String: PeerTier] = [:])
+                overrides: [String: PeerTier] = [:], used: [String: ByteUse] = [:], quotas: QuotaMeter = QuotaMeter())
     {
         self.config = config
         self.peers = peers
         self.device = device
         self.sink = sink
+        self.quotas = quotas
         var s = State()
         s.windows = windows
+        s.used = used
         s.overrides = overrides
         state = Mutex(s)
     }
 
     private static func tier(_ s: State, _ p: Peer) -> PeerTier { s.overrides[p.name] ?? p.configTier }
+
+    /// The limits in force for `p`: the registry's, resolved for the watchdog's tier when an
+    /// override the registry has not seen yet differs.
+    private func limits(_ s: State, _ p: Peer) -> PeerLimits {
+        let t = Watchdog.tier(s, p)
+        return t == p.tier ? p.limits : peers.tierClasses.resolve(tier: t, peer: p.limitSettings)
+    }
 
     /// Why `p` is refused at `now` regardless of windows (nil: it is not).
     private static func restricted(_ s: State, _ p: Peer, now: Int64) -> SessionEndReason? {
@@ -124,7 +145,7 @@ public final class Watchdog: Sendable {
                 sink.record(.restricted(peer: p.name, reason: why.rawValue, at: now))
                 return false
             }
-            let phase = WatchdogRules.phase(now: now, tier: Watchdog.tier(s, p), window: s.windows[p.name])
+            let phase = WatchdogRules.phase(now: now, limits: limits(s, p), window: s.windows[p.name])
             if s.sessions[p.name] != nil {
                 // A rekey of a live session; refused only when its window ended between ticks.
                 guard case .paused = phase else { return true }
@@ -132,8 +153,7 @@ public final class Watchdog: Sendable {
                 refuseLocked(&s, p, at: now)
                 return false
             }
-            if case .refuse = WatchdogRules.onConnect(now: now, tier: Watchdog.tier(s, p), window: s.windows[p.name],
-                                                      config: config)
+            if case .refuse = WatchdogRules.onConnect(now: now, limits: limits(s, p), window: s.windows[p.name])
             {
                 refuseLocked(&s, p, at: now)
                 return false
@@ -158,7 +178,7 @@ public final class Watchdog: Sendable {
             }
             if var live = s.sessions[p.name] {
                 // Rekey of a live session (or an unconnected peer's retry): not a new connect.
-                if case .paused = WatchdogRules.phase(now: now, tier: Watchdog.tier(s, p), window: s.windows[p.name]) {
+                if case .paused = WatchdogRules.phase(now: now, limits: limits(s, p), window: s.windows[p.name]) {
                     // The window ended between ticks: end it now.
                     closeSessionLocked(&s, p, at: now, reason: .freeLimit)
                     refuseLocked(&s, p, at: now)
@@ -168,19 +188,23 @@ public final class Watchdog: Sendable {
                 s.sessions[p.name] = live
                 return true
             }
-            switch WatchdogRules.onConnect(now: now, tier: Watchdog.tier(s, p), window: s.windows[p.name], config: config) {
+            switch WatchdogRules.onConnect(now: now, limits: limits(s, p), window: s.windows[p.name]) {
             case .admitUnlimited, .resume:
                 break
             case .openWindow(let w):
                 s.windows[p.name] = w
+                s.used[p.name] = nil
                 sink.record(.windowPut(peer: p.name, w))
+                armLocked(&s, p)
             case .refuse(let w):
                 refuseLocked(&s, p, at: now)
                 sink.record(.refused(peer: p.name, windowEnd: w.allowedUntil, at: now))
                 return false
             }
             let bytes = device.byteCounts(p.handle)
-            s.sessions[p.name] = LiveSession(startedAt: now, lastHandshake: now, rx0: bytes.rx, tx0: bytes.tx)
+            let meter = armLocked(&s, p)
+            s.sessions[p.name] = LiveSession(startedAt: now, lastHandshake: now, lastTraffic: now, rx0: bytes.rx, tx0: bytes.tx,
+                                             seenBytes: meter?.used.total ?? 0)
             if s.refused.remove(p.name) != nil { device.setRefused(p.handle, false) }
             sink.record(.sessionOpened(peer: p.name, at: now))
             return true
@@ -194,7 +218,7 @@ public final class Watchdog: Sendable {
         state.withLock { s in
             guard let p = dir[handle] else { return }
             s.refusals[p.name, default: 0] &+= 1
-            switch WatchdogRules.phase(now: now, tier: Watchdog.tier(s, p), window: s.windows[p.name]) {
+            switch WatchdogRules.phase(now: now, limits: limits(s, p), window: s.windows[p.name]) {
             case .paused(let w):
                 sink.record(.refused(peer: p.name, windowEnd: w.allowedUntil, at: now))
             default:
@@ -241,7 +265,7 @@ public final class Watchdog: Sendable {
         state.withLock { s in
             for (peer, w) in stored where s.windows[peer] == nil { s.windows[peer] = w }
             for (peer, w) in s.windows.sorted(by: { $0.key < $1.key }) where stored[peer] != w {
-                sink.record(.windowPut(peer: peer, w))
+                sink.record(.windowPut(peer: peer, w, used: s.used[peer] ?? .zero))
             }
         }
         tick(now: now)
@@ -254,14 +278,15 @@ public final class Watchdog: Sendable {
     public func clockStepped(by stepMs: Int64, now: Int64) {
         state.withLock { s in
             for (peer, w) in s.windows.sorted(by: { $0.key < $1.key }) {
-                let moved = w.shifted(by: stepMs)
+                let moved = w.isOpenEnded ? WindowDates(allowedUntil: w.allowedUntil, reconnectAt: w.reconnectAt) : w.shifted(by: stepMs)
                 s.windows[peer] = moved
-                sink.record(.windowPut(peer: peer, moved))
+                sink.record(.windowPut(peer: peer, moved, used: s.used[peer] ?? .zero))
             }
             for (peer, live) in s.sessions {
                 var l = live
                 l.startedAt &+= stepMs
                 l.lastHandshake &+= stepMs
+                l.lastTraffic &+= stepMs
                 s.sessions[peer] = l
             }
             let sign = stepMs < 0 ? "-" : "+"
@@ -284,12 +309,16 @@ public final class Watchdog: Sendable {
                     refuseLocked(&s, p, at: now)
                     continue
                 }
+                quotaPassLocked(&s, p, now: now)
                 let d = WatchdogRules.onTick(
-                    now: now, tier: Watchdog.tier(s, p), window: s.windows[p.name],
-                    sessionLastHandshake: s.sessions[p.name]?.lastHandshake, config: config)
+                    now: now, limits: limits(s, p), window: s.windows[p.name],
+                    sessionLastHandshake: s.sessions[p.name]?.lastHandshake, lastTraffic: s.sessions[p.name]?.lastTraffic,
+                    config: config)
                 if let w = d.openWindow {
                     s.windows[p.name] = w
+                    s.used[p.name] = nil
                     sink.record(.windowPut(peer: p.name, w))
+                    armLocked(&s, p)
                 }
                 if let reason = d.endSession { closeSessionLocked(&s, p, at: now, reason: reason) }
                 if d.refuse {
@@ -301,11 +330,17 @@ public final class Watchdog: Sendable {
         }
     }
 
-    /// Daemon shutdown: every live session ends `shutdown`.
+    /// Daemon shutdown: every window's byte use is stored, every live session ends `shutdown`.
     public func shutdown(now: Int64) {
         let dir = peers.current
         state.withLock { s in
-            for p in dir.all { closeSessionLocked(&s, p, at: now, reason: .shutdown) }
+            for p in dir.all {
+                if let a = quotas.account(p.handle), let w = s.windows[p.name], a.window == w.allowedUntil, a.used != s.used[p.name] {
+                    s.used[p.name] = a.used
+                    sink.record(.windowPut(peer: p.name, w, used: a.used))
+                }
+                closeSessionLocked(&s, p, at: now, reason: .shutdown)
+            }
         }
     }
 
@@ -314,8 +349,10 @@ public final class Watchdog: Sendable {
         let dir = peers.current
         return state.withLock { s in
             guard let p = dir.named(name) else { return nil }
+            let live = quotas.account(p.handle).flatMap { a in a.window == s.windows[name]?.allowedUntil ? a.used : nil }
             return PeerView(tier: Watchdog.tier(s, p), window: s.windows[name], session: s.sessions[name],
-                            refused: s.refused.contains(name), refusals: s.refusals[name] ?? 0)
+                            refused: s.refused.contains(name), refusals: s.refusals[name] ?? 0, limits: limits(s, p),
+                            used: limits(s, p).hasQuota ? (live ?? s.used[name] ?? .zero) : nil)
         }
     }
 
@@ -323,6 +360,60 @@ public final class Watchdog: Sendable {
     public func tier(of name: String) -> PeerTier? { view(name)?.tier }
 
     // MARK: - under the lock
+
+    /// Arms the meter for `p` when its window (or its `IdleTimeout`) needs counting, else
+    /// disarms it. Returns the account.
+    @discardableResult
+    private func armLocked(_ s: inout State, _ p: Peer) -> QuotaMeter.Account? {
+        let l = limits(s, p)
+        if l.hasQuota, let w = s.windows[p.name], case .inWindow = WatchdogRules.phase(now: w.allowedUntil - 1, limits: l, window: w) {
+            return quotas.arm(p.handle, window: w.allowedUntil, used: s.used[p.name] ?? .zero, limits: l)
+        }
+        if l.idleTimeoutMs != nil {
+            return quotas.arm(p.handle, window: 0, used: .zero, limits: PeerLimits.unlimited)
+        }
+        quotas.disarm(p.handle)
+        return nil
+    }
+
+    /// The byte side of a pass for `p`: traffic seen (for `IdleTimeout`), the window's use read
+    /// from the meter and stored when it moved, and a window whose quota is used up ended now
+    /// (reason `quota`; its pause starts now).
+    private func quotaPassLocked(_ s: inout State, _ p: Peer, now: Int64) {
+        let l = limits(s, p)
+        guard l.hasQuota || l.idleTimeoutMs != nil else {
+            if quotas.account(p.handle) != nil { quotas.disarm(p.handle) }
+            return
+        }
+        let inWindow: Bool
+        if let w = s.windows[p.name], case .inWindow = WatchdogRules.phase(now: now, limits: l, window: w) { inWindow = true } else { inWindow = false }
+        guard let a = inWindow || !l.hasQuota ? armLocked(&s, p) : nil else {
+            if quotas.account(p.handle) != nil { quotas.disarm(p.handle) }
+            return
+        }
+        let used = a.used
+        if var live = s.sessions[p.name], used.total != live.seenBytes {
+            live.seenBytes = used.total
+            live.lastTraffic = now
+            s.sessions[p.name] = live
+        }
+        guard l.hasQuota, let w = s.windows[p.name] else { return }
+        if used != s.used[p.name] {
+            s.used[p.name] = used
+            if !WatchdogRules.quotaReached(up: used.up, down: used.down, limits: l) {
+                sink.record(.windowPut(peer: p.name, w, used: used))
+            }
+        }
+        guard WatchdogRules.quotaReached(up: used.up, down: used.down, limits: l) || a.isExhausted else { return }
+        let ended = WatchdogRules.endedEarly(w, now: now, limits: l)
+        s.windows[p.name] = ended
+        sink.record(.windowPut(peer: p.name, ended, used: used))
+        quotas.disarm(p.handle)
+        closeSessionLocked(&s, p, at: now, reason: .quota)
+        sink.record(.marker(
+            at: now, label: "watchdog: \(p.name) used its quota (\(SizeFormat.format(bytes: Int64(clamping: used.total))) in its window); paused until \(TimeText.iso(ended.reconnectAt))",
+            detail: "used_up=\(used.up) used_down=\(used.down) reconnect_at=\(ended.reconnectAt)"))
+    }
 
     private func refuseLocked(_ s: inout State, _ p: Peer, at now: Int64) {
         if s.sessions[p.name] != nil { closeSessionLocked(&s, p, at: now, reason: .freeLimit) }
@@ -335,7 +426,7 @@ public final class Watchdog: Sendable {
     private func closeSessionLocked(_ s: inout State, _ p: Peer, at now: Int64, reason: SessionEndReason) {
         guard let live = s.sessions.removeValue(forKey: p.name) else { return }
         let bytes = device.byteCounts(p.handle)
-        if reason == .freeLimit || reason == .adminKick || reason == .removed || reason == .disabled || reason == .expired {
+        if reason == .freeLimit || reason == .adminKick || reason == .removed || reason == .disabled || reason == .expired || reason == .quota {
             device.endSession(p.handle)
         }
         sink.record(.sessionClosed(peer: p.name, at: max(now, live.startedAt), reason: reason,

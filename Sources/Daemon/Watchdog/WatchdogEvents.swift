@@ -31,14 +31,14 @@ public final class WatchdogEvents: WatchdogSink {
     func event(_ record: WatchdogRecord) -> DaemonEvent? {
         let tier = { (peer: String) in self.peers.current.named(peer)?.tier ?? .free }
         switch record {
-        case let .windowPut(peer, w):
+        case let .windowPut(peer, w, _):
             state.withLock { $0.windows[peer] = w }
             return nil
         case let .sessionOpened(peer, _):
             state.withLock { $0.refusalLogged[peer] = nil }
             return .sessionStart(peer: peer, tier: tier(peer))
         case let .sessionClosed(peer, _, reason, _, _):
-            if reason == .freeLimit {
+            if reason == .freeLimit || reason == .quota {
                 let w = state.withLock { $0.windows[peer] }
                 log.event(.sessionEnd(peer: peer, tier: tier(peer), reason: reason))
                 return .windowEnd(peer: peer, reconnectAtMs: w?.reconnectAt)

@@ -4,8 +4,8 @@ import Store
 
 /// A record the watchdog hands to its sink (the daemon turns them into `StoreRecord`s).
 public enum WatchdogRecord: Sendable, Hashable {
-    /// A window was opened (or replaced).
-    case windowPut(peer: String, WindowDates)
+    /// A window was opened (or replaced, or its byte use moved on).
+    case windowPut(peer: String, WindowDates, used: ByteUse = .zero)
     /// A peer lost its window (moved to premium).
     case windowDeleted(peer: String)
     /// A session started.
