@@ -38,14 +38,18 @@ public struct StatusReply: Hashable, Sendable, Codable {
     /// `dns-malformed`, …; docs/hosts.md). Absent when no rule matches on `host` and nothing
     /// was counted, and from daemons that predate it.
     public var hosts: [String: UInt64]?
+    /// The per-peer status page (`StatusListen`): where it listens, what it answered. Absent
+    /// when it is off, and from daemons that predate it.
+    public var statusPage: StatusPageCounters?
 
     /// A status reply from its fields.
     public init(
         pid: Int32, startedAtMs: Int64, uptimeSeconds: Int64, version: String, interface: String, listenPort: UInt16,
         addresses: [String], peersConfigured: Int, peersConnected: Int, flowsActive: Int, drops: [String: UInt64],
         storeQueueDrops: UInt64, policy: PolicySummary, offload: OffloadStatus? = nil, store: StoreHealth? = nil,
-        hosts: [String: UInt64]? = nil
+        hosts: [String: UInt64]? = nil, statusPage: StatusPageCounters? = nil
     ) {
+        self.statusPage = statusPage
         self.hosts = hosts
         self.offload = offload
         self.store = store
@@ -62,5 +66,24 @@ public struct StatusReply: Hashable, Sendable, Codable {
         self.drops = drops
         self.storeQueueDrops = storeQueueDrops
         self.policy = policy
+    }
+}
+
+/// The status page's counters in `status` (`StatusListen`; docs/limits.md "Status page").
+public struct StatusPageCounters: Hashable, Sendable, Codable {
+    /// The address it listens on (`10.99.0.1`).
+    public var address: String
+    /// The TCP port (`80`).
+    public var port: UInt16
+    /// Requests answered, all of them (pages, 403, 404, 405).
+    public var requests: UInt64
+    /// Requests refused 403: from an address that belongs to no peer.
+    public var refused: UInt64
+    /// Counters from their fields.
+    public init(address: String, port: UInt16, requests: UInt64, refused: UInt64) {
+        self.address = address
+        self.port = port
+        self.requests = requests
+        self.refused = refused
     }
 }
