@@ -88,9 +88,7 @@ public enum StatusPageRender {
 
     static func quotaText(_ p: PeerStatusPage) -> String {
         let l = p.limits
-        guard l.hasQuota else {
-            return p.quotaUsed.map { "none (\(esc(SizeFormat.approximate(bytes: $0.total))) used in this window)" } ?? "none"
-        }
+        guard l.hasQuota else { return "none" }
         var parts: [String] = []
         func part(_ label: String, _ used: UInt64?, _ limit: UInt64?) {
             guard let limit else { return }
