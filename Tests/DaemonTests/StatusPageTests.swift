@@ -228,7 +228,7 @@ import WireGuard
         let missing = get(s, "/metrics", from: "10.99.0.2:1")
         #expect(missing.status == 404 && missing.body.contains("/status.json"))
         // Counters over a real listener on loopback (port 0: any free port); 127.0.0.1 is nobody's here.
-        try s.start(on: Endpoint(address: IPAddress("127.0.0.1")!, port: 0))
+        try s.start(on: Endpoint(address: IPAddress("127.0.0.1")!, port: 0), device: nil)
         defer { s.stop() }
         _ = get(s, "/", from: "10.99.0.9:1")
         let c = try #require(s.counters)

@@ -305,7 +305,7 @@ public enum Tunneld {
         defer { metricsListener?.stop() }
         if let endpoint = iface.statusListen, let statusPage {
             do {
-                try statusPage.start(on: endpoint)
+                try statusPage.start(on: endpoint, device: tun.name)
                 log.info("status page: serving http://\(endpoint)/ to each peer, inside the tunnel")
             } catch {
                 log.error("status page: cannot listen on \(endpoint) (StatusListen): \(error); check that no other process "

@@ -27,7 +27,7 @@ public final class StatusPageServer: Sendable {
     private let listener = Mutex<HTTPListener?>(nil)
     private let endpoint = Mutex<Endpoint?>(nil)
 
-    /// A server over `registry` building pages with `page`; ``start(on:limits:)`` makes it listen.
+    /// A server over `registry` building pages with `page`; ``start(on:device:limits:)`` makes it listen.
     public init(registry: PeerRegistry, page: @escaping @Sendable (GatewayPeer) -> PeerStatusPage) {
         self.registry = registry
         self.page = page
@@ -75,16 +75,18 @@ public final class StatusPageServer: Sendable {
         }
     }
 
-    /// Requests and refusals since the start (`tunnelctl status`); nil before ``start(on:limits:)``.
+    /// Requests and refusals since the start (`tunnelctl status`); nil before ``start(on:device:limits:)``.
     public var counters: StatusPageCounters? {
         guard let e = endpoint.withLock({ $0 }) else { return nil }
         return StatusPageCounters(address: e.address.description, port: e.port, requests: requests.load(ordering: .relaxed),
                                   refused: refused.load(ordering: .relaxed))
     }
 
-    /// Listens on `endpoint` (an address of the tunnel interface: ``addressProblem(_:)`` checks).
-    public func start(on endpoint: Endpoint, limits: HTTPLimits = HTTPLimits()) throws(SystemError) {
-        let l = try HTTPListener(endpoint: endpoint, limits: limits) { [self] request in respond(to: request) }
+    /// Listens on `endpoint` (an address of the tunnel interface: ``addressProblem(_:)`` checks),
+    /// for connections that arrive on `device` only (the tunnel interface: from any other
+    /// interface the port is closed, although the address is local; nil: any interface, tests).
+    public func start(on endpoint: Endpoint, device: String?, limits: HTTPLimits = HTTPLimits()) throws(SystemError) {
+        let l = try HTTPListener(endpoint: endpoint, device: device, limits: limits) { [self] request in respond(to: request) }
         listener.withLock { $0 = l }
         self.endpoint.withLock { $0 = l.endpoint }
     }
