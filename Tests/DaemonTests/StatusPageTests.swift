@@ -164,6 +164,13 @@ import WireGuard
         let expiring = PeerStatusPage.build(peer: alice, view: nil, restriction: .expires(at: t0 + 1), quotaUsed: nil, now: t0)
         #expect(expiring.state == .disconnected && expiring.expiresAtMs == t0 + 1)
 
+        // A free peer whose limits are not resolved yet shows the watchdog's FreeSession/FreePause.
+        var unresolved = alice
+        unresolved.limits = .unlimited
+        let fallback = PeerStatusPage.build(peer: unresolved, view: nil, restriction: nil, quotaUsed: nil, now: t0, free: cfg)
+        #expect(fallback.limits.sessionMs == 20_000 && fallback.limits.pauseMs == 30_000 && fallback.remainingSessionMs == 20_000)
+        #expect(PeerStatusPage.build(peer: unresolved, view: nil, restriction: nil, quotaUsed: nil, now: t0).limits == .unlimited)
+
         let bob = try #require(peers.current.named("bob"))
         let premium = PeerStatusPage.build(peer: bob, view: w.view("bob"), restriction: nil, quotaUsed: nil, now: t0)
         #expect(premium.tier == "premium" && premium.remainingSessionMs == nil && premium.windowEndMs == nil)

@@ -111,7 +111,9 @@ check_output "alice asking /status.json?peer=bob (header X-Peer: bob, cookie pee
 check "alice asking /?peer=bob sees no 'bob' in the page" alice_page_for_bob_has_no_bob
 check_output "a path of no page is 404 with a hint" '^404$' fetch alice_get "http://$TV_GW_TUN/bob" nope.txt
 check_output "the 404 names the pages" '/status.json' cat "$TV_DIR/nope.txt"
-check_output "POST is 405" '^405$' alice_get -o /dev/null -w '%{http_code}' -X POST --data x "$PAGE"
+check_output "POST is 405" '^405$' alice_get -o /dev/null -w '%{http_code}' -X POST "$PAGE"
+check_output "DELETE is 405" '^405$' alice_get -o /dev/null -w '%{http_code}' -X DELETE "$JSON"
+check_output "a request body is refused (413, never kept)" '^413$' alice_get -o /dev/null -w '%{http_code}' --data x "$PAGE"
 check_output "HEAD is 200" 'HTTP/1.1 200' alice_get -I "$PAGE"
 
 echo "status-page: unreachable from outside the tunnel"

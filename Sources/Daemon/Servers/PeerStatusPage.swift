@@ -1,5 +1,6 @@
 import Core
 import Engine
+import Sessions
 
 /// What one peer's status page (`StatusListen`, docs/limits.md "Status page") shows: the state of
 /// that peer and nothing about any other. Built by ``PeerStatusPage/build(peer:view:restriction:quotaUsed:now:)``
@@ -92,13 +93,20 @@ public struct PeerStatusPage: Sendable, Hashable {
     /// peer yet), the config's `restriction` and the quota counter's `quotaUsed` (nil: not counted).
     ///
     /// A window counts when the peer is windowed (`PeerLimits.isWindowed`) or of tier `free` (whose
-    /// `FreeSession` window the watchdog keeps whatever the limits say).
+    /// `FreeSession` window the watchdog keeps whatever the limits say). A free peer whose limits
+    /// are not resolved yet (all `.unlimited`) shows `free` (the watchdog's `FreeSession` and
+    /// `FreePause`) as its session and pause, which is what the watchdog applies to it.
     public static func build(peer: GatewayPeer, view: Watchdog.PeerView?, restriction: Watchdog.Restriction?,
-                             quotaUsed: QuotaUse?, now: Int64) -> PeerStatusPage
+                             quotaUsed: QuotaUse?, now: Int64, free: WatchdogConfig? = nil) -> PeerStatusPage
     {
         let tier = view?.tier ?? peer.tier
+        var limits = peer.limits
+        if tier == .free, limits == .unlimited, let free {
+            limits.sessionMs = free.freeSessionMs
+            limits.pauseMs = free.freePauseMs
+        }
         var page = PeerStatusPage(peer: peer.name, tier: tier.name, nowMs: now, state: .disconnected,
-                                  refusedNow: view?.refused ?? false, quotaUsed: quotaUsed, limits: peer.limits)
+                                  refusedNow: view?.refused ?? false, quotaUsed: quotaUsed, limits: limits)
         switch restriction {
         case .disabled?: page.disabled = true
         case .expires(let at)?: page.expiresAtMs = at

@@ -23,12 +23,8 @@ public enum StatusPageRender {
         rows.append(("Tier", esc(p.tier)))
         rows.append(("State", stateText(p)))
         if let since = p.connectedSinceMs { rows.append(("Connected since", dated(since, now: p.nowMs))) }
-        if let limit = p.limits.sessionMs {
-            rows.append(("Session per window", esc(DurationFormat.format(ms: limit))))
-            if let left = p.remainingSessionMs { rows.append(("Session time left", esc(DurationFormat.remaining(seconds: left / 1000)))) }
-        } else {
-            rows.append(("Session per window", "unlimited"))
-        }
+        rows.append(("Session per window", p.limits.sessionMs.map { esc(DurationFormat.format(ms: $0)) } ?? "unlimited"))
+        if let left = p.remainingSessionMs { rows.append(("Session time left", esc(DurationFormat.remaining(seconds: left / 1000)))) }
         if let end = p.windowEndMs { rows.append(("Window ends", dated(end, now: p.nowMs))) }
         if let end = p.pauseEndMs { rows.append(("Pause ends", dated(end, now: p.nowMs) + (p.refusedNow ? " (refused until then)" : ""))) }
         if p.limits.isWindowed, p.limits.pauseMs > 0 { rows.append(("Pause after a window", esc(DurationFormat.format(ms: p.limits.pauseMs)))) }

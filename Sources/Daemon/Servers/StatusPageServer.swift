@@ -2,6 +2,7 @@ import Control
 import Core
 import Engine
 import Packet
+import Sessions
 import Runtime
 import Synchronization
 import SystemIO
@@ -42,7 +43,8 @@ public final class StatusPageServer: Sendable {
         self.init(registry: engine.registry) { peer in
             PeerStatusPage.build(
                 peer: peer, view: sessions.watchdog.view(peer.name), restriction: sessions.restriction(of: peer.name),
-                quotaUsed: quotaUsed(peer.name).map { PeerStatusPage.QuotaUse(up: $0.up, down: $0.down) }, now: sessions.time.now())
+                quotaUsed: quotaUsed(peer.name).map { PeerStatusPage.QuotaUse(up: $0.up, down: $0.down) }, now: sessions.time.now(),
+                free: sessions.watchdog.config)
         }
     }
 
