@@ -69,7 +69,7 @@ import WireGuard
         try expectGolden(StatusPageRender.json(Self.paused), "status-page-paused.json")
         let html = StatusPageRender.html(Self.paused)
         #expect(html.contains("Paused: you can reconnect in 23h10m00s"))
-        #expect(html.contains("not counted of 1.0 GiB used"))
+        #expect(html.contains("1.0 GiB per window (use not counted)"))
     }
 
     @Test func goldenPremiumPeer() throws {

@@ -88,8 +88,12 @@ public enum StatusPageRender {
         var parts: [String] = []
         func part(_ label: String, _ used: UInt64?, _ limit: UInt64?) {
             guard let limit else { return }
-            let usedText = used.map { esc(SizeFormat.approximate(bytes: $0)) } ?? "not counted"
-            parts.append("\(label)\(usedText) of \(esc(SizeFormat.approximate(bytes: limit))) used")
+            let limitText = esc(SizeFormat.approximate(bytes: limit))
+            if let used {
+                parts.append("\(label)\(esc(SizeFormat.approximate(bytes: used))) of \(limitText) used")
+            } else {
+                parts.append("\(label)\(limitText) per window (use not counted)")
+            }
         }
         part("", p.quotaUsed?.total, l.quotaBytes)
         part("up: ", p.quotaUsed?.up, l.quotaUpBytes)
