@@ -112,6 +112,11 @@ check_output "bob's JSON parses: peer bob" '^bob$' json_field "$TV_DIR/bob.json"
 check_output "bob's JSON: tier premium" '^premium$' json_field "$TV_DIR/bob.json" tier
 check "bob's JSON does not contain 'alice'" no_word "$TV_DIR/bob.json" alice
 
+# A number, not a check: 100 GETs of /status.json over one keep-alive connection from alice.
+MANY=(); for _ in $(seq 100); do MANY+=(-o /dev/null "$JSON"); done
+TIMES=$(alice_get -w '%{time_total}\n' "${MANY[@]}" 2>/dev/null)
+echo "  info  100 GETs of /status.json through alice's tunnel: $(printf '%s\n' "$TIMES" | python3 -c 'import sys; t=[float(x) for x in sys.stdin if x.strip()]; print("%d answered, mean %.2f ms, max %.2f ms" % (len(t), 1000*sum(t)/max(1,len(t)), 1000*max(t or [0])))')"
+
 echo "status-page: nothing the client sends chooses the peer"
 check_output "alice asking /status.json?peer=bob (header X-Peer: bob, cookie peer=bob) still gets alice" '^alice$' alice_asks_for_bob
 check "alice asking /?peer=bob sees no 'bob' in the page" alice_page_for_bob_has_no_bob
