@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #if MHD_VERSION >= 0x00097002
 typedef enum MHD_Result tv_mhd_result;
@@ -91,11 +92,46 @@ static void request_completed(void *cls, struct MHD_Connection *connection, void
     *state = NULL;
 }
 
+/// A listening TCP socket on `address`, bound to the interface `device` (SO_BINDTODEVICE: a
+/// packet that arrives on any other interface finds no socket, even for a local address); -1 with
+/// errno set on failure.
+static int listen_on_device(const struct sockaddr *address, socklen_t length, const char *device) {
+    int fd = socket(address->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    int one = 1;
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, device, (socklen_t)strlen(device)) != 0 ||
+        (address->sa_family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) != 0) ||
+        bind(fd, address, length) != 0 || listen(fd, 32) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
 struct tv_http_server *tv_http_start(const struct sockaddr *address, socklen_t length, const struct tv_http_limits *limits,
                                      tv_http_handler handler, void *context, char *error, size_t error_size) {
-    (void)length;
+    return tv_http_start_on_device(address, length, NULL, limits, handler, context, error, error_size);
+}
+
+struct tv_http_server *tv_http_start_on_device(const struct sockaddr *address, socklen_t length, const char *device,
+                                               const struct tv_http_limits *limits, tv_http_handler handler, void *context,
+                                               char *error, size_t error_size) {
+    int listen_fd = -1;
+    if (device != NULL && device[0] != 0) {
+        listen_fd = listen_on_device(address, length, device);
+        if (listen_fd < 0) {
+            int e = errno;
+            snprintf(error, error_size, "%s (bound to interface %s)", strerror(e), device);
+            errno = e;
+            return NULL;
+        }
+    }
     struct tv_http_server *server = calloc(1, sizeof *server);
     if (server == NULL) {
+        if (listen_fd >= 0) close(listen_fd);
         snprintf(error, error_size, "out of memory");
         return NULL;
     }
@@ -107,16 +143,30 @@ struct tv_http_server *tv_http_start(const struct sockaddr *address, socklen_t l
     uint16_t port = address->sa_family == AF_INET6 ? ntohs(((const struct sockaddr_in6 *)address)->sin6_port)
                                                    : ntohs(((const struct sockaddr_in *)address)->sin_port);
     errno = 0;
-    server->daemon = MHD_start_daemon(
-        flags, port, NULL, NULL, access_handler, server,
-        MHD_OPTION_SOCK_ADDR, address,
-        MHD_OPTION_CONNECTION_LIMIT, limits->connections,
-        MHD_OPTION_CONNECTION_TIMEOUT, limits->timeout_seconds,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, limits->memory_per_connection,
-        MHD_OPTION_NOTIFY_COMPLETED, request_completed, NULL,
-        MHD_OPTION_END);
+    // The listen socket: ours (bound to the device) or one libmicrohttpd opens on `address`.
+    // Two calls, so that each variadic option gets the type it reads.
+    if (listen_fd >= 0) {
+        server->daemon = MHD_start_daemon(
+            flags, port, NULL, NULL, access_handler, server,
+            MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listen_fd,
+            MHD_OPTION_CONNECTION_LIMIT, limits->connections,
+            MHD_OPTION_CONNECTION_TIMEOUT, limits->timeout_seconds,
+            MHD_OPTION_CONNECTION_MEMORY_LIMIT, limits->memory_per_connection,
+            MHD_OPTION_NOTIFY_COMPLETED, request_completed, NULL,
+            MHD_OPTION_END);
+    } else {
+        server->daemon = MHD_start_daemon(
+            flags, port, NULL, NULL, access_handler, server,
+            MHD_OPTION_SOCK_ADDR, address,
+            MHD_OPTION_CONNECTION_LIMIT, limits->connections,
+            MHD_OPTION_CONNECTION_TIMEOUT, limits->timeout_seconds,
+            MHD_OPTION_CONNECTION_MEMORY_LIMIT, limits->memory_per_connection,
+            MHD_OPTION_NOTIFY_COMPLETED, request_completed, NULL,
+            MHD_OPTION_END);
+    }
     if (server->daemon == NULL) {
         int e = errno;
+        if (listen_fd >= 0) close(listen_fd);
         snprintf(error, error_size, "%s", e ? strerror(e) : "libmicrohttpd could not start");
         free(server);
         return NULL;

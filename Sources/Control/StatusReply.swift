@@ -38,14 +38,18 @@ public struct StatusReply: Hashable, Sendable, Codable {
     /// `dns-malformed`, …; docs/hosts.md). Absent when no rule matches on `host` and nothing
     /// was counted, and from daemons that predate it.
     public var hosts: [String: UInt64]?
+    /// The per-peer status page (`StatusListen`): where it listens, what it answered. Absent
+    /// when it is off, and from daemons that predate it.
+    public var statusPage: StatusPageCounters?
 
     /// A status reply from its fields.
     public init(
         pid: Int32, startedAtMs: Int64, uptimeSeconds: Int64, version: String, interface: String, listenPort: UInt16,
         addresses: [String], peersConfigured: Int, peersConnected: Int, flowsActive: Int, drops: [String: UInt64],
         storeQueueDrops: UInt64, policy: PolicySummary, offload: OffloadStatus? = nil, store: StoreHealth? = nil,
-        hosts: [String: UInt64]? = nil
+        hosts: [String: UInt64]? = nil, statusPage: StatusPageCounters? = nil
     ) {
+        self.statusPage = statusPage
         self.hosts = hosts
         self.offload = offload
         self.store = store

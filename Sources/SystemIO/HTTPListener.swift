@@ -70,8 +70,10 @@ public final class HTTPListener: @unchecked Sendable {
     /// The address and port it listens on (the bound port when 0 was asked).
     public let endpoint: Endpoint
 
-    /// Starts listening on `endpoint`. Throws with what and where when the address cannot be bound.
-    public init(endpoint: Endpoint, limits: HTTPLimits = HTTPLimits(),
+    /// Starts listening on `endpoint`; with `device`, only for connections that arrive on that
+    /// interface (SO_BINDTODEVICE: from any other one the port is closed, even for a local
+    /// address). Throws with what and where when the address cannot be bound.
+    public init(endpoint: Endpoint, device: String? = nil, limits: HTTPLimits = HTTPLimits(),
                 handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse) throws(SystemError)
     {
         box = HandlerBox(handler)
@@ -84,13 +86,13 @@ public final class HTTPListener: @unchecked Sendable {
         let context = Unmanaged.passUnretained(box).toOpaque()
         let started = withUnsafePointer(to: &storage) { p in
             p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
-                tv_http_start(sa, length, &cLimits, httpTrampoline, context, &message, message.count)
+                tv_http_start_on_device(sa, length, device, &cLimits, httpTrampoline, context, &message, message.count)
             }
         }
         guard let started else {
             let text = String(decoding: message.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
             let code = errno == 0 ? EADDRINUSE : errno
-            throw SystemError("listen on \(endpoint) for HTTP (\(text))", errno: code)
+            throw SystemError("listen on \(endpoint)\(device.map { " (interface \($0))" } ?? "") for HTTP (\(text))", errno: code)
         }
         server = started
         self.endpoint = Endpoint(address: endpoint.address, port: tv_http_port(started))

@@ -41,6 +41,16 @@ struct StatusJSON: Encodable {
     @Nullable var store: Store?
     /// Host learning counters; null when no rule matches on `host` (or an older daemon).
     @Nullable var hosts: [String: UInt64]?
+    /// The per-peer status page (`StatusListen`); null when it is off (or an older daemon).
+    @Nullable var statusPage: StatusPage?
+
+    /// `StatusListen`: where it listens, what it answered.
+    struct StatusPage: Encodable {
+        var address: String
+        var port: UInt16
+        var requests: UInt64
+        var refused: UInt64
+    }
 
     /// The store writer: records lost per family, the outage in progress.
     struct Store: Encodable {
@@ -64,6 +74,7 @@ struct StatusJSON: Encodable {
         flowsActive = s.flowsActive
         drops = s.drops
         hosts = s.hosts
+        statusPage = s.statusPage.map { StatusPage(address: $0.address, port: $0.port, requests: $0.requests, refused: $0.refused) }
         storeQueueDrops = s.storeQueueDrops
         policy = PolicySummaryJSON(s.policy)
         store = s.store.map {

@@ -206,6 +206,11 @@ extension Tunnelctl {
             let known = order.filter { hosts[$0] != nil } + hosts.keys.filter { !order.contains($0) }.sorted()
             lines.append("host learning: " + (known.isEmpty ? "nothing yet" : known.map { "\($0) \(hosts[$0]!)" }.joined(separator: ", ")))
         }
+        if let page = s.statusPage {
+            let host = page.address.contains(":") ? "[\(page.address)]" : page.address
+            lines.append("status page: http://\(host)\(page.port == 80 ? "" : ":\(page.port)")/, \(page.requests) request(s), "
+                + "\(page.refused) refused (not from a peer's address)")
+        }
         if s.drops.isEmpty {
             lines.append("drops: none")
         } else {

@@ -69,4 +69,22 @@ import Testing
             _ = try HTTPListener(endpoint: first.endpoint) { _ in .methodNotAllowed }
         }
     }
+
+    /// `device`: bound to `lo`, a loopback client is served (and the port 0 → bound port still
+    /// works); an interface that does not exist is an error naming it.
+    @Test func boundToADevice() throws {
+        let listener = try HTTPListener(endpoint: Endpoint(address: IPAddress("127.0.0.1")!, port: 0), device: "lo") { _ in
+            HTTPResponse(status: 200, body: "on lo\n")
+        }
+        defer { listener.stop() }
+        #expect(listener.endpoint.port != 0)
+        let answer = try Self.exchange(port: listener.endpoint.port, "GET / HTTP/1.0\r\n\r\n")
+        #expect(answer.hasSuffix("\r\n\r\non lo\n"), "\(answer)")
+        do {
+            _ = try HTTPListener(endpoint: Endpoint(address: IPAddress("127.0.0.1")!, port: 0), device: "tvnone0") { _ in .methodNotAllowed }
+            Issue.record("binding to a missing interface succeeded")
+        } catch {
+            #expect("\(error)".contains("tvnone0"), "\(error)")
+        }
+    }
 }

@@ -93,7 +93,7 @@ import Testing
         let offload = OffloadStatus(tun: "csum tso4 tso6 uso4 uso6", udpSegmentation: true, superPacketsRead: 120,
                                     superPacketsWritten: 3_400, packetsCoalesced: 41_000,
                                     udpCoalescing: true, coalescedReceives: 900, coalescedDatagrams: 23_000)
-        try expectGolden(try Tunnelctl.encodeJSON(StatusJSON(StatusRenderTests.reply(offload: offload, store: StatusRenderTests.storeWithDrops))) + "\n", "status-offload.json")
+        try expectGolden(try Tunnelctl.encodeJSON(StatusJSON(StatusRenderTests.reply(offload: offload, store: StatusRenderTests.storeWithDrops, statusPage: StatusRenderTests.statusPage))) + "\n", "status-offload.json")
         // During a store outage: when it began, what waits, the error.
         try expectGolden(try Tunnelctl.encodeJSON(StatusJSON(StatusRenderTests.reply(offload: nil, store: StatusRenderTests.storeInOutage))) + "\n", "status-store-outage.json")
     }

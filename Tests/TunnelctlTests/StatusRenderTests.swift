@@ -8,15 +8,18 @@ import Testing
 /// Golden text for `tunnelctl status`, from fixed replies: a daemon that reports offloads and one
 /// from before offloads existed (no `offload` field in its JSON).
 @Suite struct StatusRenderTests {
-    static func reply(offload: OffloadStatus?, store: StoreHealth? = nil) -> StatusReply {
+    static func reply(offload: OffloadStatus?, store: StoreHealth? = nil, statusPage: StatusPageCounters? = nil) -> StatusReply {
         StatusReply(
             pid: 4242, startedAtMs: 1_764_400_000_000, uptimeSeconds: 3_725, version: "0.1.0", interface: "tv0",
             listenPort: 51820, addresses: ["10.99.0.1/24", "fd99::1/64"], peersConfigured: 3, peersConnected: 2,
             flowsActive: 17, drops: ["policy-block": 12, "spoofed-source": 3, "tun-truncated": 1], storeQueueDrops: store?.drops.total ?? 0,
             policy: PolicySummary(generation: 4, files: ["00-base.rules", "10-free.rules"], ruleCount: 9,
                                   loadedAtMs: 1_764_400_100_000),
-            offload: offload, store: store)
+            offload: offload, store: store, statusPage: statusPage)
     }
+
+    /// `StatusListen = 10.99.0.1:80` after a few requests, one from an address of no peer.
+    static let statusPage = StatusPageCounters(address: "10.99.0.1", port: 80, requests: 14, refused: 1)
 
     /// A writer that lost records earlier and is writable now.
     static let storeWithDrops: StoreHealth = {
@@ -38,7 +41,7 @@ import Testing
         let offload = OffloadStatus(tun: "csum tso4 tso6 uso4 uso6", udpSegmentation: true, superPacketsRead: 120,
                                     superPacketsWritten: 3_400, packetsCoalesced: 41_000,
                                     udpCoalescing: true, coalescedReceives: 900, coalescedDatagrams: 23_000)
-        try HistoryFixture.expectGolden(Tunnelctl.renderStatus(Self.reply(offload: offload, store: Self.storeWithDrops)) + "\n", "status-offload.txt")
+        try HistoryFixture.expectGolden(Tunnelctl.renderStatus(Self.reply(offload: offload, store: Self.storeWithDrops, statusPage: Self.statusPage)) + "\n", "status-offload.txt")
     }
 
     /// Issue 13 item 1: an outage in progress and the drops per family are shown, not a bare 0.

@@ -23,6 +23,11 @@ typedef void (*tv_http_handler)(void *context, void *request, const char *method
 /// Starts listening on `address`. Returns NULL with a message in `error` on failure.
 struct tv_http_server *tv_http_start(const struct sockaddr *address, socklen_t length, const struct tv_http_limits *limits,
                                      tv_http_handler handler, void *context, char *error, size_t error_size);
+/// Like tv_http_start, on a socket bound to the interface `device` (SO_BINDTODEVICE; NULL or
+/// empty: any interface): a connection to `address` that arrives on another interface is refused.
+struct tv_http_server *tv_http_start_on_device(const struct sockaddr *address, socklen_t length, const char *device,
+                                               const struct tv_http_limits *limits, tv_http_handler handler, void *context,
+                                               char *error, size_t error_size);
 /// The bound port (useful when `address` asked for port 0).
 uint16_t tv_http_port(const struct tv_http_server *server);
 /// Stops the thread, closes every connection and frees the server. No handler runs afterwards.

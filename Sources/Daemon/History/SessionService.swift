@@ -41,6 +41,9 @@ public final class SessionService: @unchecked Sendable {
     /// The restrictions in force (peer-disable events for new ones).
     private let restrictions = Mutex<[String: Watchdog.Restriction]>([:])
 
+    /// The restriction in force for `name` (`Disabled`, `Expires`), as the config set it; nil: none.
+    public func restriction(of name: String) -> Watchdog.Restriction? { restrictions.withLock { $0[name] } }
+
     /// Opens the store at `config.storePath`, closes the sessions a crash left open (at the last
     /// time the store proves the daemon ran), moves the stored windows back when the wall clock is
     /// behind that time (`StartClock`), and hooks history and the watchdog into `engine`. Call

@@ -65,6 +65,7 @@ public enum Tunneld {
             return fail(hint ? "\(error)\n(tunneld --check-config --config \(configPath) shows every problem)" : "\(error)", 1)
         }
         for w in config.warnings { log.warning("\(w)") }
+        if let problem = StatusPageServer.addressProblem(config.interface) { return fail(problem, 1) }
         // Notes (wg-quick keys accepted as they are, names taken from comments): --check-config
         // prints them on stdout; a start logs them at info.
         for n in config.notes {
@@ -218,9 +219,13 @@ public enum Tunneld {
         // ── end history ──
 
         let addressTexts = iface.addresses.map(\.description)
+        // StatusListen: each peer's own status page (off unless configured; started below).
+        let statusPage = iface.statusListen.map { _ in StatusPageServer(engine: engine, sessions: sessions) }
         let statusReply: @Sendable () -> StatusReply = {
-            engine.statusReply(interface: tun.name, addresses: addressTexts, listenPort: bind.port, version: version,
-                               storeQueueDrops: sessions.history.droppedRecords, store: sessions.storeHealth())
+            var s = engine.statusReply(interface: tun.name, addresses: addressTexts, listenPort: bind.port, version: version,
+                                       storeQueueDrops: sessions.history.droppedRecords, store: sessions.storeHealth())
+            s.statusPage = statusPage?.counters
+            return s
         }
         let metrics = DaemonMetrics(engine: engine, sessions: sessions, status: statusReply)
         let systemd = SystemdService(engine: engine, log: log, environment: environment) {
@@ -302,6 +307,16 @@ public enum Tunneld {
             }
         }
         defer { metricsListener?.stop() }
+        if let endpoint = iface.statusListen, let statusPage {
+            do {
+                try statusPage.start(on: endpoint, device: tun.name)
+                log.info("status page: serving http://\(endpoint)/ to each peer, inside the tunnel")
+            } catch {
+                log.error("status page: cannot listen on \(endpoint) (StatusListen): \(error); check that no other process "
+                    + "uses the port; running without the status page")
+            }
+        }
+        defer { statusPage?.stop() }
         if let failed = HookRunner.run(.postUp, iface, name: tun.name, configPath: configPath, log: log) {
             log.error(failed)
             return 1
