@@ -426,7 +426,7 @@ public final class Watchdog: Sendable {
     private func closeSessionLocked(_ s: inout State, _ p: Peer, at now: Int64, reason: SessionEndReason) {
         guard let live = s.sessions.removeValue(forKey: p.name) else { return }
         let bytes = device.byteCounts(p.handle)
-        if reason == .freeLimit || reason == .adminKick || reason == .removed || reason == .disabled || reason == .expired || reason == .quota {
+        if reason != .shutdown && reason != .crash {  // idle too: the next packet needs a fresh handshake, which opens a new session
             device.endSession(p.handle)
         }
         sink.record(.sessionClosed(peer: p.name, at: max(now, live.startedAt), reason: reason,
