@@ -31,6 +31,14 @@ public enum GatewayDrop: Int, CaseIterable, Sendable, CustomStringConvertible {
     case unattributableFragment
     /// A handshake message arrived while the handshake thread's queue was full (a flood).
     case handshakeBacklogFull
+    /// A packet the peer sent over its `RateUp` while its shaping queue was full (docs/limits.md).
+    case rateOverflowUp
+    /// A packet to the peer over its `RateDown` while its shaping queue was full.
+    case rateOverflowDown
+    /// A packet that would open a new flow of a peer at its `MaxFlows` or over its `NewFlowRate`.
+    case flowLimit
+    /// A packet that would open a new flow while the flow table was full of other peers' live flows.
+    case flowTableFull
 
     public var description: String {
         switch self {
@@ -47,6 +55,10 @@ public enum GatewayDrop: Int, CaseIterable, Sendable, CustomStringConvertible {
         case .udpBusy: "udp-busy"
         case .unattributableFragment: "unattributable-fragment"
         case .handshakeBacklogFull: "handshake-backlog-full"
+        case .rateOverflowUp: "rate-overflow-up"
+        case .rateOverflowDown: "rate-overflow-down"
+        case .flowLimit: "flow-limit"
+        case .flowTableFull: "flow-table-full"
         }
     }
 }
