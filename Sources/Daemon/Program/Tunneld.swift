@@ -172,6 +172,7 @@ public enum Tunneld {
         defer { sessions.stop() }
         // END session/history
         _ = engine.applyConfigPeers(config.peers)  // one batch: a start with 10,000 peers stays linear
+        TestLimits.apply(to: engine) { log.info("\($0)") }  // TEST-ONLY (issue 16): the lead replaces it with config
         sessions.configPeersChanged(config.peers)  // disabled and expiring peers
         try sessions.start()  // session/history (issue 5): refuse paused peers before traffic
         // ---- live ring and capture (docs/ring.md, docs/capture.md) ----
