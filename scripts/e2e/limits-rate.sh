@@ -5,7 +5,8 @@
 # environment hook of tunneld. Checks: bob holds 500 concurrent TCP flows while alice opens
 # hers, alice's 51st concurrent flow is refused (flow-limit counted), bob's 500 all still echo;
 # iperf3 TCP each direction (-R for down) reaches 9–10.5 Mbit/s; an iperf3 UDP flood at 50 Mbit/s
-# is held to ≤ 10.5 Mbit/s (rate-overflow counted). Needs root and iperf3; ~1.5 minutes.
+# is held to ≤ 10.5 Mbit/s (rate-overflow counted); then tunneld restarts with MaxFlows 50 for
+# alice (a fresh flow table) for the flow caps. Needs root and iperf3; ~2 minutes.
 # Not run by scripts/test.sh (yet).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -17,7 +18,7 @@ trap tv_limits_cleanup EXIT
 CTL="$TV_TUNNELCTL --config $TV_DIR/tunneld.conf"
 BOB_TUN=10.99.0.3
 RATE=${LIMITS_RATE:-10000000}
-export TUNNELD_TEST_LIMITS="alice:rateUp=$RATE,rateDown=$RATE,maxFlows=50"
+export TUNNELD_TEST_LIMITS="alice:rateUp=$RATE,rateDown=$RATE"
 
 # Mbit/s received in an iperf3 -J run (TCP: the receiver's sum; UDP: what the receiver got).
 iperf_mbit() {
@@ -27,7 +28,8 @@ s=d.get("sum_received") or d.get("sum")
 print("%.2f" % (s["bits_per_second"]/1e6))'
 }
 in_range() { python3 -c "import sys; sys.exit(0 if $2 <= float('$1') <= $3 else 1)"; }
-alice_flows() { $CTL flows --peer alice 2>/dev/null | grep -c '^alice ' || true; }
+# alice's live flows in the daemon's table (the rows of `tunnelctl flows --peer alice`).
+alice_flows() { $CTL flows --peer alice 2>/dev/null | grep -cE '(^| )alice +(tcp|udp|icmp)' || true; }
 drop_count() { $CTL status 2>/dev/null | grep -Eo "$1[^0-9]*[0-9]+" | grep -Eo '[0-9]+$' | head -1; }
 
 tv_topology_up
@@ -62,21 +64,6 @@ check "alice's traffic flows" tv_wait_tunnel
 check "bob's traffic flows" wait_for 10 tv_in "$TV_NS_C" ping -c2 -W2 -I $BOB_TUN $TV_SRV
 check_output "tunneld applied the test limits" 'TUNNELD_TEST_LIMITS \(test only\): alice' cat "$TV_DIR/tunneld.log"
 
-echo "limits: flow caps (MaxFlows 50 for alice; bob unlimited)"
-tv_spawn "$TV_NS_C" "$TV_DIR/bob-flows.log" python3 scripts/e2e/lib/flowhold.py hold $BOB_TUN $TV_SRV 500 20 >/dev/null
-check "bob opens 500 concurrent flows" wait_for 30 grep -q 'connected 500/500' "$TV_DIR/bob-flows.log"
-PRE=$(alice_flows)
-FREE=$((50 - PRE))
-ALICE_OUT=$(tv_in "$TV_NS_C" python3 scripts/e2e/lib/flowhold.py open $TV_C_TUN $TV_SRV $((FREE + 1)) 2>&1)
-check_output "alice: $FREE new flows connect beside her $PRE live ones (50 in all)" "connected $FREE/$((FREE + 1))" echo "$ALICE_OUT"
-check_output "alice: the 51st concurrent flow is refused (times out)" "first failure at $((FREE + 1)) \(timeout\)" echo "$ALICE_OUT"
-check_output "tunnelctl status counts flow-limit drops" 'flow-limit' $CTL status
-check "bob's 500 flows are all still alive" wait_for 30 grep -q 'alive 500/500' "$TV_DIR/bob-flows.log"
-check_output "bob can still open new flows" 'connected 5/5' tv_in "$TV_NS_C" python3 scripts/e2e/lib/flowhold.py open $BOB_TUN $TV_SRV 5
-# alice's held connections closed with the client: wait until her flows leave the table (TCP
-# close timeouts), so iperf3's control and data connections are not over her cap.
-wait_for 40 bash -c "[ \$($CTL flows --peer alice 2>/dev/null | grep -c '^alice .*tcp') -le 5 ]" >/dev/null 2>&1
-
 echo "limits: rate shaping (RateUp = RateDown = $((RATE / 1000000)) Mbit/s for alice)"
 LO=$(python3 -c "print($RATE * 0.9 / 1e6)"); HI=$(python3 -c "print($RATE * 1.05 / 1e6)")
 UP=$(tv_in "$TV_NS_C" iperf3 -c $TV_SRV -B $TV_C_TUN -t 10 -O 2 -J 2>/dev/null | iperf_mbit)
@@ -92,5 +79,23 @@ check_output "tunnelctl status counts rate-overflow-down drops" 'rate-overflow-d
 BOB=$(tv_in "$TV_NS_C" iperf3 -c $TV_SRV -B $BOB_TUN -t 5 -J 2>/dev/null | iperf_mbit)
 check "bob (unshaped) is not held to alice's rate: $BOB Mbit/s" in_range "${BOB:-0}" "$HI" 1e9
 
+# A fresh flow table for the caps (the iperf3 flows above linger in TIME_WAIT), with MaxFlows 50.
+kill "$TV_GW_PID"; wait "$TV_GW_PID" 2>/dev/null; rm -f "$TV_DIR/run/control.sock"
+export TUNNELD_TEST_LIMITS="alice:rateUp=$RATE,rateDown=$RATE,maxFlows=50"
+tv_gateway_tunneld_up && TV_PIDS+=("$TV_GW_PID") || { tv_bad "tunneld restarts"; tv_summary; exit 1; }
+check "alice reconnects after the restart" wait_for 40 tv_in "$TV_NS_C" ping -c1 -W1 -I $TV_C_TUN $TV_SRV
+check "bob reconnects after the restart" wait_for 40 tv_in "$TV_NS_C" ping -c1 -W1 -I $BOB_TUN $TV_SRV
+$CTL flows --peer alice 2>&1 | head -5 | sed "s/^/    flows: /"
+echo "limits: flow caps (MaxFlows 50 for alice; bob unlimited)"
+PRE=$(alice_flows)
+tv_spawn "$TV_NS_C" "$TV_DIR/bob-flows.log" python3 scripts/e2e/lib/flowhold.py hold $BOB_TUN $TV_SRV 500 20 >/dev/null
+check "bob opens 500 concurrent flows" wait_for 30 grep -q 'connected 500/500' "$TV_DIR/bob-flows.log"
+FREE=$((50 - PRE))
+ALICE_OUT=$(tv_in "$TV_NS_C" python3 scripts/e2e/lib/flowhold.py open $TV_C_TUN $TV_SRV $((FREE + 1)) 2>&1)
+check_output "alice: $FREE new flows connect beside her $PRE live ones (50 in all)" "connected $FREE/$((FREE + 1))" echo "$ALICE_OUT"
+check_output "alice: the 51st concurrent flow is refused (times out)" "first failure at $((FREE + 1)) \(timeout\)" echo "$ALICE_OUT"
+check_output "tunnelctl status counts flow-limit drops" 'flow-limit' $CTL status
+check "bob's 500 flows are all still alive" wait_for 30 grep -q 'alive 500/500' "$TV_DIR/bob-flows.log"
+check_output "bob can still open new flows" 'connected 5/5' tv_in "$TV_NS_C" python3 scripts/e2e/lib/flowhold.py open $BOB_TUN $TV_SRV 5
 echo "limits: summary up=$UP down=$DOWN udp-up=$UDP udp-down=$UDPD bob=$BOB Mbit/s"
 tv_summary
