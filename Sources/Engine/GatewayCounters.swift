@@ -34,6 +34,14 @@ public enum GatewayDrop: Int, CaseIterable, Sendable, CustomStringConvertible {
     /// The peer's window quota is used up (`Quota`, `QuotaUp`, `QuotaDown`); the watchdog ends
     /// the window (reason `quota`) at its next pass, the data path stops forwarding at once.
     case quotaUsed
+    /// A packet the peer sent over its `RateUp` while its shaping queue was full (docs/limits.md).
+    case rateOverflowUp
+    /// A packet to the peer over its `RateDown` while its shaping queue was full.
+    case rateOverflowDown
+    /// A packet that would open a new flow of a peer at its `MaxFlows` or over its `NewFlowRate`.
+    case flowLimit
+    /// A packet that would open a new flow while the flow table was full of other peers' live flows.
+    case flowTableFull
 
     public var description: String {
         switch self {
@@ -51,6 +59,10 @@ public enum GatewayDrop: Int, CaseIterable, Sendable, CustomStringConvertible {
         case .udpBusy: "udp-busy"
         case .unattributableFragment: "unattributable-fragment"
         case .handshakeBacklogFull: "handshake-backlog-full"
+        case .rateOverflowUp: "rate-overflow-up"
+        case .rateOverflowDown: "rate-overflow-down"
+        case .flowLimit: "flow-limit"
+        case .flowTableFull: "flow-table-full"
         }
     }
 }

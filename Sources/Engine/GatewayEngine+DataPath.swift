@@ -40,10 +40,11 @@ extension GatewayEngine {
             let n: Int
             do {
                 if !full {
-                    switch try bind.waitReadable(timeoutMilliseconds: 250) {
+                    switch try bind.waitReadable(timeoutMilliseconds: shapedPollTimeout(limits.up)) {
                     case .closed: return
                     case .timedOut:
                         releaseHeld(into: toTun)
+                        writeShapedUp(toTun)
                         continue
                     case .readable: break
                     }
@@ -91,12 +92,15 @@ extension GatewayEngine {
 
             // 2. Policy, once per batch under the flow lock.
             let policy = self.policy
-            let trie = registry.current.routes
+            let directory = registry.current
+            let trie = directory.routes
             let metered = quotas.current
+            syncShaper(limits.up, up: true, directory, now: now)
             let nowMs = Int64(now / 1_000_000)
             let minute = minutes.minuteOfWeek(epochMs: clock.wallMilliseconds())
             toTun.count = 0
             withFlows { table in
+                syncFlowCaps(directory, now: now)
                 // The observer only when something watches this batch (live ring or capture):
                 // otherwise no per-packet call at all.
                 let watcher = observer.flatMap { $0.beginBatch() ? $0 : nil }
@@ -125,6 +129,9 @@ extension GatewayEngine {
                             counters.drop(.quotaUsed)
                             continue
                         }
+                        // A shaped peer's packet over its RateUp waits (or overflows, counted).
+                        if limits.up.isShaped(peer),
+                            !shapeAllows(limits.up, peer, packet, now: now, drop: .rateOverflowUp) { continue }
                         // Packets a flow held while it waited for its host go first.
                         if hostGate.hasReleased { hostGate.drain(into: toTun) }
                         let t = toTun.count
@@ -158,7 +165,8 @@ extension GatewayEngine {
             }
             if !metered.isEmpty { metering.flush(quotas) }
 
-            // 3. Deliver to the kernel.
+            // 3. Deliver to the kernel (with the shaped packets due now).
+            releaseShapedUp(into: toTun, now: now)
             if toTun.count > 0 { writeAll(toTun) }
 
             // 4. Encrypt rejections, flush packets that waited for a handshake, send.
@@ -279,12 +287,18 @@ extension GatewayEngine {
         let toTun = PacketBatch(capacity: batchSize * 2, slotSize: datagramSlotSize)
         let control = PacketBatch(capacity: 8, slotSize: 256)
         let controlValid = UnsafeMutablePointer<Bool>.allocate(capacity: 8)
+        // Packets released by the down-direction shaper, encrypted in place like `rd`.
+        let shaped = PacketBatch(capacity: batchSize, slotSize: datagramSlotSize, headroom: 16)
+        let shapedPeer = UnsafeMutablePointer<UInt32>.allocate(capacity: batchSize)
+        let shapedValid = UnsafeMutablePointer<Bool>.allocate(capacity: batchSize)
         var minutes = MinuteClock()
         var metering = QuotaRun(up: false)
         defer {
             valid.deallocate()
             sendPeer.deallocate()
             controlValid.deallocate()
+            shapedPeer.deallocate()
+            shapedValid.deallocate()
         }
 
         var full = false  // the last read filled the batch: more is waiting, skip the poll
@@ -293,10 +307,12 @@ extension GatewayEngine {
             let n: Int
             do {
                 if !full {
-                    switch try tun.waitReadable(timeoutMilliseconds: 250) {
+                    switch try tun.waitReadable(timeoutMilliseconds: shapedPollTimeout(limits.down)) {
                     case .closed: return
                     case .timedOut:
                         releaseHeld(into: toTun)
+                        sendShapedDown(shaped, peers: shapedPeer, valid: shapedValid, control: control,
+                                       controlValid: controlValid)
                         continue
                     case .readable: break
                     }
@@ -312,13 +328,16 @@ extension GatewayEngine {
             let now = clock.boottimeNanoseconds()
             let nowMs = Int64(now / 1_000_000)
             let policy = self.policy
-            let trie = registry.current.routes
+            let directory = registry.current
+            let trie = directory.routes
             let metered = quotas.current
+            syncShaper(limits.down, up: false, directory, now: now)
             let minute = minutes.minuteOfWeek(epochMs: clock.wallMilliseconds())
             toTun.count = 0
 
             // 1. Route and decide under the flow lock.
             withFlows { table in
+                syncFlowCaps(directory, now: now)
                 // The observer only when something watches this batch (live ring or capture):
                 // otherwise no per-packet call at all.
                 let watcher = observer.flatMap { $0.beginBatch() ? $0 : nil }
@@ -348,6 +367,12 @@ extension GatewayEngine {
                             continue
                         }
                         sendPeer[i] = UInt32(peer)
+                        // A shaped peer's packet over its RateDown waits (or overflows, counted).
+                        if limits.down.isShaped(UInt32(peer)),
+                            !shapeAllows(limits.down, UInt32(peer), packet, now: now, drop: .rateOverflowDown)
+                        {
+                            sendPeer[i] = 0
+                        }
                         // DNS answers the gateway forwards to the peer teach it names (host rules only).
                         if parsed.sourcePort == 53, parsed.proto == .udp || parsed.proto == .tcp,
                             policy.compiled.hasHostRules
@@ -375,35 +400,49 @@ extension GatewayEngine {
             if !metered.isEmpty { metering.flush(quotas) }
             if toTun.count > 0 { writeAll(toTun) }
 
-            // 2. Encrypt in place, outside every lock.
+            // 2. Encrypt in place, outside every lock; then the shaped packets due now.
             control.count = 0
-            for i in 0..<n where sendPeer[i] != 0 {
-                let peer = PeerHandle(rawValue: sendPeer[i])
-                let length = rd.lengths[i]
-                switch device.encrypt(peer: peer, buffer: rd.slot(i), payloadLength: length, now: now) {
-                case .send(let range, let to):
-                    rd.offsets[i] = range.lowerBound
-                    rd.lengths[i] = range.count
-                    rd.endpoints[i] = to
-                    valid[i] = true
-                case .handshakeNeeded:
-                    enqueuePending(peer, UnsafeRawBufferPointer(rd.packet(i)))
-                    if control.count < control.capacity {
-                        initiate(peer, retry: false, batch: control, valid: controlValid, now: now)
-                    }
-                case .noEndpoint:
-                    counters.drop(.noEndpoint)
-                case .refused:
-                    counters.drop(.peerRefused)
-                case .unknownPeer:
-                    counters.drop(.noRoute)  // removed (e.g. over UAPI) while its route was in this batch
-                case .bufferTooSmall, .handshakeInProgress:
-                    counters.drop(.malformedOutbound)
-                }
-            }
+            sealOutbound(rd, count: n, peers: sendPeer, valid: valid, control: control, controlValid: controlValid,
+                         now: now)
             if control.count > 0 { sendRuns(control, valid: controlValid) }
             rd.count = n
             sendRuns(rd, valid: valid)
+            sendShapedDown(shaped, peers: shapedPeer, valid: shapedValid, control: control, controlValid: controlValid)
+        }
+    }
+
+    /// Encrypts slots `0..<n` of `rd` whose `peers` entry is set, in place (plaintext at 16 bytes
+    /// of headroom), marking them sendable in `valid`; packets of a peer without a session wait
+    /// for its handshake, whose initiation goes into `control`.
+    func sealOutbound(_ rd: PacketBatch, count n: Int, peers sendPeer: UnsafeMutablePointer<UInt32>,
+                      valid: UnsafeMutablePointer<Bool>, control: PacketBatch,
+                      controlValid: UnsafeMutablePointer<Bool>, now: UInt64)
+    {
+        for i in 0..<n {
+            valid[i] = false
+            guard sendPeer[i] != 0 else { continue }
+            let peer = PeerHandle(rawValue: sendPeer[i])
+            let length = rd.lengths[i]
+            switch device.encrypt(peer: peer, buffer: rd.slot(i), payloadLength: length, now: now) {
+            case .send(let range, let to):
+                rd.offsets[i] = range.lowerBound
+                rd.lengths[i] = range.count
+                rd.endpoints[i] = to
+                valid[i] = true
+            case .handshakeNeeded:
+                enqueuePending(peer, UnsafeRawBufferPointer(rd.packet(i)))
+                if control.count < control.capacity {
+                    initiate(peer, retry: false, batch: control, valid: controlValid, now: now)
+                }
+            case .noEndpoint:
+                counters.drop(.noEndpoint)
+            case .refused:
+                counters.drop(.peerRefused)
+            case .unknownPeer:
+                counters.drop(.noRoute)  // removed (e.g. over UAPI) while its route was in this batch
+            case .bufferTooSmall, .handshakeInProgress:
+                counters.drop(.malformedOutbound)
+            }
         }
     }
 
@@ -509,7 +548,10 @@ extension GatewayEngine {
             }
         }
         let (key, reversed) = p.flowKey
-        let t = table.track(key, reversed: reversed, length: packet.count, tcpFlags: p.tcpFlags, now: nowMs)
+        // A new flow over the peer's caps (or into a table full of other peers' flows) is
+        // refused: counted there; `.pending` tells the loop the packet is consumed.
+        guard let t = trackOwned(table, key, reversed: reversed, length: packet.count, tcpFlags: p.tcpFlags,
+                                 nowMs: nowMs, peer: peer) else { return .pending }
         if let ended = t.ended { observer?.flowEnded(ended, peer: ended.entry.key == key ? peer : observedNoPeer) }
         let entry = table[t.handle]
         if entry.verdictGeneration == policy.generation, let cached = Verdict(rawValue: entry.verdictAction) {

@@ -112,6 +112,8 @@ public final class GatewayEngine: @unchecked Sendable {
     public var flowHashSeed: UInt64 { flowBox.table.hashSeed }
     /// Later IP fragments → their datagram's ports; used only under the `flows` lock.
     let fragments = FragmentBox()
+    /// Rate shaping and flow caps (issue 16; GatewayEngine+Limits.swift).
+    let limits = LimitBox()
     /// Host learning: DNS-learned names, pending flows and their held packets; used only
     /// under the flow lock.
     let hostGate: HostGate

@@ -25,4 +25,15 @@ public protocol GatewayEvents: AnyObject, Sendable {
     func timerTick(flows: FlowTable, monoMs: Int64)
     /// The engine is stopping: the flows still in the table (under the flow lock).
     func engineStopping(flows: FlowTable, monoMs: Int64)
+    /// New flows of `peer` were refused (issue 16; see the default implementation below).
+    func flowRefused(peer: UInt32, key: FlowKey, reason: FlowRefusal, refused: UInt64, monoMs: Int64)
+}
+
+extension GatewayEvents {
+    /// New flows of `peer` were refused because of its flow caps (`MaxFlows`, `NewFlowRate`;
+    /// reason `flow-limit`) or because the shared table was full of other peers' flows
+    /// (`tableFull`). Coalesced by the engine: at most one call per peer per second, `refused`
+    /// counting the refusals since the last call, `key` the latest refused flow's. Under the flow
+    /// lock. Default: nothing.
+    public func flowRefused(peer: UInt32, key: FlowKey, reason: FlowRefusal, refused: UInt64, monoMs: Int64) {}
 }

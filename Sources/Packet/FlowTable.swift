@@ -14,6 +14,15 @@ import Core
 /// incremental `expire(now:budget:_:)` sweep that the caller runs on a timer, so every idle
 /// entry is found within `capacity / budget` sweeps.
 ///
+/// Per-owner accounting (issue 16): every flow has an *owner* (the engine passes the WireGuard
+/// peer handle's raw value; 0 for callers that do not attribute flows). Parallel arrays, also
+/// allocated once, hold each slot's owner and its links in its owner's own LRU list, and each
+/// owner's count, head and tail. When the table is full a new flow may end only an expired flow
+/// (the global LRU tail, if it has timed out) or its own owner's least recently used flow —
+/// never another owner's live flow; an owner with no flow of its own is refused
+/// (`FlowRefusal.tableFull`). `track(…owner:maxFlows:allowNew:)` also refuses a new flow over
+/// the owner's cap (`FlowRefusal.ownerCap`). Owners are indexed modulo `ownerCapacity`.
+///
 /// Not thread-safe: one data-path thread owns it.
 public final class FlowTable {
     /// One slot: links (hash tag, next in its bucket chain or in the free list, LRU neighbours)
@@ -49,12 +58,42 @@ public final class FlowTable {
     @usableFromInline var nextID: UInt64 = 1
     @usableFromInline var sweepCursor = 0
 
+    /// Owner slots (a power of two); owner `o` is accounted at `o & (ownerCapacity - 1)`.
+    public let ownerCapacity: Int
+    /// Per slot: its owner's index, and its neighbours in that owner's LRU list.
+    @usableFromInline let slotOwner: UnsafeMutablePointer<UInt32>
+    @usableFromInline let ownerPrev: UnsafeMutablePointer<Int32>
+    @usableFromInline let ownerNext: UnsafeMutablePointer<Int32>
+    /// Per owner index: flows held, most and least recently used slot (-1 when none).
+    @usableFromInline let ownerCount: UnsafeMutablePointer<Int32>
+    @usableFromInline let ownerHead: UnsafeMutablePointer<Int32>
+    @usableFromInline let ownerTail: UnsafeMutablePointer<Int32>
+    /// Why the last refused `track` refused.
+    public private(set) var lastRefusal: FlowRefusal = .tableFull
+
     /// A table for at most `capacity` flows (1 ... 2^30). The daemon passes a random
     /// `hashSeed` (read from the system once at start) so peers cannot pile their flows into one
     /// bucket chain; tests may pass any value.
-    public init(capacity: Int, timeouts: FlowTimeouts = FlowTimeouts(), hashSeed: UInt64 = 0) {
+    /// `owners`: how many owners are accounted apart (rounded up to a power of two; 12 bytes each).
+    public init(capacity: Int, timeouts: FlowTimeouts = FlowTimeouts(), hashSeed: UInt64 = 0, owners: Int = 1 << 16) {
         precondition(capacity >= 1 && capacity <= 1 << 30, "FlowTable capacity must be 1...2^30")
+        precondition(owners >= 1 && owners <= 1 << 24, "FlowTable owners must be 1...2^24")
         self.capacity = capacity
+        var oc = 1
+        while oc < owners { oc <<= 1 }
+        ownerCapacity = oc
+        slotOwner = .allocate(capacity: capacity)
+        slotOwner.initialize(repeating: 0, count: capacity)
+        ownerPrev = .allocate(capacity: capacity)
+        ownerPrev.initialize(repeating: -1, count: capacity)
+        ownerNext = .allocate(capacity: capacity)
+        ownerNext.initialize(repeating: -1, count: capacity)
+        ownerCount = .allocate(capacity: oc)
+        ownerCount.initialize(repeating: 0, count: oc)
+        ownerHead = .allocate(capacity: oc)
+        ownerHead.initialize(repeating: -1, count: oc)
+        ownerTail = .allocate(capacity: oc)
+        ownerTail.initialize(repeating: -1, count: oc)
         self.hashSeed = hashSeed
         self.timeouts = timeouts
         var bucketCount = 1
@@ -74,6 +113,12 @@ public final class FlowTable {
     }
 
     deinit {
+        slotOwner.deallocate()
+        ownerPrev.deallocate()
+        ownerNext.deallocate()
+        ownerCount.deallocate()
+        ownerHead.deallocate()
+        ownerTail.deallocate()
         buckets.deallocate()
         slots.deinitialize(count: capacity)
         UnsafeMutableRawPointer(slots).deallocate()
@@ -91,10 +136,25 @@ public final class FlowTable {
     /// Accounts one packet of `length` bytes with key `key` (from `FlowKey.oriented`, `reversed`
     /// its direction bit) and TCP flags `tcpFlags` (ignored for other protocols): finds or opens
     /// its flow, ends the same key's entry first if it expired, evicts the least recently used
-    /// flow when full, updates counters, TCP state and LRU order.
+    /// flow when full, updates counters, TCP state and LRU order. Every flow is owner 0's: use
+    /// `track(_:reversed:length:tcpFlags:now:owner:maxFlows:allowNew:)` to attribute flows.
     @inlinable public func track(
         _ key: FlowKey, reversed: Bool, length: Int, tcpFlags: TCPFlags = [], now: Int64
     ) -> FlowTrackResult {
+        // Owner 0 alone: a full table always holds an own flow to evict, so this never refuses.
+        track(key, reversed: reversed, length: length, tcpFlags: tcpFlags, now: now, owner: 0)!
+    }
+
+    /// `track` for a flow of `owner`. A packet that would open a new flow is refused (nil, the
+    /// reason in `lastRefusal`, counted in `stats`; nothing changes) when `allowNew` is false or
+    /// the owner holds `maxFlows` already (`.ownerCap`), or when the table is full, its LRU flow
+    /// has not expired and the owner has no flow of its own to give up (`.tableFull`). A full
+    /// table otherwise ends its expired LRU flow, else the owner's own least recently used one.
+    /// Packets of existing flows are never refused. The owner of a flow is the one that opened it.
+    @inlinable public func track(
+        _ key: FlowKey, reversed: Bool, length: Int, tcpFlags: TCPFlags = [], now: Int64,
+        owner: UInt32, maxFlows: Int = .max, allowNew: Bool = true
+    ) -> FlowTrackResult? {
         let hash = key.hash64(seed: hashSeed)
         var ended: FlowRecord? = nil
         var opened = false
@@ -104,11 +164,22 @@ public final class FlowTable {
             slot = -1
         }
         if slot < 0 {
+            let o = Int(owner & UInt32(ownerCapacity - 1))
+            if !allowNew || Int(ownerCount[o]) >= maxFlows {
+                return refuse(.ownerCap, ended: ended)
+            }
             if freeHead < 0 {
-                let victim = lruTail
-                ended = unlink(victim, reason: isExpired(victim, now: now) ? .expired : .evicted)
+                let tail = lruTail
+                if isExpired(tail, now: now) {
+                    ended = unlink(tail, reason: .expired)
+                } else if ownerTail[o] >= 0 {
+                    ended = unlink(ownerTail[o], reason: .evicted)
+                } else {
+                    return refuse(.tableFull, ended: ended)
+                }
             }
             slot = insert(key, hash: hash, reversed: reversed, tcpFlags: tcpFlags, now: now)
+            linkOwner(slot, o)
             opened = true
         }
         let e = slots + Int(slot)
@@ -124,6 +195,26 @@ public final class FlowTable {
         if !opened && key.proto == .tcp { e.pointee.entry.tcp.update(flags: tcpFlags, isReply: isReply) }
         moveToFront(slot)
         return FlowTrackResult(handle: FlowHandle(slot), opened: opened, isReply: isReply, ended: ended)
+    }
+
+    /// Flows `owner` holds now.
+    @inlinable public func flowCount(owner: UInt32) -> Int { Int(ownerCount[Int(owner & UInt32(ownerCapacity - 1))]) }
+
+    /// The owner (as accounted, modulo `ownerCapacity`) of the flow in slot `handle`.
+    @inlinable public func owner(of handle: FlowHandle) -> UInt32 { slotOwner[Int(handle.index)] }
+
+    /// The flow a refused `track` ended (its key's expired entry), nil when none.
+    public private(set) var lastRefusedEnded: FlowRecord? = nil
+
+    /// Counts a refusal; the same key's expired entry it ended stays ended (`lastRefusedEnded`).
+    @usableFromInline func refuse(_ reason: FlowRefusal, ended: FlowRecord?) -> FlowTrackResult? {
+        switch reason {
+        case .ownerCap: stats.refusedCap &+= 1
+        case .tableFull: stats.refusedFull &+= 1
+        }
+        lastRefusal = reason
+        lastRefusedEnded = ended
+        return nil
     }
 
     /// Finds the live flow of `key` without counting a packet or touching LRU order. An entry
@@ -227,6 +318,7 @@ public final class FlowTable {
         let next = s.pointee.lruNext
         if prev >= 0 { slots[Int(prev)].lruNext = next } else { lruHead = next }
         if next >= 0 { slots[Int(next)].lruPrev = prev } else { lruTail = prev }
+        unlinkOwner(slot)
         let record = FlowRecord(entry: s.pointee.entry, reason: reason)
         // Free list.
         s.pointee.entry.id = 0
@@ -241,7 +333,28 @@ public final class FlowTable {
         return record
     }
 
+    @usableFromInline func linkOwner(_ slot: Int32, _ o: Int) {
+        let i = Int(slot)
+        slotOwner[i] = UInt32(o)
+        ownerPrev[i] = -1
+        ownerNext[i] = ownerHead[o]
+        if ownerHead[o] >= 0 { ownerPrev[Int(ownerHead[o])] = slot } else { ownerTail[o] = slot }
+        ownerHead[o] = slot
+        ownerCount[o] += 1
+    }
+
+    @usableFromInline func unlinkOwner(_ slot: Int32) {
+        let i = Int(slot)
+        let o = Int(slotOwner[i])
+        let prev = ownerPrev[i]
+        let next = ownerNext[i]
+        if prev >= 0 { ownerNext[Int(prev)] = next } else { ownerHead[o] = next }
+        if next >= 0 { ownerPrev[Int(next)] = prev } else { ownerTail[o] = prev }
+        ownerCount[o] -= 1
+    }
+
     @inlinable func moveToFront(_ slot: Int32) {
+        moveToOwnerFront(slot)
         if lruHead == slot { return }
         let s = slots + Int(slot)
         let prev = s.pointee.lruPrev
@@ -254,4 +367,26 @@ public final class FlowTable {
         slots[Int(lruHead)].lruPrev = slot
         lruHead = slot
     }
+
+    @inlinable func moveToOwnerFront(_ slot: Int32) {
+        let i = Int(slot)
+        let o = Int(slotOwner[i])
+        if ownerHead[o] == slot { return }
+        let prev = ownerPrev[i]
+        let next = ownerNext[i]
+        ownerNext[Int(prev)] = next
+        if next >= 0 { ownerPrev[Int(next)] = prev } else { ownerTail[o] = prev }
+        ownerPrev[i] = -1
+        ownerNext[i] = ownerHead[o]
+        ownerPrev[Int(ownerHead[o])] = slot
+        ownerHead[o] = slot
+    }
+}
+
+/// Why `FlowTable.track(…owner:…)` refused a new flow.
+public enum FlowRefusal: Sendable, Equatable {
+    /// The owner is at its cap (`maxFlows`) or may not open flows now (`allowNew` false).
+    case ownerCap
+    /// The table is full of live flows of other owners.
+    case tableFull
 }

@@ -155,6 +155,22 @@ public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
         }
     }
 
+    /// New flows refused by the peer's flow caps (issue 16): one coalesced `flow` refusal row per
+    /// peer and destination per hour, rule and reason `flow-limit` (the engine already coalesces
+    /// to one call per peer per second; `refused` is how many it stands for). A full table of
+    /// other peers' flows is counted only (`flow-table-full` in status).
+    public func flowRefused(peer: UInt32, key: FlowKey, reason: FlowRefusal, refused: UInt64, monoMs: Int64) {
+        guard reason == .ownerCap else { return }
+        let dir = peers.current
+        let name = dir.name(of: peer) ?? "peer-\(peer)"
+        // The key is canonical (either order): the far end is the address that is not the peer's.
+        let aIsPeer = dir.routes.lookupRaw(key.addressA) == Int32(bitPattern: peer)
+        let (dst, port) = aIsPeer ? (key.addressB, key.portB) : (key.addressA, key.portA)
+        submit(.refusal(.flow(peer: name, rule: "flow-limit", reason: "flow-limit: MaxFlows or NewFlowRate of the peer",
+                              proto: key.proto.rawValue, dst: dst, dstPort: port, at: wall(monoMs),
+                              count: Int64(clamping: max(1, refused)))))
+    }
+
     public func flowEnded(_ record: FlowRecord) {
         guard recordFlows else { return }
         let reason: String
