@@ -60,6 +60,15 @@ public struct PeerLimits: Sendable, Hashable, Codable {
     /// True when no limit of any kind applies (the pause is moot without a window).
     public var isUnlimited: Bool { !isWindowed && !isShaped && !capsFlows && idleTimeoutMs == nil }
 
+    /// True when `used` reaches one of the quotas (the one quota rule: the watchdog's
+    /// `WatchdogRules.quotaReached` and the data path's `QuotaMeter` both ask it).
+    public func quotaReached(_ used: ByteUse) -> Bool {
+        if let q = quotaBytes, used.total >= q { return true }
+        if let q = quotaUpBytes, used.up >= q { return true }
+        if let q = quotaDownBytes, used.down >= q { return true }
+        return false
+    }
+
     /// True when the peer's flows are capped (count or rate of new ones).
     public var capsFlows: Bool { maxFlows != nil || newFlowsPerSecond != nil }
 }

@@ -93,7 +93,7 @@ public final class QuotaMeter: Sendable {
             }
             let carried = s.accounts[peer.rawValue].flatMap { $0.window == window ? $0.used : nil } ?? used
             let a = Account(window: window, used: carried, limits: limits)
-            if WatchdogQuota.reached(carried, limits) { a.exhausted.store(true, ordering: .relaxed) }
+            if limits.quotaReached(carried) { a.exhausted.store(true, ordering: .relaxed) }
             var next = s.accounts
             next[peer.rawValue] = a
             s = Snapshot(next)
@@ -116,17 +116,6 @@ public final class QuotaMeter: Sendable {
 
     /// Bytes of account state per armed peer (for the memory report).
     public static var bytesPerAccount: Int { MemoryLayout<Int64>.size * 5 + MemoryLayout<Bool>.size + 16 }
-}
-
-/// The quota rule the meter and the watchdog share (one owner: `WatchdogRules.quotaReached`
-/// lives in Sessions, which Engine cannot import; this is the same comparison).
-enum WatchdogQuota {
-    static func reached(_ u: ByteUse, _ l: PeerLimits) -> Bool {
-        if let q = l.quotaBytes, u.total >= q { return true }
-        if let q = l.quotaUpBytes, u.up >= q { return true }
-        if let q = l.quotaDownBytes, u.down >= q { return true }
-        return false
-    }
 }
 
 /// One data-path thread's accounting over a batch: consecutive packets of one peer are summed

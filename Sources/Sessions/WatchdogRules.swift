@@ -51,10 +51,7 @@ public enum WatchdogRules {
     /// True when the bytes used in a window reach one of the quotas of `limits` (up: what the
     /// peer sent, down: what it received).
     public static func quotaReached(up: UInt64, down: UInt64, limits: PeerLimits) -> Bool {
-        if let q = limits.quotaBytes, up &+ down >= q { return true }
-        if let q = limits.quotaUpBytes, up >= q { return true }
-        if let q = limits.quotaDownBytes, down >= q { return true }
-        return false
+        limits.quotaReached(ByteUse(up: up, down: down))
     }
 
     /// The bytes a window may still carry before a quota is reached, each way (nil: that way is

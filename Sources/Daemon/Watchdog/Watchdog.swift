@@ -195,7 +195,6 @@ public final class Watchdog: Sendable {
                 s.windows[p.name] = w
                 s.used[p.name] = nil
                 sink.record(.windowPut(peer: p.name, w))
-                armLocked(&s, p)
             case .refuse(let w):
                 refuseLocked(&s, p, at: now)
                 sink.record(.refused(peer: p.name, windowEnd: w.allowedUntil, at: now))
@@ -366,7 +365,8 @@ public final class Watchdog: Sendable {
     @discardableResult
     private func armLocked(_ s: inout State, _ p: Peer) -> QuotaMeter.Account? {
         let l = limits(s, p)
-        if l.hasQuota, let w = s.windows[p.name], case .inWindow = WatchdogRules.phase(now: w.allowedUntil - 1, limits: l, window: w) {
+        // Callers arm only a window in force (just opened, resumed, or in window at a pass).
+        if l.hasQuota, let w = s.windows[p.name] {
             return quotas.arm(p.handle, window: w.allowedUntil, used: s.used[p.name] ?? .zero, limits: l)
         }
         if l.idleTimeoutMs != nil {
