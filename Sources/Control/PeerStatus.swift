@@ -23,6 +23,11 @@ public struct PeerStatus: Hashable, Sendable, Codable {
     public var reconnectAtMs: Int64?
     /// The peer's AllowedIPs (`10.99.0.2/32`).
     public var allowedIPs: [String]
+    /// The limits tunneld enforces on the peer (tier and per-peer keys resolved); nil when not
+    /// known (a bare WireGuard device, or a daemon that predates issue 16).
+    public var limits: PeerLimits? = nil
+    /// Bytes used in the current window, when the peer has a quota (as of the watchdog's last pass).
+    public var quotaUsed: ByteUse? = nil
 
     /// A peer status from its fields.
     public init(

@@ -48,6 +48,24 @@ public enum WatchdogRules {
         return WindowDates(allowedUntil: now, reconnectAt: now &+ limits.pauseMs)
     }
 
+    /// Why a peer is refused in the pause after a window that carried `used`: `quota pause` when
+    /// the window's use reached a quota (the quota ended it early), else `free-limit pause` (its
+    /// Session time ran out). The one wording: refusal rows, `explain PEER` and the journal's
+    /// reason (`quota-pause` / `free-pause`) derive from it.
+    public static func pauseReason(used: ByteUse, limits: PeerLimits) -> PauseReason {
+        limits.quotaReached(used) ? .quota : .sessionTime
+    }
+
+    /// What ended the window a peer is paused after.
+    public enum PauseReason: Sendable, Hashable {
+        case sessionTime
+        case quota
+        /// As refusal rows and `explain PEER` say it.
+        public var text: String { self == .quota ? "quota pause" : "free-limit pause" }
+        /// As journal events say it (`REASON=`).
+        public var eventReason: String { self == .quota ? "quota-pause" : "free-pause" }
+    }
+
     /// True when the bytes used in a window reach one of the quotas of `limits` (up: what the
     /// peer sent, down: what it received).
     public static func quotaReached(up: UInt64, down: UInt64, limits: PeerLimits) -> Bool {

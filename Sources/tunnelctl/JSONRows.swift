@@ -234,6 +234,12 @@ struct PeerJSON: Encodable {
     @Nullable var allowedUntil: JSONTime?
     @Nullable var reconnectAt: JSONTime?
     var allowedIPs: [String]
+    /// The limits in force, as `PeerLimits.summary` writes them (null: the daemon did not say).
+    @Nullable var limits: String?
+    /// With a quota: bytes used in the window, and `312.0 MiB of 1GiB used`.
+    @Nullable var quotaUsedUp: UInt64?
+    @Nullable var quotaUsedDown: UInt64?
+    @Nullable var quota: String?
 
     init(_ p: PeerStatus) {
         peer = p.name
@@ -261,5 +267,9 @@ struct PeerJSON: Encodable {
         allowedUntil = p.allowedUntilMs.map(JSONTime.init(ms:))
         reconnectAt = p.reconnectAtMs.map(JSONTime.init(ms:))
         allowedIPs = p.allowedIPs
+        limits = p.limits?.summary
+        quotaUsedUp = p.quotaUsed?.up
+        quotaUsedDown = p.quotaUsed?.down
+        quota = p.quotaUsed.flatMap { u in p.limits?.quotaText(u) }
     }
 }

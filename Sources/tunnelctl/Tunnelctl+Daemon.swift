@@ -48,7 +48,7 @@ extension Tunnelctl {
             console.print(try encodeJSON(peers.map(PeerJSON.init)))
             return .ok
         }
-        console.print(renderPeers(peers, now: Int64(Date().timeIntervalSince1970 * 1000)))
+        console.print(renderPeers(peers, now: cliNow()))
         return .ok
     }
 
@@ -221,13 +221,21 @@ extension Tunnelctl {
     }
 
     static func renderPeers(_ peers: [PeerStatus], now: Int64) -> String {
-        var rows = [["PEER", "TIER", "SESSION", "ENDPOINT", "HANDSHAKE", "RX", "TX", "ALLOWED IPS"]]
+        var rows = [["PEER", "TIER", "SESSION", "ENDPOINT", "HANDSHAKE", "RX", "TX", "ALLOWED IPS", "LIMITS"]]
         for p in peers {
             let hs = p.lastHandshakeMs.map { remainingText(max(0, (now - $0) / 1000)) + " ago" } ?? "never"
             rows.append([p.name, p.tier.rawValue, p.session.rawValue, p.endpoint ?? "-", hs, bytesText(p.rxBytes),
-                         bytesText(p.txBytes), p.allowedIPs.joined(separator: ",")])
+                         bytesText(p.txBytes), p.allowedIPs.joined(separator: ","), limitsText(p)])
         }
         return table(rows)
+    }
+
+    /// The LIMITS cell of `peers` and the live view: `PeerLimits.summary`, with the quota's use
+    /// (`quota 1GiB (312.0 MiB of 1GiB used)`); `unknown` when the daemon did not say.
+    static func limitsText(_ p: PeerStatus) -> String {
+        guard let limits = p.limits else { return "unknown" }
+        guard let used = p.quotaUsed, let q = limits.quotaText(used) else { return limits.summary }
+        return limits.summary + " (\(q))"
     }
 
     /// Left-aligned columns separated by two spaces.

@@ -139,7 +139,12 @@ extension Tunnelctl {
         }
         if session.state == "paused", let w = try store?.window(peer: name) {
             e.refused = true
-            e.reason = "free-limit pause"
+            // Which limit ended the window: its quota when the window's use reached one (the rule
+            // tunneld applied, PeerLimits.quotaReached), else its Session time.
+            let limits = config.limits(of: peer, tier: try tier(of: peer, store))
+            let why = WatchdogRules.pauseReason(used: ByteUse(up: w.usedUp, down: w.usedDown), limits: limits)
+            let byQuota = why == .quota
+            e.reason = why.text
             e.since = isoText(w.allowedUntil)
             e.until = isoText(w.reconnectAt)
             e.secondsLeft = session.secondsToReconnect
@@ -150,7 +155,12 @@ extension Tunnelctl {
                 console.print(try encodeJSON(e))
                 return .ok
             }
-            console.print("\(name): refused — free-tier pause: its \(remainingText(session.windowSeconds)) session window ended at \(clockText(w.allowedUntil))")
+            if byQuota {
+                console.print("\(name): refused — quota pause: its window ended at \(clockText(w.allowedUntil)) when its quota was used (\(session.quota ?? "?"))")
+            } else {
+                console.print("\(name): refused — free-tier pause: its \(remainingText(session.windowSeconds)) session window ended at \(clockText(w.allowedUntil))")
+            }
+            console.print("  limits    \(session.limits)")
             console.print("  since     \(dateTimeText(w.allowedUntil))")
             console.print("  until     \(dateTimeText(w.reconnectAt)) (can reconnect in \(remainingText(session.secondsToReconnect ?? 0)))")
             if let last = rows.map(\.lastAt).max() {
@@ -167,6 +177,7 @@ extension Tunnelctl {
             // Without a store nothing can have refused the peer, but say why rather than "not refused".
             console.print(store == nil ? "\(name): \(noHistoryYet(config))" : "\(name): not refused")
             console.print(session.line)
+            console.print("limits: \(session.limits)")
         }
         return .failure
     }
@@ -280,6 +291,8 @@ extension Tunnelctl {
                                session: .disconnected, allowedUntilMs: w?.allowedUntil, reconnectAtMs: w?.reconnectAt,
                                allowedIPs: p.allowedIPs.map(\.description))
             if case .paused = WatchdogRules.phase(now: now, limits: limits, window: w?.dates) { s.session = .paused }
+            s.limits = limits
+            s.quotaUsed = limits.hasQuota ? ByteUse(up: w?.usedUp ?? 0, down: w?.usedDown ?? 0) : nil
             out.append(s)
         }
         if json {

@@ -97,6 +97,7 @@ extension Tunnelctl {
         if said != "" { note("attached to \(o.ringPath) (generation \(consumer.generation))") }
         // --json names the deciding rule: the ring carries its index in the running policy.
         var rules = WatchRules(ringPath: o.ringPath)
+        var peers = WatchPeers(ringPath: o.ringPath)
         let encoder = JSONOutput.encoder(lines: true)
         if o.json { rules.refresh(now: DispatchTime.now().uptimeNanoseconds) }
         var buffer = [LiveRecord](repeating: LiveRecord(), count: 1024)
@@ -149,6 +150,9 @@ extension Tunnelctl {
                 let now = SystemClock().monotonicNanoseconds()
                 if now &- lastDraw >= 1_000_000_000 {
                     view.dropped = consumer.dropped
+                    if let answer = peers.refreshIfStale(now: now) {
+                        view.peers = answer.map { list in o.peer.map { name in list.filter { $0.name == name } } ?? list }
+                    }
                     console.print(view.render(nowNanoseconds: wallNanoseconds()))
                     view.tick()
                     lastDraw = now

@@ -1,3 +1,4 @@
+import Control
 import Core
 import Foundation
 import LiveFeed
@@ -22,6 +23,9 @@ struct WatchView {
     var totalRecords: UInt64 = 0
     var dropped: UInt64 = 0
     var notice = ""
+    /// The peers as tunneld last reported them (session state, time left, limits in force), or
+    /// why they are not known (tunneld not answering): never a stale table presented as current.
+    var peers: Result<[PeerStatus], WatchPeers.Unavailable>? = nil
     static let keep = 8
 
     mutating func add(_ r: LiveRecord) {
@@ -63,6 +67,39 @@ struct WatchView {
         blockedFlows.removeAll()
     }
 
+    /// The PEERS section: each peer's state, the time its window or pause has left, and the limits
+    /// that apply (with the quota's use), as `tunnelctl peers` shows them.
+    func peerLines(nowMs: Int64) -> [String] {
+        var lines = ["PEERS"]
+        switch peers {
+        case nil:
+            lines.append("  (asking tunneld)")
+        case .failure(let why)?:
+            lines.append("  (not known: \(why.message))")
+        case .success(let list)?:
+            if list.isEmpty { lines.append("  (no peers configured)"); break }
+            var rows = [["  PEER", "TIER", "STATE", "TIME", "LIMITS"]]
+            for p in list.prefix(20) {
+                rows.append(["  " + p.name, p.tier.rawValue, p.session.rawValue, WatchView.timeText(p, nowMs: nowMs),
+                             Tunnelctl.limitsText(p)])
+            }
+            lines.append(Tunnelctl.table(rows))
+            if list.count > 20 { lines.append("  (\(list.count - 20) more: tunnelctl peers)") }
+        }
+        return lines
+    }
+
+    /// `12m30s left`, `paused, 5m left`, or `-` (no window).
+    static func timeText(_ p: PeerStatus, nowMs: Int64) -> String {
+        if p.session == .paused, let r = p.reconnectAtMs {
+            return "paused, \(Tunnelctl.remainingText(max(0, (r - nowMs) / 1000))) left"
+        }
+        if p.session == .connected, let a = p.allowedUntilMs, a > nowMs, a < WindowDates.noEnd {
+            return "\(Tunnelctl.remainingText(max(0, (a - nowMs) / 1000))) left"
+        }
+        return "-"
+    }
+
     /// The whole screen (starts with the ANSI home + clear sequence).
     func render(nowNanoseconds: UInt64) -> String {
         var lines: [String] = []
@@ -87,6 +124,8 @@ struct WatchView {
             lines.append(Tunnelctl.table(rows))
         }
         lines.append("")
+        lines += peerLines(nowMs: Int64(nowNanoseconds / 1_000_000))
+        lines.append("")
         lines.append("NEW FLOWS")
         lines += newFlows.isEmpty ? ["  (none yet)"] : newFlows.reversed().map { "  " + Tunnelctl.textLine($0) }
         lines.append("")
@@ -104,5 +143,34 @@ extension Tunnelctl {
         if bits >= 1e6 { return String(format: "%.1f Mbit/s", bits / 1e6) }
         if bits >= 1e3 { return String(format: "%.1f kbit/s", bits / 1e3) }
         return String(format: "%.0f bit/s", bits)
+    }
+}
+
+/// The live view's peer table: `peers` asked of tunneld every two seconds over control.sock.
+struct WatchPeers {
+    struct Unavailable: Error, Hashable {
+        var message: String
+    }
+    let socketPath: String
+    private var fetchedAt: UInt64 = 0
+    static let maxAgeNanoseconds: UInt64 = 2_000_000_000
+
+    init(ringPath: String) {
+        socketPath = (ringPath as NSString).deletingLastPathComponent + "/control.sock"
+    }
+
+    /// A fresh answer when the last is older than two seconds, else nil (keep what is shown).
+    mutating func refreshIfStale(now: UInt64) -> Result<[PeerStatus], Unavailable>? {
+        guard fetchedAt == 0 || now &- fetchedAt >= WatchPeers.maxAgeNanoseconds else { return nil }
+        fetchedAt = now
+        let client = ControlClient(socketPath: socketPath, timeout: .seconds(1))
+        do {
+            switch try client.send(.peers) {
+            case .peers(let list): return .success(list)
+            case let other: return .failure(Unavailable(message: "tunneld answered \(other.type) to peers"))
+            }
+        } catch {
+            return .failure(Unavailable(message: "tunneld does not answer on \(socketPath) (\(error))"))
+        }
     }
 }

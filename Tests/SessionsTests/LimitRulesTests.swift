@@ -32,6 +32,21 @@ import Testing
         #expect(WatchdogRules.onConnect(now: 35_000, limits: l, window: ended) == .openWindow(WindowDates(allowedUntil: 95_000, reconnectAt: 125_000)))
     }
 
+    /// The pause names what ended its window: the quota when the window's use reached one, else
+    /// its Session time (refusal rows, `explain PEER` and journal events all take this wording).
+    @Test func thePauseNamesTheLimitThatEndedItsWindow() {
+        let l = PeerLimits(sessionMs: 60_000, pauseMs: 30_000, quotaBytes: 1000, quotaDownBytes: 600)
+        #expect(WatchdogRules.pauseReason(used: ByteUse(up: 100, down: 499), limits: l) == .sessionTime)
+        #expect(WatchdogRules.pauseReason(used: ByteUse(up: 400, down: 600), limits: l) == .quota)
+        #expect(WatchdogRules.pauseReason(used: ByteUse(up: 0, down: 600), limits: l) == .quota, "QuotaDown alone")
+        #expect(WatchdogRules.pauseReason(used: ByteUse(up: .max / 2, down: 0), limits: PeerLimits(sessionMs: 1, pauseMs: 1)) == .sessionTime,
+                "no quota: time ended it, whatever was used")
+        #expect(WatchdogRules.PauseReason.quota.text == "quota pause")
+        #expect(WatchdogRules.PauseReason.sessionTime.text == "free-limit pause")
+        #expect(WatchdogRules.PauseReason.quota.eventReason == "quota-pause")
+        #expect(WatchdogRules.PauseReason.sessionTime.eventReason == "free-pause")
+    }
+
     @Test func aQuotaOnlyWindowHasNoEnd() {
         let l = PeerLimits(pauseMs: 3_600_000, quotaBytes: 20 << 20)
         #expect(l.isWindowed)

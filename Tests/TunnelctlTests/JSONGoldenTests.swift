@@ -23,7 +23,20 @@ import Testing
 
     // MARK: the daemon's answers
 
-    static let peers = [
+    static let peers: [PeerStatus] = {
+        var list = basePeers
+        // alice: a 20m window with a 1 GiB quota, 312 MiB used; bob: unlimited; carol: paused after
+        // her quota was used; as tunneld's `peers` reply carries them.
+        list[0].limits = PeerLimits(sessionMs: 20 * min, pauseMs: 45 * min, quotaBytes: 1 << 30, rateUpBitsPerSecond: 5_000_000,
+                                    rateDownBitsPerSecond: 5_000_000)
+        list[0].quotaUsed = ByteUse(up: 12 << 20, down: 300 << 20)
+        list[1].limits = .unlimited
+        list[2].limits = PeerLimits(sessionMs: 20 * min, pauseMs: 45 * min, quotaDownBytes: 100 << 20, idleTimeoutMs: 10 * min)
+        list[2].quotaUsed = ByteUse(up: 1 << 20, down: 100 << 20)
+        return list
+    }()
+
+    static let basePeers = [
         PeerStatus(name: "alice", publicKey: "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=", tier: .free, endpoint: "192.0.2.7:40001",
                    lastHandshakeMs: now - 30_000, rxBytes: 123_456, txBytes: 654_321, session: .connected,
                    allowedUntilMs: now + 6 * min, reconnectAtMs: now + 51 * min, allowedIPs: ["10.99.0.2/32"]),
@@ -106,6 +119,11 @@ import Testing
         let peers = f.run(["peers", "--json"])
         #expect(peers.code == .ok && peers.err.isEmpty, "\(peers.err)")
         try expectGolden(peers.out, "peers.json")
+        // The text table shows each limit in force and the quota's use (issue 16); the daemon's
+        // own peers carry them, a peer without them says `unknown`, never a made-up `no limits`.
+        let text = f.run(["peers"])
+        #expect(text.code == .ok && text.err.isEmpty, "\(text.err)")
+        try expectGolden(text.out, "peers.txt")
         try expectGolden(f.run(["kick", "alice", "--json"]).out, "kick.json")
         let show = f.run(["policy", "show", "--json"])
         #expect(show.code == .ok)

@@ -203,6 +203,29 @@ import Testing
         #expect(view.render(nowNanoseconds: 0).contains("(no traffic)"))
     }
 
+    /// The live view's PEERS section: each peer's state, time left and the limits in force with
+    /// the quota's use; when tunneld does not answer it says so rather than showing a table.
+    @Test func liveViewShowsPeersAndTheirLimits() {
+        var view = WatchView()
+        let nowMs = JSONGoldenTests.now
+        #expect(view.render(nowNanoseconds: UInt64(nowMs) * 1_000_000).contains("PEERS\n  (asking tunneld)"))
+        view.peers = .success(JSONGoldenTests.peers)
+        let screen = view.render(nowNanoseconds: UInt64(nowMs) * 1_000_000)
+        #expect(screen.contains("PEERS\n  PEER"))
+        let alice = screen.split(separator: "\n").first { $0.hasPrefix("  alice") }.map(String.init) ?? ""
+        #expect(alice.contains("connected") && alice.contains("6m00s left"), "\(alice)")
+        #expect(alice.contains("session 20m then pause 45m, quota 1GiB"), "\(alice)")
+        #expect(alice.contains("(312.0 MiB of 1GiB used)"), "\(alice)")
+        let carol = screen.split(separator: "\n").first { $0.hasPrefix("  carol") }.map(String.init) ?? ""
+        #expect(carol.contains("paused, 35m00s left") && carol.contains("idle 10m") && carol.contains("100.0 MiB of 100MiB down used"), "\(carol)")
+        let bob = screen.split(separator: "\n").first { $0.hasPrefix("  bob") }.map(String.init) ?? ""
+        #expect(bob.contains("no limits") && bob.hasSuffix("no limits"), "\(bob)")
+        view.peers = .failure(WatchPeers.Unavailable(message: "tunneld does not answer"))
+        let down = view.render(nowNanoseconds: UInt64(nowMs) * 1_000_000)
+        #expect(down.contains("PEERS\n  (not known: tunneld does not answer)"))
+        #expect(!down.contains("  alice"))
+    }
+
     /// Runs `tunnelctl watch` over a real ring on another thread; the producer restarts half-way.
     @Test func watchSurvivesAProducerRestart() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tv-watch-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path

@@ -104,6 +104,13 @@ check_output "a watchdog marker says why" 'watchdog: alice used its quota' store
 sleep 12
 check_output "explain alice: refused during the pause, retries counted" 'refused|pause' $CTL explain alice
 check_exit "explain alice exits 0 (refused)" 0 $CTL explain alice
+check_output "explain alice names the quota as what ended the window" 'refused — quota pause: .*20\.0 MiB of 20MiB used' $CTL explain alice
+check_output "explain alice lists the limits in force" '^  limits +quota 20MiB then pause 1h' $CTL explain alice
+check_output "the refusal rows say 'quota pause'" '^quota pause$' store_sql "SELECT DISTINCT reason FROM refusals WHERE peer = 'alice' AND kind = 'session'"
+check_output "tunnelctl peers shows alice's limits and the quota's use" '^alice .*quota 20MiB.*\(20\.0 MiB of 20MiB used\)' $CTL peers
+check_output "peers --json: alice's quota" '"quota" : "20.0 MiB of 20MiB used"' $CTL peers --json
+check_output "the live view shows alice paused, with her limits" 'alice .*paused, .* left .*quota 20MiB' \
+  timeout 4 $CTL watch --view
 U4=$(used_total)
 check "reconnect attempts did not reset the quota ($U4 >= $QUOTA)" test "${U4:-0}" -ge $QUOTA
 

@@ -114,8 +114,8 @@ public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
             // One coalesced row per peer and reason (window 0): attempts counted, first and last time.
             let event = RefusalEvent.session(peer: peer, windowEnd: 0, at: at, reason: reason)
             if let ledger = ledgerRef.load() { ledger.refusal(event, at: at) } else { submit(.refusal(event)) }
-        case let .refused(peer, windowEnd, at):
-            let event = RefusalEvent.session(peer: peer, windowEnd: windowEnd, at: at)
+        case let .refused(peer, windowEnd, at, why):
+            let event = RefusalEvent.session(peer: peer, windowEnd: windowEnd, at: at, reason: why.text)
             if let ledger = ledgerRef.load() { ledger.refusal(event, at: at) } else { submit(.refusal(event)) }
         case let .marker(at, label, detail): submit(.marker(MarkerInput(at: at, label: label, kind: .automatic, detail: detail)))
         }

@@ -320,6 +320,8 @@ public final class SessionService: @unchecked Sendable {
             s.tier = v.tier
             s.allowedUntilMs = v.window?.allowedUntil
             s.reconnectAtMs = v.window?.reconnectAt
+            s.limits = v.limits
+            s.quotaUsed = v.limits.hasQuota ? (v.used ?? .zero) : nil
             if case .paused = WatchdogRules.phase(now: now, limits: v.limits, window: v.window) { s.session = .paused }
             return s
         }

@@ -102,6 +102,11 @@ public final class Watchdog: Sendable {
         return t == p.tier ? p.limits : peers.tierClasses.resolve(tier: t, peer: p.limitSettings)
     }
 
+    /// What ended the window `p` is paused after (its quota, or its Session time).
+    private func pauseReason(_ s: State, _ p: Peer) -> WatchdogRules.PauseReason {
+        WatchdogRules.pauseReason(used: s.used[p.name] ?? .zero, limits: limits(s, p))
+    }
+
     /// Why `p` is refused at `now` regardless of windows (nil: it is not).
     private static func restricted(_ s: State, _ p: Peer, now: Int64) -> SessionEndReason? {
         switch s.restrictions[p.name] {
@@ -197,7 +202,7 @@ public final class Watchdog: Sendable {
                 sink.record(.windowPut(peer: p.name, w))
             case .refuse(let w):
                 refuseLocked(&s, p, at: now)
-                sink.record(.refused(peer: p.name, windowEnd: w.allowedUntil, at: now))
+                sink.record(.refused(peer: p.name, windowEnd: w.allowedUntil, at: now, reason: pauseReason(s, p)))
                 return false
             }
             let bytes = device.byteCounts(p.handle)
@@ -219,7 +224,7 @@ public final class Watchdog: Sendable {
             s.refusals[p.name, default: 0] &+= 1
             switch WatchdogRules.phase(now: now, limits: limits(s, p), window: s.windows[p.name]) {
             case .paused(let w):
-                sink.record(.refused(peer: p.name, windowEnd: w.allowedUntil, at: now))
+                sink.record(.refused(peer: p.name, windowEnd: w.allowedUntil, at: now, reason: pauseReason(s, p)))
             default:
                 // Refused for another reason, or the pause just ended: the next tick un-refuses.
                 break

@@ -44,13 +44,13 @@ public final class WatchdogEvents: WatchdogSink {
                 return .windowEnd(peer: peer, reconnectAtMs: w?.reconnectAt)
             }
             return .sessionEnd(peer: peer, tier: tier(peer), reason: reason)
-        case let .refused(peer, windowEnd, _):
+        case let .refused(peer, windowEnd, _, why):
             let key = "window:\(windowEnd)"
             let first = state.withLock { s in
                 defer { s.refusalLogged[peer] = key }
                 return s.refusalLogged[peer] != key
             }
-            return first ? .refusal(peer: peer, tier: tier(peer), reason: "free-pause") : nil
+            return first ? .refusal(peer: peer, tier: tier(peer), reason: why.eventReason) : nil
         case let .restricted(peer, reason, _):
             let key = "restricted:\(reason)"
             let first = state.withLock { s in

@@ -1,5 +1,6 @@
 import Engine
 import Core
+import Sessions
 import Store
 
 /// A record the watchdog hands to its sink (the daemon turns them into `StoreRecord`s).
@@ -13,7 +14,7 @@ public enum WatchdogRecord: Sendable, Hashable {
     /// A session ended.
     case sessionClosed(peer: String, at: Int64, reason: SessionEndReason, rx: UInt64, tx: UInt64)
     /// A refused handshake during the pause after the window ending at `windowEnd`.
-    case refused(peer: String, windowEnd: Int64, at: Int64)
+    case refused(peer: String, windowEnd: Int64, at: Int64, reason: WatchdogRules.PauseReason = .sessionTime)
     /// A refused handshake of a disabled or expired peer (`reason`: `disabled`, `expired`).
     case restricted(peer: String, reason: String, at: Int64)
     /// An automatic marker.
