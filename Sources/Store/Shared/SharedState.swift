@@ -1,0 +1,178 @@
+import Core
+/// The facts several gateways share (issue 19, docs/scale-out.md): free-tier windows with their
+/// byte use, runtime tier overrides, and the history each gateway ships from its local journal.
+///
+/// Two implementations: `SQLiteSharedState` (the local `state.db`; one router, the default) and
+/// `PostgresSharedState` (libpq; many gateways, one database). The daemon never calls either on
+/// the packet path: it enforces from its own memory and talks to the shared state from the
+/// watchdog and history threads, falling back to the local journal when the backend is away.
+///
+/// Every mutating call is one statement (or one transaction) that is safe to race with the same
+/// call from another gateway; see each method.
+public protocol SharedState: AnyObject {
+    /// `sqlite` or `postgresql` (for `tunnelctl status`).
+    var backend: String { get }
+
+    // MARK: Windows
+
+    /// Opens `peer`'s window atomically, in one statement: when the peer has no stored window, or
+    /// its stored `reconnectAt <= now` (the pause is over), stores `dates` as a new window (epoch
+    /// one more than before, use 0, `gateway`, `openedAt = now`) and returns it with
+    /// `opened == true`; otherwise returns the stored window unchanged with `opened == false`.
+    /// Two gateways racing for the same peer get the same window: exactly one of them opened it.
+    func openWindow(peer: String, dates: WindowDates, gateway: String, now: Int64) throws -> WindowOpen
+
+    /// Moves the dates of window `epoch` of `peer` (ended early by its quota, moved by a clock
+    /// step). Does nothing when the stored window is another epoch. Returns the stored window after.
+    @discardableResult
+    func updateWindow(peer: String, epoch: Int64, dates: WindowDates) throws -> SharedWindow?
+
+    /// Adds bytes used in window `epoch` of `peer` (a gateway's delta since its last call) and
+    /// returns the window after, whose `usedUp`/`usedDown` are the sum over every gateway. Nil
+    /// when the stored window is another epoch (the delta belongs to a window that is over).
+    func addUse(peer: String, epoch: Int64, up: UInt64, down: UInt64) throws -> SharedWindow?
+
+    /// A window opened while the backend was away, offered when it is back: the earliest window
+    /// wins. Stored when the peer has no window, when the stored one's pause is over at `now`, or
+    /// when the stored one was opened later than `w.openedAt`; use counted in the losing window
+    /// is added to the winner. Returns the window in force after.
+    func reconcile(_ w: SharedWindow, now: Int64) throws -> SharedWindow
+
+    /// `peer`'s stored window, or nil.
+    func window(peer: String) throws -> SharedWindow?
+
+    /// Windows changed (opened, moved, used, deleted excepted) after change number `since`,
+    /// with the newest change number seen (poll with it next time). `since: 0` returns all.
+    func windows(changedAfter since: Int64) throws -> (windows: [SharedWindow], latest: Int64)
+
+    /// Removes `peer`'s window. Returns whether one existed.
+    @discardableResult
+    func deleteWindow(peer: String) throws -> Bool
+
+    // MARK: Tiers
+
+    /// Sets (`tier`) or clears (nil) `peer`'s runtime tier override.
+    func setTier(peer: String, tier: PeerTier?, at: Int64) throws
+
+    /// Overrides changed after change number `since` (cleared ones with `tier == nil`), with the
+    /// newest change number seen. `since: 0` returns every override in force.
+    func tiers(changedAfter since: Int64) throws -> (changes: [SharedTierChange], latest: Int64)
+
+    // MARK: History
+
+    /// Stores `batch` idempotently: each row is keyed by `(batch.gateway, row id)`, so shipping
+    /// the same rows again (after a lost reply, a restart) updates them in place, never adds a
+    /// second copy. Rows are written in one transaction.
+    func ship(_ batch: HistoryBatch) throws
+
+    /// Rows stored for `gateway` (nil: all gateways), per family (tests, `status`).
+    func historyCounts(gateway: String?) throws -> HistoryCounts
+
+    /// Deletes history last touched before `before`, at most `batch` rows per statement, until
+    /// none is left. Returns how many rows went.
+    @discardableResult
+    func pruneHistory(before: Int64, batch: Int) throws -> Int
+}
+
+/// A window as the shared state keeps it.
+public struct SharedWindow: Hashable, Sendable {
+    /// The peer's name.
+    public var peer: String
+    /// Counts the peer's windows: one more each time one opens. Identifies the window.
+    public var epoch: Int64
+    /// The dates (end of the connected time, end of the pause).
+    public var dates: WindowDates
+    /// Bytes the peer sent in this window, over every gateway.
+    public var usedUp: UInt64
+    /// Bytes the peer received in this window, over every gateway.
+    public var usedDown: UInt64
+    /// The gateway that opened it (`GatewayName`).
+    public var gateway: String
+    /// When it opened, Unix epoch ms.
+    public var openedAt: Int64
+
+    /// A window.
+    public init(peer: String, epoch: Int64, dates: WindowDates, usedUp: UInt64 = 0, usedDown: UInt64 = 0,
+                gateway: String, openedAt: Int64) {
+        self.peer = peer
+        self.epoch = epoch
+        self.dates = dates
+        self.usedUp = usedUp
+        self.usedDown = usedDown
+        self.gateway = gateway
+        self.openedAt = openedAt
+    }
+}
+
+/// What `openWindow` found: the window in force and whether this call opened it.
+public struct WindowOpen: Hashable, Sendable {
+    /// The window in force after the call.
+    public var window: SharedWindow
+    /// True when this call opened it; false when a window in force was already stored.
+    public var opened: Bool
+
+    /// A result.
+    public init(window: SharedWindow, opened: Bool) {
+        self.window = window
+        self.opened = opened
+    }
+}
+
+/// One tier override change: the tier in force (nil: the override was cleared).
+public struct SharedTierChange: Hashable, Sendable {
+    /// The peer's name.
+    public var peer: String
+    /// The override in force, nil when cleared.
+    public var tier: PeerTier?
+    /// When it was changed, Unix epoch ms.
+    public var changedAt: Int64
+
+    /// A change.
+    public init(peer: String, tier: PeerTier?, changedAt: Int64) {
+        self.peer = peer
+        self.tier = tier
+        self.changedAt = changedAt
+    }
+}
+
+/// History rows one gateway ships from its local journal.
+public struct HistoryBatch: Sendable {
+    /// The gateway the rows come from (`GatewayName`); with each row's id, the row's key.
+    public var gateway: String
+    /// Flow rows (open or closed), keyed by the daemon's flow id.
+    public var flows: [Flow]
+    /// Session rows, keyed by their local id.
+    public var sessions: [Session]
+    /// Refusal rows (coalesced counts), keyed by their local id.
+    public var refusals: [Refusal]
+    /// Marker rows, keyed by their local id.
+    public var markers: [Marker]
+
+    /// A batch.
+    public init(gateway: String, flows: [Flow] = [], sessions: [Session] = [], refusals: [Refusal] = [], markers: [Marker] = []) {
+        self.gateway = gateway
+        self.flows = flows
+        self.sessions = sessions
+        self.refusals = refusals
+        self.markers = markers
+    }
+
+    /// Rows in the batch.
+    public var count: Int { flows.count + sessions.count + refusals.count + markers.count }
+}
+
+/// Rows of history per family.
+public struct HistoryCounts: Hashable, Sendable {
+    public var flows: Int64
+    public var sessions: Int64
+    public var refusals: Int64
+    public var markers: Int64
+
+    /// Counts.
+    public init(flows: Int64 = 0, sessions: Int64 = 0, refusals: Int64 = 0, markers: Int64 = 0) {
+        self.flows = flows
+        self.sessions = sessions
+        self.refusals = refusals
+        self.markers = markers
+    }
+}
