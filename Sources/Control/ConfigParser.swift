@@ -293,6 +293,18 @@ struct ConfigParser {
                     continue
                 }
                 c.statusListen = ep
+            case "Store":
+                switch SharedStoreSetting.parse(v) {
+                case .success(let setting): c.store = setting
+                case .failure(let p): error(e.line, e.key, p.message, p.hint)
+                }
+            case "StorePassFile": c.storePassFile = resolve(v)
+            case "GatewayName":
+                guard SharedStoreSetting.isValidGatewayName(v) else {
+                    error(e.line, e.key, "'\(v)' is not a gateway name", "use 1 to 64 of A-Z a-z 0-9 _ . - (e.g. gw-fra-1)")
+                    continue
+                }
+                c.gatewayName = v
             case "DefaultTier":
                 guard let t = PeerTier(rawValue: v.lowercased()) else {
                     error(e.line, e.key, "'\(v)' is not a tier name", PeerTier.nameRule)

@@ -53,6 +53,15 @@ public struct InterfaceConfig: Hashable, Sendable {
     /// off): an address inside the tunnel; a request is answered with the state of the peer its
     /// inner source address belongs to (cryptokey routing), never anything the client claims.
     public var statusListen: Endpoint?
+    /// Where the facts gateways share live (`Store`, issue 19): `local` (the default: `state.db`
+    /// in `StateDirectory`, one router) or a PostgreSQL connection string shared by many gateways.
+    public var store: SharedStoreSetting = .local
+    /// A libpq password file for `Store` (`StorePassFile`; the `passfile` connection parameter):
+    /// the password never appears in this file.
+    public var storePassFile: String?
+    /// This gateway's name in the shared store (`GatewayName`, 1–64 of `[A-Za-z0-9_.-]`; default
+    /// the host name): recorded on every row it ships, shown by `flows|sessions|timeline`.
+    public var gatewayName: String?
     /// Tier of a peer added over the UAPI (`wg set`) without one (`DefaultTier`, default `free`).
     public var defaultTier: PeerTier = .free
     /// `QUIC`: what a UDP/443 flow whose host name cannot be read gets when a `host` rule could

@@ -30,6 +30,8 @@ public struct StatusReply: Hashable, Sendable, Codable {
     /// The store writer's health: drops per family, the outage in progress (absent from
     /// daemons that predate it).
     public var store: StoreHealth?
+    /// The shared store's health (`Store = postgresql://…`); nil with `Store = local`.
+    public var shared: SharedStoreHealth?
     /// The running policy.
     public var policy: PolicySummary
     /// TUN and UDP offloads (absent from daemons that predate them).

@@ -21,6 +21,8 @@ public final class QuotaMeter: Sendable {
         let down: Atomic<UInt64>
         /// Limits of the window (UInt64.max: none).
         let limitUp: UInt64, limitDown: UInt64, limitTotal: UInt64
+        /// The limits themselves (their `quotaReached` is the one quota rule).
+        let limits: PeerLimits
         /// Set by the data path when a quota is reached (it stops forwarding), read by the watchdog.
         let exhausted = Atomic<Bool>(false)
 
@@ -31,6 +33,7 @@ public final class QuotaMeter: Sendable {
             limitUp = limits.quotaUpBytes ?? .max
             limitDown = limits.quotaDownBytes ?? .max
             limitTotal = limits.quotaBytes ?? .max
+            self.limits = limits
         }
 
         /// Bytes used so far.
@@ -101,6 +104,21 @@ public final class QuotaMeter: Sendable {
         }
     }
 
+    /// Adds bytes other gateways counted in the same window (issue 19: quota use summed across
+    /// gateways) to `peer`'s account for `window`, if armed; the data path stops at the quota the
+    /// sum reaches. Returns false when no such account is armed.
+    @discardableResult
+    public func credit(_ peer: PeerHandle, window: Int64, bytes: ByteUse) -> Bool {
+        guard let a = account(peer), a.window == window else { return false }
+        if bytes.up > 0 { a.up.add(bytes.up, ordering: .relaxed) }
+        if bytes.down > 0 { a.down.add(bytes.down, ordering: .relaxed) }
+        if a.limits.quotaReached(a.used) {
+            a.exhausted.store(true, ordering: .relaxed)
+            wake.store(true, ordering: .relaxed)
+        }
+        return true
+    }
+
     /// Removes `peer`'s account (its window ended, or it has no quota any more).
     public func disarm(_ peer: PeerHandle) {
         state.withLock { s in
@@ -115,7 +133,7 @@ public final class QuotaMeter: Sendable {
     public func takeWake() -> Bool { wake.exchange(false, ordering: .relaxed) }
 
     /// Bytes of account state per armed peer (for the memory report).
-    public static var bytesPerAccount: Int { MemoryLayout<Int64>.size * 5 + MemoryLayout<Bool>.size + 16 }
+    public static var bytesPerAccount: Int { MemoryLayout<Int64>.size * 5 + MemoryLayout<Bool>.size + MemoryLayout<PeerLimits>.size + 16 }
 }
 
 /// One data-path thread's accounting over a batch: consecutive packets of one peer are summed

@@ -39,6 +39,7 @@ struct StatusJSON: Encodable {
     @Nullable var offload: Offload?
     /// Null from a daemon that does not report its store writer's health.
     @Nullable var store: Store?
+    @Nullable var shared: Shared?
     /// Host learning counters; null when no rule matches on `host` (or an older daemon).
     @Nullable var hosts: [String: UInt64]?
     /// The per-peer status page (`StatusListen`); null when it is off (or an older daemon).
@@ -50,6 +51,18 @@ struct StatusJSON: Encodable {
         var port: UInt16
         var requests: UInt64
         var refused: UInt64
+    }
+
+    /// The shared store (issue 19).
+    struct Shared: Encodable {
+        var backend: String
+        var gateway: String
+        @Nullable var lastSyncAt: JSONTime?
+        @Nullable var outageStartedAt: JSONTime?
+        @Nullable var error: String?
+        var pending: Int
+        var localOpens: UInt64
+        var sharedOpens: UInt64
     }
 
     /// The store writer: records lost per family, the outage in progress.
@@ -80,6 +93,11 @@ struct StatusJSON: Encodable {
         store = s.store.map {
             Store(dropped: $0.drops, droppedTotal: $0.drops.total, outageStartedAt: $0.unavailableSinceMs.map { JSONTime(ms: $0) },
                   retained: $0.retained, error: $0.error)
+        }
+        shared = s.shared.map {
+            Shared(backend: $0.backend, gateway: $0.gateway, lastSyncAt: $0.lastSyncAtMs.map { JSONTime(ms: $0) },
+                   outageStartedAt: $0.unavailableSinceMs.map { JSONTime(ms: $0) }, error: $0.error, pending: $0.pending,
+                   localOpens: $0.localOpens, sharedOpens: $0.sharedOpens)
         }
         offload = s.offload.map {
             Offload(tun: $0.tun, udpSegmentation: $0.udpSegmentation, superPacketsRead: $0.superPacketsRead,

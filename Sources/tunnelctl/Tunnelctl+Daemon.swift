@@ -175,6 +175,21 @@ extension Tunnelctl {
         CLIError.failure("the daemon answered '\(reply.type)', which this tunnelctl does not expect (version mismatch?)")
     }
 
+    /// `status`'s line about the shared store (issue 19): reachable with its lag, or since when not.
+    static func sharedStoreLine(_ sh: SharedStoreHealth, now: Int64, zone: TimeZone) -> String {
+        let opens = "\(sh.sharedOpens) window(s) opened through it, \(sh.localOpens) here alone"
+        if let since = sh.unavailableSinceMs {
+            return "shared store: \(sh.backend) UNAVAILABLE since \(TimeText.local(since, zone: zone)) (\(sh.error ?? "unknown error")); "
+                + "gateway \(sh.gateway) enforces from memory; \(sh.pending) change(s) kept for it; \(opens)"
+        }
+        guard let last = sh.lastSyncAtMs else {
+            return "shared store: \(sh.backend), gateway \(sh.gateway), not reached yet; \(sh.pending) change(s) kept for it"
+        }
+        let lag = max(0, now - last)
+        return "shared store: \(sh.backend), gateway \(sh.gateway), last sync \(DurationFormat.format(ms: lag / 100 * 100)) ago, "
+            + "\(sh.pending) change(s) pending; \(opens)"
+    }
+
     static func renderStatus(_ s: StatusReply, zone: TimeZone = TimeText.displayZone) -> String {
         var lines = [
             "tunneld \(s.version), pid \(s.pid), up \(remainingText(s.uptimeSeconds))",
@@ -194,6 +209,9 @@ extension Tunnelctl {
             lines.append("store drops: " + (lost.isEmpty ? "none" : lost.joined(separator: ", ")))
         } else {
             lines.append("store queue drops: \(s.storeQueueDrops)")
+        }
+        if let sh = s.shared {
+            lines.append(sharedStoreLine(sh, now: s.startedAtMs + s.uptimeSeconds * 1000, zone: zone))
         }
         if let o = s.offload {
             lines.append("offloads: TUN \(o.tun), UDP GSO \(o.udpSegmentation ? "on" : "off"), UDP GRO \(o.udpCoalescing ? "on" : "off"); "

@@ -41,6 +41,9 @@ public final class SessionService: @unchecked Sendable {
     /// The restrictions in force (peer-disable events for new ones).
     private let restrictions = Mutex<[String: Watchdog.Restriction]>([:])
 
+    /// The shared store's sync (`Store = postgresql://…`, issue 19); nil with `Store = local`.
+    public let shared: SharedSync?
+
     /// The restriction in force for `name` (`Disabled`, `Expires`), as the config set it; nil: none.
     public func restriction(of name: String) -> Watchdog.Restriction? { restrictions.withLock { $0[name] } }
 
@@ -49,7 +52,12 @@ public final class SessionService: @unchecked Sendable {
     /// behind that time (`StartClock`), and hooks history and the watchdog into `engine`. Call
     /// before adding peers; a store that cannot be opened is logged and the gateway runs with the
     /// watchdog in memory only (records dropped and counted).
-    public init(engine: GatewayEngine, interface: InterfaceConfig, log: Logger, recordFlows: Bool = true) {
+    ///
+    /// With `shared` (a connection factory for the shared store, issue 19) windows and tier
+    /// overrides are shared with the other gateways naming the same store as `gateway`.
+    public init(engine: GatewayEngine, interface: InterfaceConfig, log: Logger, recordFlows: Bool = true,
+                shared connect: (@Sendable () throws -> any SharedState)? = nil, gateway: String = "", backend: String = "postgresql")
+    {
         self.engine = engine
         self.log = log
         storePath = interface.storePath
@@ -89,12 +97,21 @@ public final class SessionService: @unchecked Sendable {
         tiers.freeSessionMs = interface.freeSession.milliseconds
         tiers.freePauseMs = interface.freePause.milliseconds
         engine.registry.setTierClasses(tiers)
+        let registry = engine.registry
+        let clockTime = time
+        let sync = connect.map { connect in
+            SharedSync(gateway: gateway, backend: backend, log: log, quotas: engine.quotas,
+                       handle: { registry.current.named($0)?.handle }, now: { clockTime.now() }, connect: connect)
+        }
+        shared = sync
+        let events = WatchdogEvents(history, log: log, peers: engine.registry)
         watchdog = Watchdog(
             config: WatchdogConfig(
                 freeSessionMs: interface.freeSession.milliseconds, freePauseMs: interface.freePause.milliseconds,
                 intervalMs: interface.watchdogInterval.milliseconds),
-            peers: engine.registry, device: engine, sink: WatchdogEvents(history, log: log, peers: engine.registry),
+            peers: engine.registry, device: engine, sink: sync.map { SharedWindowSink(events, sync: $0) } ?? events,
             windows: windows, overrides: overrides, used: used, quotas: engine.quotas)
+        if let sync { watchdog.setAuthority(sync) }
         engine.events = history
         engine.admission = WatchdogAdmission(watchdog, time: time)
         // A peer removed (UAPI, reload) with a live session: its session ends `removed`.
@@ -116,6 +133,9 @@ public final class SessionService: @unchecked Sendable {
         peerEvents.store(true, ordering: .relaxed)
         lastPassBootMs = Int64(engine.clock.boottimeNanoseconds() / 1_000_000)
         watchdog.tick(now: time.now())
+        let watchdog = self.watchdog
+        shared?.start(adopt: { grants, now in watchdog.adoptShared(grants, now: now) },
+                      applyTiers: { [weak self] changes in self?.applySharedTiers(changes) })
         // The ticker wakes every second (or every WatchdogInterval when shorter): each wake-up
         // applies a clock step and moves the heartbeat, so crash recovery closes sessions and flows
         // at most ~1 s before a crash; the watchdog pass runs every WatchdogInterval, and at once
@@ -257,6 +277,7 @@ public final class SessionService: @unchecked Sendable {
         ticker = nil
         let now = time.now()
         watchdog.shutdown(now: now)
+        shared?.stop()
         ledger?.retry(now: now)
         history.heartbeat(now: now)
         history.writer?.close()
@@ -297,6 +318,7 @@ public final class SessionService: @unchecked Sendable {
         return overrides.withLock { current in
             let before = watchdog.tier(of: name) ?? tier
             current[name] = tier
+            shared?.localTier(peer: name, tier: tier, at: now)
             if let ledger, let error = ledger.setTier(peer: name, tier, at: now) {
                 log.warning("store: tier of \(name) is \(tier.rawValue) now, but the store did not take it yet (\(error)); retrying")
             }
@@ -304,6 +326,29 @@ public final class SessionService: @unchecked Sendable {
             return .success(before)
         }
     }
+
+    /// Tier overrides another gateway set or cleared (pulled from the shared store): applied like
+    /// a local change and kept in the local store; a tier this gateway does not configure is
+    /// skipped with a warning (its config has no `[Tier NAME]` for it).
+    func applySharedTiers(_ changes: [SharedTierChange]) {
+        let now = time.now()
+        overrides.withLock { current in
+            var changed = false
+            for c in changes where current[c.peer] != c.tier {
+                if let t = c.tier, !engine.registry.tierClasses.isConfigured(t) {
+                    log.warning("shared store: tier of \(c.peer) is \(t.rawValue) on another gateway, which this one does not configure; kept as it was")
+                    continue
+                }
+                current[c.peer] = c.tier
+                ledger?.setTier(peer: c.peer, c.tier, at: now)
+                changed = true
+            }
+            if changed { applyOverrides(current, log: true) }
+        }
+    }
+
+    /// The shared store's health for `status` (nil with `Store = local`).
+    public func sharedHealth() -> SharedStoreHealth? { shared?.health() }
 
     /// `tunnelctl kick`: the session ends `admin-kick`.
     public func kicked(_ name: String) {

@@ -76,6 +76,12 @@ public final class Watchdog: Sendable {
     let state: Mutex<State>
     /// The data path's byte accounting (quotas, `IdleTimeout`); the watchdog arms and reads it.
     public let quotas: QuotaMeter
+    /// The shared windows of several gateways (`Store = postgresql://…`, issue 19), asked before a
+    /// window opens; nil: this gateway decides alone (`Store = local`).
+    private let authority = Mutex<(any WindowAuthority)?>(nil)
+
+    /// Makes `a` the authority asked before a window opens (set once, before the engine starts).
+    public func setAuthority(_ a: any WindowAuthority) { authority.withLock { $0 = a } }
 
     /// A watchdog with the windows stored before (restart safety, §6.6) and their byte use.
     public init(config: WatchdogConfig, peers: PeerRegistry, device: any WatchdogDevice, sink: any WatchdogSink, windows: [String: WindowDates] = [:],
@@ -142,6 +148,7 @@ public final class Watchdog: Sendable {
     /// ``handshakeCompleted(_:now:)`` opens the window and the session once the handshake is done.
     public func admitInitiation(_ handle: PeerHandle, now: Int64) -> Bool {
         let dir = peers.current
+        if let a = authority.withLock({ $0 }), let p = dir[handle] { askAuthority(a, p, now: now) }
         return state.withLock { s in
             guard let p = dir[handle] else { return true }
             if let why = Watchdog.restricted(s, p, now: now) {
@@ -230,6 +237,44 @@ public final class Watchdog: Sendable {
                 break
             }
         }
+    }
+
+    /// With a shared store: a connect that would open a window asks the authority first, outside
+    /// the lock (one atomic statement on the shared database, bounded in time). The window it
+    /// answers with is adopted — ours if we opened it, another gateway's if the peer's window or
+    /// pause is running there — and the usual rules then admit, resume or refuse. No answer (the
+    /// database is away or slow): the window opens here, and is reconciled when it is back.
+    private func askAuthority(_ a: any WindowAuthority, _ p: Peer, now: Int64) {
+        let ask: WindowDates? = state.withLock { s in
+            guard s.sessions[p.name] == nil, Watchdog.restricted(s, p, now: now) == nil else { return nil }
+            if case .openWindow(let w) = WatchdogRules.onConnect(now: now, limits: limits(s, p), window: s.windows[p.name]) { return w }
+            return nil
+        }
+        guard let ask, let grant = a.open(peer: p.name, dates: ask, now: now) else { return }
+        state.withLock { s in adoptLocked(&s, p, grant) }
+    }
+
+    /// Windows other gateways changed (polled from the shared store): each is adopted where it
+    /// differs from ours, and a pass applies them at once (a window another gateway ended on its
+    /// quota ends here too; a pause started elsewhere refuses here).
+    public func adoptShared(_ grants: [String: SharedGrant], now: Int64) {
+        guard !grants.isEmpty else { return }
+        let dir = peers.current
+        state.withLock { s in
+            for (name, g) in grants.sorted(by: { $0.key < $1.key }) {
+                guard let p = dir.named(name) else { continue }
+                adoptLocked(&s, p, g)
+            }
+        }
+        tick(now: now)
+    }
+
+    private func adoptLocked(_ s: inout State, _ p: Peer, _ g: SharedGrant) {
+        guard s.windows[p.name] != g.dates || s.used[p.name] ?? .zero != g.used else { return }
+        let moved = s.windows[p.name] != g.dates
+        s.windows[p.name] = g.dates
+        s.used[p.name] = g.used
+        if moved { sink.record(.windowPut(peer: p.name, g.dates, used: g.used)) }
     }
 
     /// The admin ended `peer`'s session (`tunnelctl kick`).

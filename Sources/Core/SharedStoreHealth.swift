@@ -1,0 +1,34 @@
+/// How the shared store (`Store = postgresql://…`, issue 19) is doing, as `tunnelctl status`
+/// shows it: the backend, the lag behind it, and what waits for it.
+public struct SharedStoreHealth: Hashable, Sendable, Codable {
+    /// `postgresql`.
+    public var backend: String
+    /// This gateway's name in it (`GatewayName`).
+    public var gateway: String
+    /// The last sync pass that reached it, epoch ms (nil: none yet).
+    public var lastSyncAtMs: Int64?
+    /// Since when it has been unreachable, epoch ms (nil: it answers).
+    public var unavailableSinceMs: Int64?
+    /// Its error while unreachable.
+    public var error: String?
+    /// Changes made here it has not taken yet (windows, tier changes): the journal's depth.
+    public var pending: Int
+    /// Windows opened here without its answer (reconciled when it is back; earliest wins).
+    public var localOpens: UInt64
+    /// Windows it answered.
+    public var sharedOpens: UInt64
+
+    /// A report.
+    public init(backend: String, gateway: String, lastSyncAtMs: Int64?, unavailableSinceMs: Int64?, error: String?,
+                pending: Int, localOpens: UInt64, sharedOpens: UInt64)
+    {
+        self.backend = backend
+        self.gateway = gateway
+        self.lastSyncAtMs = lastSyncAtMs
+        self.unavailableSinceMs = unavailableSinceMs
+        self.error = error
+        self.pending = pending
+        self.localOpens = localOpens
+        self.sharedOpens = sharedOpens
+    }
+}

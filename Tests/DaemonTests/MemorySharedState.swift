@@ -1,0 +1,125 @@
+import Core
+import Store
+import Synchronization
+
+/// The shared store's contract (`SharedState`) in memory, for the daemon's tests: many "gateways"
+/// (each a `SharedSync` over its own `Handle`) share one `MemorySharedState`. `down` makes every
+/// call fail like an unreachable database.
+final class MemorySharedState: Sendable {
+    struct Row: Sendable { var w: SharedWindow; var change: Int64 }
+    struct Data: Sendable {
+        var windows: [String: Row] = [:]
+        var tiers: [String: (SharedTierChange, Int64)] = [:]
+        var change: Int64 = 0
+        var down = false
+        var calls = 0
+    }
+    let data = Mutex(Data())
+
+    struct Unreachable: Error, CustomStringConvertible { var description: String { "connection refused (test)" } }
+
+    var down: Bool {
+        get { data.withLock { $0.down } }
+        set { data.withLock { $0.down = newValue } }
+    }
+
+    /// A connection.
+    func connect() throws -> any SharedState {
+        if down { throw Unreachable() }
+        return Handle(self)
+    }
+
+    final class Handle: SharedState, @unchecked Sendable {
+        // Safe: the only state is the shared Mutex.
+        let m: MemorySharedState
+        init(_ m: MemorySharedState) { self.m = m }
+        var backend: String { "memory" }
+
+        func with<T>(_ body: (inout Data) throws -> T) throws -> T {
+            try m.data.withLock { d in
+                if d.down { throw Unreachable() }
+                d.calls += 1
+                return try body(&d)
+            }
+        }
+
+        func openWindow(peer: String, dates: WindowDates, gateway: String, now: Int64) throws -> WindowOpen {
+            try with { d in
+                if let r = d.windows[peer], r.w.dates.reconnectAt > now { return WindowOpen(window: r.w, opened: false) }
+                d.change += 1
+                let w = SharedWindow(peer: peer, epoch: (d.windows[peer]?.w.epoch ?? 0) + 1, dates: dates, gateway: gateway, openedAt: now)
+                d.windows[peer] = Row(w: w, change: d.change)
+                return WindowOpen(window: w, opened: true)
+            }
+        }
+
+        func updateWindow(peer: String, epoch: Int64, dates: WindowDates) throws -> SharedWindow? {
+            try with { d in
+                guard var r = d.windows[peer] else { return nil }
+                if r.w.epoch == epoch {
+                    d.change += 1
+                    r.w.dates = dates
+                    r.change = d.change
+                    d.windows[peer] = r
+                }
+                return r.w
+            }
+        }
+
+        func addUse(peer: String, epoch: Int64, up: UInt64, down: UInt64) throws -> SharedWindow? {
+            try with { d in
+                guard var r = d.windows[peer], r.w.epoch == epoch else { return nil }
+                d.change += 1
+                r.w.usedUp += up
+                r.w.usedDown += down
+                r.change = d.change
+                d.windows[peer] = r
+                return r.w
+            }
+        }
+
+        func reconcile(_ w: SharedWindow, now: Int64) throws -> SharedWindow {
+            try with { d in
+                if let r = d.windows[w.peer], r.w.dates.reconnectAt > now, r.w.openedAt <= w.openedAt { return r.w }
+                d.change += 1
+                var n = w
+                n.epoch = (d.windows[w.peer]?.w.epoch ?? 0) + 1
+                if let r = d.windows[w.peer], r.w.dates.reconnectAt > now {
+                    n.usedUp += r.w.usedUp
+                    n.usedDown += r.w.usedDown
+                }
+                d.windows[w.peer] = Row(w: n, change: d.change)
+                return n
+            }
+        }
+
+        func window(peer: String) throws -> SharedWindow? { try with { $0.windows[peer]?.w } }
+
+        func windows(changedAfter since: Int64) throws -> (windows: [SharedWindow], latest: Int64) {
+            try with { d in
+                let rows = d.windows.values.filter { $0.change > since }.sorted { $0.change < $1.change }
+                return (rows.map(\.w), rows.last?.change ?? since)
+            }
+        }
+
+        func deleteWindow(peer: String) throws -> Bool { try with { $0.windows.removeValue(forKey: peer) != nil } }
+
+        func setTier(peer: String, tier: PeerTier?, at: Int64) throws {
+            try with { d in
+                d.change += 1
+                d.tiers[peer] = (SharedTierChange(peer: peer, tier: tier, changedAt: at), d.change)
+            }
+        }
+
+        func tiers(changedAfter since: Int64) throws -> (changes: [SharedTierChange], latest: Int64) {
+            try with { d in
+                let rows = d.tiers.values.filter { $0.1 > since && (since > 0 || $0.0.tier != nil) }.sorted { $0.1 < $1.1 }
+                return (rows.map(\.0), rows.last?.1 ?? since)
+            }
+        }
+
+        func ship(_ batch: HistoryBatch) throws {}
+        func historyCounts(gateway: String?) throws -> HistoryCounts { HistoryCounts() }
+        func pruneHistory(before: Int64, batch: Int) throws -> Int { 0 }
+    }
+}

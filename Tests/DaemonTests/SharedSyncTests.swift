@@ -1,0 +1,170 @@
+import Core
+import Engine
+import Runtime
+import Sessions
+import Daemon
+import Store
+import Synchronization
+import Testing
+import WireGuard
+
+/// Two gateways' watchdogs over one shared store (issue 19): one window across gateways, the
+/// pause honoured everywhere, quota use summed, tier changes shared, an outage reconciled.
+@Suite struct SharedSyncTests {
+    static let cfg = WatchdogConfig(freeSessionMs: 20_000, freePauseMs: 30_000, idleMs: 180_000, intervalMs: 1_000)
+    static let alice = PeerHandle(rawValue: 1)
+    let t0: Int64 = 1_000_000
+
+    final class Gateway: Sendable {
+        let watchdog: Watchdog
+        let device = FakeWatchdogDevice()
+        let records = CaptureSink()
+        let sync: SharedSync
+        let quotas = QuotaMeter()
+        final class Box: Sendable {
+            let clock = Atomic<Int64>(0)
+            let tiersApplied = Mutex<[SharedTierChange]>([])
+            let logLines = Mutex<[String]>([])
+        }
+        let box = Box()
+
+        init(_ name: String, _ store: MemorySharedState, quota: UInt64? = nil) {
+            var peer = GatewayPeer(handle: SharedSyncTests.alice, name: "alice", publicKey: PublicKey([UInt8](repeating: 1, count: 32))!, tier: .free)
+            if let quota { peer.limitSettings.quota = .value(quota) }
+            let peers = PeerRegistry([peer], tiers: TierClasses(freeSessionMs: SharedSyncTests.cfg.freeSessionMs, freePauseMs: SharedSyncTests.cfg.freePauseMs))
+            let box = box
+            let log = Logger(minimum: .info) { level, m in box.logLines.withLock { $0.append("<\(level.rawValue)>\(m)") } }
+            sync = SharedSync(gateway: name, backend: "memory", log: log, quotas: quotas, handle: { peers.current.named($0)?.handle },
+                              now: { box.clock.load(ordering: .relaxed) }, connect: { try store.connect() })
+            watchdog = Watchdog(config: SharedSyncTests.cfg, peers: peers, device: device, sink: SharedWindowSink(records, sync: sync), quotas: quotas)
+            watchdog.setAuthority(sync)
+            let w = watchdog
+            sync.attach(adopt: { grants, now in w.adoptShared(grants, now: now) }, applyTiers: { c in box.tiersApplied.withLock { $0 += c } })
+        }
+
+        /// A connect at `now`: admitted and completed, or refused.
+        func connect(at now: Int64) -> Bool {
+            box.clock.store(now, ordering: .relaxed)
+            guard watchdog.admitInitiation(SharedSyncTests.alice, now: now) else { return false }
+            return watchdog.handshakeCompleted(SharedSyncTests.alice, now: now)
+        }
+
+        func pass(at now: Int64) {
+            box.clock.store(now, ordering: .relaxed)
+            sync.pass()
+            watchdog.tick(now: now)
+        }
+
+        var window: WindowDates? { watchdog.view("alice")?.window }
+    }
+
+    @Test func oneWindowAcrossGatewaysAndThePauseEverywhere() throws {
+        let store = MemorySharedState()
+        let a = Gateway("gw-a", store), b = Gateway("gw-b", store)
+        a.pass(at: t0)
+        b.pass(at: t0)  // both connected to the store
+        #expect(a.connect(at: t0 + 1_000))
+        let win = WindowDates(allowedUntil: t0 + 21_000, reconnectAt: t0 + 51_000)
+        #expect(a.window == win)
+        #expect(try store.connect().window(peer: "alice")?.dates == win)
+        #expect(try store.connect().window(peer: "alice")?.gateway == "gw-a")
+        // The client moves to gateway B inside the window: B resumes A's window, same end.
+        #expect(b.connect(at: t0 + 5_000))
+        #expect(b.window == win)
+        #expect(try store.connect().window(peer: "alice")?.epoch == 1)
+        // The window ends; the client tries B in the pause: refused there, until the pause ends.
+        a.pass(at: t0 + 21_000)
+        b.pass(at: t0 + 21_000)
+        #expect(a.device.isRefused(SharedSyncTests.alice) && b.device.isRefused(SharedSyncTests.alice))
+        #expect(!b.connect(at: t0 + 30_000))
+        #expect(!b.connect(at: t0 + 50_999))
+        #expect(b.connect(at: t0 + 51_000))
+        #expect(try store.connect().window(peer: "alice")?.epoch == 2)
+        #expect(try store.connect().window(peer: "alice")?.gateway == "gw-b")
+        // A learns B's new window on its next pass.
+        a.pass(at: t0 + 52_000)
+        #expect(a.window == WindowDates(allowedUntil: t0 + 71_000, reconnectAt: t0 + 101_000))
+        #expect(a.sync.health().sharedOpens == 1 && b.sync.health().sharedOpens == 2)
+    }
+
+    @Test func aPauseStartedElsewhereIsKnownBeforeTheClientArrives() throws {
+        let store = MemorySharedState()
+        let a = Gateway("gw-a", store), b = Gateway("gw-b", store)
+        a.pass(at: t0)
+        #expect(a.connect(at: t0))
+        // B started later: its first pass reads the window, its tick refuses the peer in the pause.
+        b.pass(at: t0 + 25_000)
+        #expect(b.window == WindowDates(allowedUntil: t0 + 20_000, reconnectAt: t0 + 50_000))
+        #expect(b.device.isRefused(SharedSyncTests.alice))
+    }
+
+    @Test func quotaUseIsSummedAcrossGateways() throws {
+        let store = MemorySharedState()
+        let a = Gateway("gw-a", store, quota: 10_000), b = Gateway("gw-b", store, quota: 10_000)
+        a.pass(at: t0)
+        b.pass(at: t0)
+        #expect(a.connect(at: t0))
+        #expect(b.connect(at: t0 + 100))  // same peer on both (two devices of one user, say)
+        let win = try #require(a.window)
+        // Each gateway's data path counts 3,000 bytes (the meter's atomic add, as a batch flush does).
+        #expect(a.quotas.credit(SharedSyncTests.alice, window: win.allowedUntil, bytes: ByteUse(up: 1_000, down: 2_000)))
+        #expect(b.quotas.credit(SharedSyncTests.alice, window: win.allowedUntil, bytes: ByteUse(up: 1_000, down: 2_000)))
+        a.pass(at: t0 + 1_000)
+        b.pass(at: t0 + 1_000)
+        a.pass(at: t0 + 2_000)
+        #expect(try store.connect().window(peer: "alice").map { $0.usedUp + $0.usedDown } == 6_000)
+        #expect(a.quotas.account(SharedSyncTests.alice)?.used.total == 6_000)
+        #expect(b.quotas.account(SharedSyncTests.alice)?.used.total == 6_000)
+        // 4,500 more on B: the sum passes the quota; A ends the window on its next passes too.
+        b.quotas.credit(SharedSyncTests.alice, window: win.allowedUntil, bytes: ByteUse(up: 0, down: 4_500))
+        b.pass(at: t0 + 3_000)
+        #expect(b.device.isRefused(SharedSyncTests.alice))
+        b.pass(at: t0 + 3_100)  // B pushes the window it ended on its quota
+        a.pass(at: t0 + 4_000)
+        #expect(a.device.isRefused(SharedSyncTests.alice))
+        let stored = try #require(try store.connect().window(peer: "alice"))
+        #expect(stored.epoch == 1 && stored.dates.allowedUntil <= t0 + 3_100 && stored.usedUp + stored.usedDown == 10_500)
+        #expect(a.window == stored.dates)
+    }
+
+    @Test func aWindowOpenedDuringAnOutageIsReconciledEarliestWins() throws {
+        let store = MemorySharedState()
+        let a = Gateway("gw-a", store), b = Gateway("gw-b", store)
+        a.pass(at: t0)
+        b.pass(at: t0)
+        store.down = true
+        // A cannot reach the store: it opens the window alone, and says so once.
+        #expect(a.connect(at: t0 + 1_000))
+        #expect(a.sync.health().localOpens == 1)
+        a.pass(at: t0 + 1_500)
+        #expect(a.sync.health().unavailableSinceMs != nil && a.sync.health().pending == 1)
+        #expect(a.box.logLines.withLock { $0.filter { $0.contains("shared store (memory)") }.count } == 1)
+        store.down = false
+        // B opened one later (store back for B first): A's earlier window wins on reconcile.
+        b.pass(at: t0 + 4_000)
+        #expect(b.connect(at: t0 + 4_000))
+        a.pass(at: t0 + 5_000)
+        let stored = try #require(try store.connect().window(peer: "alice"))
+        #expect(stored.gateway == "gw-a" && stored.dates == WindowDates(allowedUntil: t0 + 21_000, reconnectAt: t0 + 51_000))
+        #expect(a.sync.health().unavailableSinceMs == nil && a.sync.health().pending == 0)
+        b.pass(at: t0 + 6_000)
+        #expect(b.window == stored.dates)
+        #expect(a.box.logLines.withLock { $0.contains { $0.contains("reachable again") } })
+    }
+
+    @Test func tierChangesReachTheOtherGateways() throws {
+        let store = MemorySharedState()
+        let a = Gateway("gw-a", store), b = Gateway("gw-b", store)
+        a.pass(at: t0)
+        b.pass(at: t0)
+        a.sync.localTier(peer: "alice", tier: .premium, at: t0 + 10)
+        #expect(a.sync.health().pending == 1)
+        a.pass(at: t0 + 1_000)
+        b.pass(at: t0 + 1_000)
+        #expect(b.box.tiersApplied.withLock { $0 } == [SharedTierChange(peer: "alice", tier: .premium, changedAt: t0 + 10)])
+        a.sync.localTier(peer: "alice", tier: nil, at: t0 + 2_000)
+        a.pass(at: t0 + 2_100)
+        b.pass(at: t0 + 2_200)
+        #expect(b.box.tiersApplied.withLock { $0.last } == SharedTierChange(peer: "alice", tier: nil, changedAt: t0 + 2_000))
+    }
+}
