@@ -26,6 +26,7 @@ let package = Package(
         .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         // A small HTTP listener over libmicrohttpd (C: its start and connection-info calls are variadic).
         .target(name: "CHTTP", dependencies: ["CMicroHTTPD"]),
         // QR codes for tunnelctl peer qr: libqrencode's matrix, libpng's file (C, for libpng's longjmp errors).
@@ -56,7 +57,7 @@ let package = Package(
         .target(name: "Sessions", dependencies: ["Core"], swiftSettings: strict),
 
         // Shared state and I/O shells.
-        .target(name: "Store", dependencies: ["Core", "Runtime", "CSQLite", "Packet"], swiftSettings: strict),
+        .target(name: "Store", dependencies: ["Core", "Runtime", "CSQLite", "CLibPQ", "Packet"], swiftSettings: strict),
         .target(name: "LiveFeed", dependencies: ["Core", "Runtime", "CShims"], swiftSettings: strict),
         .target(name: "Capture", dependencies: ["Core", "Runtime", "CPcap", "Packet"], swiftSettings: strict),
         .target(name: "Control", dependencies: ["Core", "Runtime", "Packet"], swiftSettings: strict),
@@ -99,7 +100,7 @@ let package = Package(
         .testTarget(
             name: "WireGuardTests", dependencies: ["Core", "WireGuard", "Packet", "CSodium", "CBlake2"], exclude: ["vectors"],
             swiftSettings: strict),
-        .testTarget(name: "StoreTests", dependencies: ["Core", "Runtime", "Store", "CSQLite"], swiftSettings: strict),
+        .testTarget(name: "StoreTests", dependencies: ["Core", "Runtime", "Store", "CSQLite", "CLibPQ"], swiftSettings: strict),
         .testTarget(name: "LiveFeedTests", dependencies: ["Core", "Runtime", "LiveFeed", "CShims"], swiftSettings: strict),
         .testTarget(name: "CaptureTests", dependencies: ["Core", "Runtime", "Capture", "CPcap", "Packet"], swiftSettings: strict),
         .testTarget(name: "ControlTests", dependencies: ["Core", "Runtime", "Control", "Packet"], exclude: ["Golden"], swiftSettings: strict),

@@ -7,7 +7,8 @@ PKGS=(pkg-config libsqlite3-dev libmnl-dev libpcap-dev libsodium-dev libb2-dev l
       faketime libfaketime
       nftables man-db groff-base zsh   # router-nat.sh and its test; man -l checks; zsh -n of the completion
       iptables                         # scripts/e2e/import.sh runs the PostUp iptables lines of imported wg-quick files
-      libmicrohttpd-dev libsystemd-dev prometheus curl)   # /metrics (promtool checks it), journald events
+      libmicrohttpd-dev libsystemd-dev prometheus curl    # /metrics (promtool checks it), journald events
+      libpq-dev postgresql)            # Store = postgresql://… (issue 19); tests run a throw-away cluster
 missing=()
 for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then

@@ -8,6 +8,15 @@ export PATH=/opt/swift/usr/bin:$PATH
 scripts/deps.sh
 bash scripts/check-layering.sh   # no module import cycle, no folder-level type-reference cycle
 swift build --build-tests
+# The shared-store tests (issue 19) run against a throw-away PostgreSQL cluster: an unprivileged
+# user, a Unix socket in a temporary directory, no TCP listener; removed on exit, also on failure.
+source scripts/lib/pg.sh
+if [ -z "${TUNNELVISION_TEST_PG:-}" ] && [ "$(id -u)" -eq 0 ]; then
+  PG_TEST_DIR=$(mktemp -d /tmp/tunnelvision-pg.XXXXXX)
+  trap 'pg_cluster_stop "$PG_TEST_DIR"' EXIT
+  pg_cluster_start "$PG_TEST_DIR"
+  export TUNNELVISION_TEST_PG="$PG_CONNINFO" TUNNELVISION_REQUIRE_PG=1
+fi
 swift test --skip-build 2>&1 | tee /tmp/tunnelvision-swift-test.log | grep -vE '^(◇|↳)' || { tail -50 /tmp/tunnelvision-swift-test.log; exit 1; }
 # Man pages, completion scripts, install.sh (no root needed; they use the debug build).
 for t in scripts/tests/test_*.sh; do

@@ -8,6 +8,7 @@ extension StoreError {
     public var isTransient: Bool {
         switch self {
         case .busy, .cannotOpen, .permissionDenied, .system: return true
+        case let .postgres(_, _, _, transient): return transient
         case let .sqlite(_, _, code, _):
             switch code & 0xff {
             case SQLITE_BUSY, SQLITE_LOCKED, SQLITE_NOMEM, SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN,

@@ -34,6 +34,10 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A system call on a file beside the database failed (the capture directory's listing or
     /// unlink); the error names the call and the path.
     case system(SystemError)
+    /// A PostgreSQL call failed (the shared store, issue 19): what was done, the server's (or
+    /// libpq's) message, the SQLSTATE (empty when the connection itself failed), and whether
+    /// trying again later can succeed (connection lost, server shutting down, timeout).
+    case postgres(operation: String, message: String, sqlstate: String, transient: Bool)
 
     public var description: String {
         switch self {
@@ -64,6 +68,11 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
             return "the settings row is not a JSON object (\(detail)); raw text: \(raw)"
         case let .system(e):
             return e.description
+        case let .postgres(operation, message, sqlstate, transient):
+            let state = sqlstate.isEmpty ? "" : " (SQLSTATE \(sqlstate))"
+            return "shared store (PostgreSQL): \(operation) failed: \(message)\(state); "
+                + (transient ? "retried; check that the database is up and reachable from this gateway"
+                             : "check the Store connection string and the database's permissions")
         }
     }
 }
