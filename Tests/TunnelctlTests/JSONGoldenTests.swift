@@ -108,7 +108,11 @@ import Testing
                                     udpCoalescing: true, coalescedReceives: 900, coalescedDatagrams: 23_000)
         try expectGolden(try Tunnelctl.encodeJSON(StatusJSON(StatusRenderTests.reply(offload: offload, store: StatusRenderTests.storeWithDrops, statusPage: StatusRenderTests.statusPage))) + "\n", "status-offload.json")
         // During a store outage: when it began, what waits, the error.
-        try expectGolden(try Tunnelctl.encodeJSON(StatusJSON(StatusRenderTests.reply(offload: nil, store: StatusRenderTests.storeInOutage))) + "\n", "status-store-outage.json")
+        var outage = StatusRenderTests.reply(offload: nil, store: StatusRenderTests.storeInOutage)
+        outage.shared = SharedStoreHealth(backend: "postgresql", gateway: "gw-fra-1", lastSyncAtMs: 1_760_000_000_000,
+                                          unavailableSinceMs: 1_760_000_001_000, error: "connection refused", pending: 2,
+                                          localOpens: 1, sharedOpens: 40)
+        try expectGolden(try Tunnelctl.encodeJSON(StatusJSON(outage)) + "\n", "status-store-outage.json")
     }
 
     @Test func peersKickAndPolicyGolden() throws {

@@ -168,8 +168,19 @@ public enum Tunneld {
         // the store before DaemonMarkers writes its start marker: crash recovery closes leftover
         // sessions at the last proven-alive time, which a fresh marker would move to now.
         // TUNNELD_HISTORY=off turns flow recording off (benchmarks); the watchdog always runs.
+        // Store = postgresql://…: windows, quota use and tier overrides shared with the other
+        // gateways naming the same database (issue 19); each thread opens its own connection.
+        let gatewayName = iface.gatewayName ?? Tunneld.hostName()
+        var sharedConnect: (@Sendable () throws -> any SharedState)? = nil
+        if let conninfo = iface.store.conninfo(passFile: iface.storePassFile) {
+            sharedConnect = { @Sendable () throws -> any SharedState in
+                try PostgresSharedState(conninfo: conninfo, timeoutMs: Tunneld.sharedTimeoutMs)
+            }
+        }
+        if sharedConnect != nil { log.info("shared store: \(iface.store.text) as gateway \(gatewayName)") }
         let sessions = SessionService(engine: engine, interface: iface, log: log,
-                                      recordFlows: ProcessInfo.processInfo.environment["TUNNELD_HISTORY"] != "off")
+                                      recordFlows: ProcessInfo.processInfo.environment["TUNNELD_HISTORY"] != "off",
+                                      shared: sharedConnect, gateway: gatewayName)
         defer { sessions.stop() }
         // END session/history
         engine.registry.setTierClasses(config.tiers)
@@ -225,6 +236,7 @@ public enum Tunneld {
             var s = engine.statusReply(interface: tun.name, addresses: addressTexts, listenPort: bind.port, version: version,
                                        storeQueueDrops: sessions.history.droppedRecords, store: sessions.storeHealth())
             s.statusPage = statusPage?.counters
+            s.shared = sessions.sharedHealth()
             return s
         }
         let metrics = DaemonMetrics(engine: engine, sessions: sessions, status: statusReply)
@@ -354,5 +366,19 @@ extension Tunneld {
         o.dnsTTLFloor = seconds(iface.dnsTTLFloor)
         o.dnsTTLCeiling = max(o.dnsTTLFloor, seconds(iface.dnsTTLCeiling))
         return o
+    }
+}
+
+extension Tunneld {
+    /// Deadline of a shared-store statement (ms): a connect that opens a window waits at most this
+    /// long for the database, then opens it alone (reconciled later).
+    static let sharedTimeoutMs = 250
+
+    /// The host name (the default `GatewayName`), cut to a valid gateway name.
+    static func hostName() -> String {
+        var buf = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buf, buf.count) == 0 else { return "gateway" }
+        let name = String(cString: buf).filter { SharedStoreSetting.isValidGatewayName(String($0)) }
+        return name.isEmpty ? "gateway" : String(name.prefix(64))
     }
 }

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# End to end (issue 19): two tunneld gateways in two namespaces share one PostgreSQL (a throw-away
+# cluster, Unix socket only) with `Store =`; one wireguard-go client with one key (FreeSession =
+# 20s, FreePause = 30s). Its window runs on gateway A; when it ends the client switches its
+# endpoint to gateway B and is refused there until the pause ends; `tunnelctl session` agrees on
+# both gateways; the window B then opens is known to A; the database stopped for 12 s stops
+# nothing (B keeps forwarding, status says UNAVAILABLE, then reachable again). Needs root; ~2 min.
+# NOT YET IN THE TEST COMMAND: its last run passed 12 of 23 checks (gateway B's control socket was
+# not found, and B did not open the window after the pause); see the closing note of issue 19.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+source scripts/lib/topology.sh
+source scripts/lib/check.sh
+source scripts/lib/pg.sh
+
+TV_NS_B=tvh$TV_ID            # gateway B's namespace (gateway A is the topology's $TV_NS_G)
+B_UNDERLAY=198.18.1.1; C_UNDERLAY_B=198.18.1.2
+PG_TEST_DIR=$TV_DIR/pg
+shared_cleanup() {
+  local p
+  for p in $(ip netns pids "$TV_NS_B" 2>/dev/null); do kill "$p" 2>/dev/null || true; done
+  sleep 0.2
+  for p in $(ip netns pids "$TV_NS_B" 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
+  ip netns del "$TV_NS_B" 2>/dev/null || true
+  pg_cluster_stop "$PG_TEST_DIR"
+  tv_cleanup
+}
+trap shared_cleanup EXIT
+TV_FREE_SESSION=20s TV_FREE_PAUSE=30s TV_WATCHDOG=1s
+export TV_FREE_SESSION TV_FREE_PAUSE TV_WATCHDOG
+CTL_A="$TV_TUNNELCTL --config $TV_DIR/tunneld.conf"
+CTL_B="$TV_TUNNELCTL --config $TV_DIR/b/tunneld.conf"
+
+# `allowedUntil` of alice as gateway $1 (a|b) reports it.
+allowed_until() {
+  local ctl=$CTL_A; [ "$1" = b ] && ctl=$CTL_B
+  $ctl session alice --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin).get("allowedUntil") or "")'
+}
+session_state() {
+  local ctl=$CTL_A; [ "$1" = b ] && ctl=$CTL_B
+  $ctl session alice --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin).get("state"))'
+}
+sql() { psql "$PG_CONNINFO" -Atc "$1"; }
+ping_gw() { tv_in "$TV_NS_C" ping -c1 -W1 -q $TV_GW_TUN >/dev/null 2>&1; }
+wait_ping() { for _ in $(seq "${1:-30}"); do ping_gw && return 0; sleep 0.5; done; return 1; }
+# Points the client's one peer (same key on both gateways) at $1: removed and set again, so the
+# next packet starts a fresh handshake there.
+client_endpoint() {
+  tv_in "$TV_NS_C" wg set "$TV_WG_C" peer "$TV_G_PUB" remove
+  tv_in "$TV_NS_C" wg set "$TV_WG_C" peer "$TV_G_PUB" endpoint "$1:$TV_PORT" allowed-ips 10.99.0.0/24,fd99::/64,198.19.0.0/24,fd98::/64
+}
+# Waits (≤ $2 s) until command $1 succeeds.
+eventually() { local i; for i in $(seq $(( ${2:-5} * 4 ))); do eval "$1" && return 0; sleep 0.25; done; return 1; }
+
+pg_cluster_start "$PG_TEST_DIR" || { tv_bad "a PostgreSQL cluster starts"; tv_summary; exit 1; }
+tv_topology_up
+# Gateway B: its own namespace and link to the client, the same key (one peer for the client).
+ip netns add "$TV_NS_B"
+tv_in "$TV_NS_B" ip link set lo up
+ip link add vh$TV_ID netns "$TV_NS_C" type veth peer name vgh$TV_ID netns "$TV_NS_B"
+tv_in "$TV_NS_C" ip addr add $C_UNDERLAY_B/30 dev vh$TV_ID
+tv_in "$TV_NS_B" ip addr add $B_UNDERLAY/30 dev vgh$TV_ID
+tv_in "$TV_NS_C" ip link set vh$TV_ID up
+tv_in "$TV_NS_B" ip link set vgh$TV_ID up
+
+tv_tunneld_config e2e free
+STORE="Store = $PG_CONNINFO"
+sed -i "/^WatchdogInterval/a $STORE\nGatewayName = gw-a" "$TV_DIR/tunneld.conf"
+mkdir -p "$TV_DIR/b/state" "$TV_DIR/b/run"
+sed -e "s|^StateDirectory = .*|StateDirectory = $TV_DIR/b/state|" -e "s|^RuntimeDirectory = .*|RuntimeDirectory = $TV_DIR/b/run|" \
+    -e "s|^GatewayName = .*|GatewayName = gw-b|" "$TV_DIR/tunneld.conf" >"$TV_DIR/b/tunneld.conf"
+tv_gateway_tunneld_up && TV_PIDS+=("$TV_GW_PID") || { tv_bad "gateway A starts"; tv_summary; exit 1; }
+ip netns exec "$TV_NS_B" "$TV_TUNNELD" --config "$TV_DIR/b/tunneld.conf" --foreground >"$TV_DIR/b/tunneld.log" 2>&1 &
+for _ in $(seq 100); do [ -S "$TV_DIR/b/run/control.sock" ] && break; sleep 0.1; done
+check "gateway B starts" test -S "$TV_DIR/b/run/control.sock"
+check_output "status names the shared store and this gateway (A)" "shared store: postgresql, gateway gw-a" $CTL_A status
+check_output "status names the shared store and this gateway (B)" "shared store: postgresql, gateway gw-b" $CTL_B status
+
+echo "shared: the window runs on A"
+tv_client_up 0
+TV_PIDS+=("$TV_WG_C_PID")
+check "the client's traffic flows through gateway A" wait_ping
+check_output "the window is in PostgreSQL, opened by gw-a (epoch 1)" "^alice\|1\|gw-a$" sql "SELECT peer, epoch, gateway FROM tv_windows"
+A_UNTIL=$(allowed_until a)
+check "tunnelctl session agrees on both gateways (B learns the window within a pass)" eventually '[ -n "$A_UNTIL" ] && [ "$(allowed_until b)" = "$A_UNTIL" ]' 5
+check_output "B reports the peer in its window, not connected there" "disconnected" session_state b
+
+echo "shared: the window ends; the client moves to B and is refused until the pause ends"
+until_s=$(python3 -c "import datetime,sys; print(datetime.datetime.fromisoformat(sys.argv[1].replace('Z','+00:00')).timestamp())" "$A_UNTIL")
+sleep "$(python3 -c "import time; print(max(0, $until_s - time.time() + 2))")"
+check "traffic through A stops at the window's end" bash -c "! ip netns exec $TV_NS_C ping -c2 -W1 -q $TV_GW_TUN"
+client_endpoint $B_UNDERLAY
+check "gateway B refuses the paused peer (no traffic)" bash -c "! ip netns exec $TV_NS_C ping -c3 -W1 -q $TV_GW_TUN"
+check_output "B says paused" "^paused$" session_state b
+check_output "B recorded the refused handshakes of the pause" "refused|pause" $CTL_B explain alice
+check_output "A says paused too" "^paused$" session_state a
+check_output "still one window in PostgreSQL (epoch 1)" "^1\|gw-a$" sql "SELECT epoch, gateway FROM tv_windows WHERE peer = 'alice'"
+reconnect_s=$(python3 -c "print($until_s + 30)")
+sleep "$(python3 -c "import time; print(max(0, $reconnect_s - time.time() + 0.5))")"
+check "after the pause the client gets in through B" wait_ping 40
+check_output "B opened the next window (epoch 2, gw-b)" "^2\|gw-b$" sql "SELECT epoch, gateway FROM tv_windows WHERE peer = 'alice'"
+B_UNTIL=$(allowed_until b)
+check "A knows B's window (session agrees)" eventually '[ -n "$B_UNTIL" ] && [ "$(allowed_until a)" = "$B_UNTIL" ]' 5
+
+echo "shared: PostgreSQL stops for 12 s: nothing stops"
+pg_cluster_pause "$PG_TEST_DIR"
+check "forwarding through B goes on while the database is down" wait_ping 10
+check_output "status says the shared store is UNAVAILABLE" "shared store: postgresql UNAVAILABLE since" bash -c "sleep 2; $CTL_B status"
+check_output "the outage is logged once" "shared store \(postgresql\):" grep -c "shared store (postgresql): .*enforced from memory" "$TV_DIR/b/tunneld.log"
+sleep 8
+check "still forwarding at the end of the outage" wait_ping 4
+pg_cluster_resume "$PG_TEST_DIR"
+check_output "status says reachable again" "shared store: postgresql, gateway gw-b, last sync" bash -c "sleep 3; $CTL_B status"
+check_output "the recovery is logged" "reachable again" cat "$TV_DIR/b/tunneld.log"
+check_output "the window survived the outage (epoch 2)" "^2\|gw-b$" sql "SELECT epoch, gateway FROM tv_windows WHERE peer = 'alice'"
+tv_summary
