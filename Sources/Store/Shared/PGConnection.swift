@@ -48,6 +48,9 @@ public final class PGConnection {
             throw StoreError.postgres(operation: "connect", message: message, sqlstate: "", transient: true)
         }
         _ = PQsetnonblocking(c, 1)
+        // Server notices ("relation … already exists, skipping" of IF NOT EXISTS) are not errors;
+        // libpq would print each to stderr, which is the daemon's log.
+        _ = PQsetNoticeProcessor(c, { _, _ in }, nil)
         conn = c
     }
 
