@@ -6,6 +6,7 @@ import Daemon
 import Store
 import Synchronization
 import Testing
+import Foundation
 import WireGuard
 
 /// Two gateways' watchdogs over one shared store (issue 19): one window across gateways, the
@@ -166,5 +167,20 @@ import WireGuard
         a.pass(at: t0 + 2_100)
         b.pass(at: t0 + 2_200)
         #expect(b.box.tiersApplied.withLock { $0.last } == SharedTierChange(peer: "alice", tier: nil, changedAt: t0 + 2_000))
+    }
+
+    @Test func theSyncThreadPassesEverySecondAndStops() throws {
+        let store = MemorySharedState()
+        let a = Gateway("gw-a", store)
+        a.sync.start(adopt: { _, _ in }, applyTiers: { _ in })
+        Thread.sleep(forTimeInterval: 3.5)
+        let passes = a.sync.health().lastSyncAtMs != nil ? store.data.withLock { $0.calls } : 0
+        a.sync.stop()  // returns: the thread ends after one last pass
+        // Each pass reads windows and tiers (2 calls): the first at once, then one per second, so
+        // more than the first pass and the final one (4 calls) ran while it was going.
+        #expect(passes >= 6, "passes seen: \(passes / 2)")
+        let after = store.data.withLock { $0.calls }
+        Thread.sleep(forTimeInterval: 1.2)
+        #expect(store.data.withLock { $0.calls } == after, "no pass after stop")
     }
 }

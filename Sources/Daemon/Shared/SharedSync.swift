@@ -132,7 +132,7 @@ public final class SharedSync: WindowAuthority, @unchecked Sendable {
         attach(adopt: adopt, applyTiers: applyTiers)
         thread = WorkerThread(name: "tv-shared", stopSignal: stopSignal) { [self] in
             pass()
-            while !stopSignal.sleep(milliseconds: intervalMs) { pass() }
+            while stopSignal.sleep(milliseconds: intervalMs) { pass() }  // false once stopped
             pass()  // what changed since the last pass (shutdown's window writes) goes too
         }
     }
