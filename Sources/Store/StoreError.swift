@@ -70,7 +70,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
             return e.description
         case let .postgres(operation, message, sqlstate, transient):
             let state = sqlstate.isEmpty ? "" : " (SQLSTATE \(sqlstate))"
-            return "shared store (PostgreSQL): \(operation) failed: \(message)\(state); "
+            return "PostgreSQL \(operation) failed: \(message)\(state); "
                 + (transient ? "retried; check that the database is up and reachable from this gateway"
                              : "check the Store connection string and the database's permissions")
         }

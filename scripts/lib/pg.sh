@@ -26,6 +26,7 @@ pg_cluster_start() {
   mkdir -p "$dir/sock"
   chown -R tvpg "$dir"
   chmod 0700 "$dir"
+  _pg_as test -x "$dir" || { _pg_fail "$dir" "$dir is not reachable by the user tvpg (a parent directory is not searchable); put the cluster in a directory of its own, e.g. mktemp -d /tmp/tunnelvision-pg.XXXXXX"; return 1; }
   _pg_as "$PG_BIN/initdb" -D "$dir/data" -U tunnelvision -A trust -E UTF8 --no-instructions >"$dir/initdb.log" 2>&1 \
     || { cat "$dir/initdb.log" >&2; _pg_fail "$dir" "initdb in $dir/data failed"; return 1; }
   pg_cluster_resume "$dir" || return 1

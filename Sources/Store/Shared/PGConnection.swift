@@ -170,7 +170,7 @@ public final class PGConnection {
     static func trimmed(_ s: String) -> String {
         var t = Substring(s)
         while let last = t.last, last == "\n" || last == " " { t = t.dropLast() }
-        return t.split(separator: "\n").map { $0.trimmingSpaces }.joined(separator: "; ")
+        return t.split(separator: "\n").map { $0.trimmingSpaces }.filter { !$0.isEmpty }.joined(separator: "; ")
     }
 
     static func nowMs() -> Int64 {
@@ -212,8 +212,8 @@ public struct PGResult: Sendable {
 extension Substring {
     fileprivate var trimmingSpaces: Substring {
         var s = self
-        while s.first == " " { s = s.dropFirst() }
-        while s.last == " " { s = s.dropLast() }
+        while s.first == " " || s.first == "\t" { s = s.dropFirst() }
+        while s.last == " " || s.last == "\t" { s = s.dropLast() }
         return s
     }
 }
