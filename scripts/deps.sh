@@ -2,7 +2,7 @@
 # Installs the Debian packages TunnelVision needs to build and test, only those that are missing.
 # Safe to run repeatedly; needs root (or sudo) only when something must be installed.
 set -euo pipefail
-PKGS=(pkg-config libsqlite3-dev libmnl-dev libpcap-dev libsodium-dev libb2-dev libssl-dev libidn2-dev libqrencode-dev libpng-dev zbar-tools
+PKGS=(pkg-config libsqlite3-dev sqlite3 libmnl-dev libpcap-dev libsodium-dev libb2-dev libssl-dev libidn2-dev libqrencode-dev libpng-dev zbar-tools
       wireguard-go wireguard-tools iproute2 iperf3 tcpdump iputils-ping bc python3 python3-cryptography procps ethtool
       faketime libfaketime
       nftables man-db groff-base zsh   # router-nat.sh and its test; man -l checks; zsh -n of the completion

@@ -17,11 +17,25 @@ public struct SharedStoreHealth: Hashable, Sendable, Codable {
     public var localOpens: UInt64
     /// Windows it answered.
     public var sharedOpens: UInt64
+    /// History changes journalled here that it has not taken yet (flows, sessions, refusals,
+    /// markers; docs/scale-out.md "History").
+    public var journalDepth: Int64
+    /// History rows shipped to it since the daemon started.
+    public var journalShipped: UInt64
+    /// Journalled rows pruned locally before they shipped (an outage longer than the retention).
+    public var journalMissing: UInt64
+    /// Why the local journal cannot be read, while it cannot.
+    public var journalError: String?
 
     /// A report.
     public init(backend: String, gateway: String, lastSyncAtMs: Int64?, unavailableSinceMs: Int64?, error: String?,
-                pending: Int, localOpens: UInt64, sharedOpens: UInt64)
+                pending: Int, localOpens: UInt64, sharedOpens: UInt64, journalDepth: Int64 = 0, journalShipped: UInt64 = 0,
+                journalMissing: UInt64 = 0, journalError: String? = nil)
     {
+        self.journalDepth = journalDepth
+        self.journalShipped = journalShipped
+        self.journalMissing = journalMissing
+        self.journalError = journalError
         self.backend = backend
         self.gateway = gateway
         self.lastSyncAtMs = lastSyncAtMs

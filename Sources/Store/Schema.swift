@@ -17,7 +17,7 @@ public enum Schema {
     }
 
     /// All migrations in order; `migrations[i].version == i + 1`.
-    public static let migrations: [Migration] = [v1, v2, v3, v4]
+    public static let migrations: [Migration] = [v1, v2, v3, v4, v5]
 
     /// The version this build writes and understands.
     public static var currentVersion: Int { migrations.count }
@@ -179,6 +179,42 @@ public enum Schema {
         INSERT INTO peer_tiers_v4 (peer, tier, changed_at) SELECT peer, tier, changed_at FROM peer_tiers;
         DROP TABLE peer_tiers;
         ALTER TABLE peer_tiers_v4 RENAME TO peer_tiers;
+        """)
+
+    /// Version 5 (issue 19): the history journal for a shared store. While `ship_target` holds a
+    /// row (the daemon writes it when `Store =` names a shared store), every insert or update of
+    /// a flow, session, refusal or marker row appends (family, row id) to `ship_queue`, whose
+    /// AUTOINCREMENT `seq` orders the changes; the daemon ships them in `seq` order and deletes
+    /// what the shared store took (`StateStore+Journal.swift`). Without a target nothing is
+    /// queued: a single-router store only gains two empty tables. A later migration that rebuilds
+    /// one of these tables must create its triggers again.
+    static let v5 = Migration(version: 5, summary: "history journal for a shared store", sql: """
+        CREATE TABLE ship_target (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            gateway TEXT NOT NULL,
+            since INTEGER NOT NULL
+        );
+        CREATE TABLE ship_queue (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            family INTEGER NOT NULL,
+            row_id INTEGER NOT NULL
+        );
+        CREATE TRIGGER flows_ship_insert AFTER INSERT ON flows WHEN EXISTS (SELECT 1 FROM ship_target)
+            BEGIN INSERT INTO ship_queue (family, row_id) VALUES (0, NEW.id); END;
+        CREATE TRIGGER flows_ship_update AFTER UPDATE ON flows WHEN EXISTS (SELECT 1 FROM ship_target)
+            BEGIN INSERT INTO ship_queue (family, row_id) VALUES (0, NEW.id); END;
+        CREATE TRIGGER sessions_ship_insert AFTER INSERT ON sessions WHEN EXISTS (SELECT 1 FROM ship_target)
+            BEGIN INSERT INTO ship_queue (family, row_id) VALUES (1, NEW.id); END;
+        CREATE TRIGGER sessions_ship_update AFTER UPDATE ON sessions WHEN EXISTS (SELECT 1 FROM ship_target)
+            BEGIN INSERT INTO ship_queue (family, row_id) VALUES (1, NEW.id); END;
+        CREATE TRIGGER refusals_ship_insert AFTER INSERT ON refusals WHEN EXISTS (SELECT 1 FROM ship_target)
+            BEGIN INSERT INTO ship_queue (family, row_id) VALUES (2, NEW.id); END;
+        CREATE TRIGGER refusals_ship_update AFTER UPDATE ON refusals WHEN EXISTS (SELECT 1 FROM ship_target)
+            BEGIN INSERT INTO ship_queue (family, row_id) VALUES (2, NEW.id); END;
+        CREATE TRIGGER markers_ship_insert AFTER INSERT ON markers WHEN EXISTS (SELECT 1 FROM ship_target)
+            BEGIN INSERT INTO ship_queue (family, row_id) VALUES (3, NEW.id); END;
+        CREATE TRIGGER markers_ship_update AFTER UPDATE ON markers WHEN EXISTS (SELECT 1 FROM ship_target)
+            BEGIN INSERT INTO ship_queue (family, row_id) VALUES (3, NEW.id); END;
         """)
 
     /// Brings the store at `connection` up to `target` (default: current). Returns the version

@@ -26,7 +26,7 @@ extension StateStore {
 
     /// Markers at or after `since`, oldest first, optionally only those of one audit session.
     public func markers(since: Int64 = .min, auditSessionId: Int64? = nil, limit: Int = 10_000) throws -> [Marker] {
-        var sql = "SELECT id, at, label, kind, audit_session_id, detail FROM markers WHERE at >= ?1"
+        var sql = "SELECT \(StateStore.markerColumns) FROM markers WHERE at >= ?1"
         if auditSessionId != nil { sql += " AND audit_session_id = ?2" }
         sql += " ORDER BY at, id LIMIT ?3"
         let s = try connection.prepared(sql)
@@ -35,11 +35,15 @@ extension StateStore {
         if let auditSessionId { s.bind(2, auditSessionId) }
         s.bind(3, Int64(limit))
         var out: [Marker] = []
-        while try s.step() {
-            out.append(Marker(id: s.int64(0), at: s.int64(1), label: s.text(2), kind: MarkerKind(rawValue: s.text(3)) ?? .manual,
-                              auditSessionId: s.optionalInt64(4), detail: s.optionalText(5)))
-        }
+        while try s.step() { out.append(StateStore.marker(from: s)) }
         return out
+    }
+
+    static let markerColumns = "id, at, label, kind, audit_session_id, detail"
+
+    static func marker(from s: Statement) -> Marker {
+        Marker(id: s.int64(0), at: s.int64(1), label: s.text(2), kind: MarkerKind(rawValue: s.text(3)) ?? .manual,
+               auditSessionId: s.optionalInt64(4), detail: s.optionalText(5))
     }
 
     /// Opens an audit session. Throws `.auditAlreadyOpen(open)` when one is open.

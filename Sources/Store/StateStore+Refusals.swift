@@ -42,7 +42,7 @@ extension StateStore {
     /// peer's, one kind, or one flow key (`Store.flowKey`, for `tunnelctl explain FLOW`).
     public func refusals(since: Int64 = .min, peer: String? = nil, kind: RefusalKind? = nil, flowKey: String? = nil,
                          limit: Int = 10_000) throws -> [Refusal] {
-        var sql = "SELECT id, kind, peer, rule, flow_key, reason, window, count, first_at, last_at FROM refusals WHERE last_at >= ?1"
+        var sql = "SELECT \(StateStore.refusalColumns) FROM refusals WHERE last_at >= ?1"
         if peer != nil { sql += " AND peer = ?2" }
         if kind != nil { sql += " AND kind = ?4" }
         if flowKey != nil { sql += " AND flow_key = ?5" }
@@ -55,11 +55,15 @@ extension StateStore {
         if let kind { s.bind(4, kind.rawValue) }
         if let flowKey { s.bind(5, flowKey) }
         var out: [Refusal] = []
-        while try s.step() {
-            out.append(Refusal(id: s.int64(0), kind: RefusalKind(rawValue: s.text(1)) ?? .flow, peer: s.text(2),
-                               rule: s.text(3), flowKey: s.text(4), reason: s.text(5), window: s.int64(6),
-                               count: s.int64(7), firstAt: s.int64(8), lastAt: s.int64(9)))
-        }
+        while try s.step() { out.append(StateStore.refusal(from: s)) }
         return out
+    }
+
+    static let refusalColumns = "id, kind, peer, rule, flow_key, reason, window, count, first_at, last_at"
+
+    static func refusal(from s: Statement) -> Refusal {
+        Refusal(id: s.int64(0), kind: RefusalKind(rawValue: s.text(1)) ?? .flow, peer: s.text(2),
+                rule: s.text(3), flowKey: s.text(4), reason: s.text(5), window: s.int64(6),
+                count: s.int64(7), firstAt: s.int64(8), lastAt: s.int64(9))
     }
 }

@@ -63,6 +63,10 @@ struct StatusJSON: Encodable {
         var pending: Int
         var localOpens: UInt64
         var sharedOpens: UInt64
+        var journalDepth: Int64
+        var journalShipped: UInt64
+        var journalLost: UInt64
+        @Nullable var journalError: String?
     }
 
     /// The store writer: records lost per family, the outage in progress.
@@ -97,7 +101,8 @@ struct StatusJSON: Encodable {
         shared = s.shared.map {
             Shared(backend: $0.backend, gateway: $0.gateway, lastSyncAt: $0.lastSyncAtMs.map { JSONTime(ms: $0) },
                    outageStartedAt: $0.unavailableSinceMs.map { JSONTime(ms: $0) }, error: $0.error, pending: $0.pending,
-                   localOpens: $0.localOpens, sharedOpens: $0.sharedOpens)
+                   localOpens: $0.localOpens, sharedOpens: $0.sharedOpens, journalDepth: $0.journalDepth,
+                   journalShipped: $0.journalShipped, journalLost: $0.journalMissing, journalError: $0.journalError)
         }
         offload = s.offload.map {
             Offload(tun: $0.tun, udpSegmentation: $0.udpSegmentation, superPacketsRead: $0.superPacketsRead,

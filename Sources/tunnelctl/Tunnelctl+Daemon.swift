@@ -177,13 +177,16 @@ extension Tunnelctl {
 
     /// `status`'s line about the shared store (issue 19): reachable with its lag, or since when not.
     static func sharedStoreLine(_ sh: SharedStoreHealth, now: Int64, zone: TimeZone) -> String {
-        let opens = "\(sh.sharedOpens) window(s) opened through it, \(sh.localOpens) here alone"
+        var opens = "\(sh.sharedOpens) window(s) opened through it, \(sh.localOpens) here alone; "
+            + "history journal \(sh.journalDepth) change(s) deep, \(sh.journalShipped) row(s) shipped"
+        if sh.journalMissing > 0 { opens += ", \(sh.journalMissing) LOST (pruned before they shipped)" }
+        if let e = sh.journalError { opens += ", journal UNREADABLE (\(e))" }
         if let since = sh.unavailableSinceMs {
             return "shared store: \(sh.backend) UNAVAILABLE since \(TimeText.local(since, zone: zone)) (\(sh.error ?? "unknown error")); "
                 + "gateway \(sh.gateway) enforces from memory; \(sh.pending) change(s) kept for it; \(opens)"
         }
         guard let last = sh.lastSyncAtMs else {
-            return "shared store: \(sh.backend), gateway \(sh.gateway), not reached yet; \(sh.pending) change(s) kept for it"
+            return "shared store: \(sh.backend), gateway \(sh.gateway), not reached yet; \(sh.pending) change(s) kept for it; \(opens)"
         }
         let lag = max(0, now - last)
         return "shared store: \(sh.backend), gateway \(sh.gateway), last sync \(DurationFormat.format(ms: lag / 100 * 100)) ago, "

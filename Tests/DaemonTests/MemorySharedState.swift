@@ -13,6 +13,12 @@ final class MemorySharedState: Sendable {
         var change: Int64 = 0
         var down = false
         var calls = 0
+        /// History rows by (gateway, family, id): the last shipped value of each.
+        var flows: [String: Flow] = [:]
+        var sessions: [String: Session] = [:]
+        var refusals: [String: Refusal] = [:]
+        var markers: [String: Marker] = [:]
+        var shipCalls = 0
     }
     let data = Mutex(Data())
 
@@ -118,8 +124,24 @@ final class MemorySharedState: Sendable {
             }
         }
 
-        func ship(_ batch: HistoryBatch) throws {}
-        func historyCounts(gateway: String?) throws -> HistoryCounts { HistoryCounts() }
+        func ship(_ batch: HistoryBatch) throws {
+            try with { d in
+                d.shipCalls += 1
+                for f in batch.flows { d.flows["\(batch.gateway)/\(f.id)"] = f }
+                for r in batch.sessions { d.sessions["\(batch.gateway)/\(r.id)"] = r }
+                for r in batch.refusals { d.refusals["\(batch.gateway)/\(r.id)"] = r }
+                for r in batch.markers { d.markers["\(batch.gateway)/\(r.id)"] = r }
+            }
+        }
+
+        func historyCounts(gateway: String?) throws -> HistoryCounts {
+            try with { d in
+                func n(_ keys: Dictionary<String, some Any>.Keys) -> Int64 {
+                    Int64(keys.filter { gateway == nil || $0.hasPrefix(gateway! + "/") }.count)
+                }
+                return HistoryCounts(flows: n(d.flows.keys), sessions: n(d.sessions.keys), refusals: n(d.refusals.keys), markers: n(d.markers.keys))
+            }
+        }
         func pruneHistory(before: Int64, batch: Int) throws -> Int { 0 }
     }
 }

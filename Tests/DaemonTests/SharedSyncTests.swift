@@ -29,14 +29,15 @@ import WireGuard
         }
         let box = Box()
 
-        init(_ name: String, _ store: MemorySharedState, quota: UInt64? = nil) {
+        init(_ name: String, _ store: MemorySharedState, quota: UInt64? = nil, journal: String? = nil, chunkRows: Int = 5_000) {
             var peer = GatewayPeer(handle: SharedSyncTests.alice, name: "alice", publicKey: PublicKey([UInt8](repeating: 1, count: 32))!, tier: .free)
             if let quota { peer.limitSettings.quota = .value(quota) }
             let peers = PeerRegistry([peer], tiers: TierClasses(freeSessionMs: SharedSyncTests.cfg.freeSessionMs, freePauseMs: SharedSyncTests.cfg.freePauseMs))
             let box = box
             let log = Logger(minimum: .info) { level, m in box.logLines.withLock { $0.append("<\(level.rawValue)>\(m)") } }
             sync = SharedSync(gateway: name, backend: "memory", log: log, quotas: quotas, handle: { peers.current.named($0)?.handle },
-                              now: { box.clock.load(ordering: .relaxed) }, connect: { try store.connect() })
+                              now: { box.clock.load(ordering: .relaxed) }, journalPath: journal, chunkRows: chunkRows,
+                              connect: { try store.connect() })
             watchdog = Watchdog(config: SharedSyncTests.cfg, peers: peers, device: device, sink: SharedWindowSink(records, sync: sync), quotas: quotas)
             watchdog.setAuthority(sync)
             let w = watchdog
@@ -182,5 +183,44 @@ import WireGuard
         let after = store.data.withLock { $0.calls }
         Thread.sleep(forTimeInterval: 1.2)
         #expect(store.data.withLock { $0.calls } == after, "no pass after stop")
+    }
+
+    @Test func historyShipsFromTheLocalJournalExactlyOnceAcrossAnOutage() throws {
+        let dir = NSTemporaryDirectory() + "tv-journal-\(getpid())-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/state.db"
+        let local = try StateStore(path: path)
+        try local.setJournalTarget(gateway: "gw-a", at: t0)
+        let store = MemorySharedState()
+        let a = Gateway("gw-a", store, journal: path, chunkRows: 7)
+        func flow(_ id: Int64) -> FlowOpen {
+            FlowOpen(id: id, proto: 17, src: IPAddress(v4: 0x0A63_0002), srcPort: 5000, dst: IPAddress(v4: 0xC613_0001), dstPort: 53,
+                     peer: "alice", host: nil, at: t0, verdict: .allow, rule: nil)
+        }
+        for id: Int64 in 1...10 { try local.insertFlow(flow(id)) }
+        _ = try local.openSession(peer: "alice", at: t0)
+        a.pass(at: t0 + 1_000)
+        #expect(try store.connect().historyCounts(gateway: "gw-a") == HistoryCounts(flows: 10, sessions: 1))
+        #expect(a.sync.health().journalDepth == 0 && a.sync.health().journalShipped == 11)
+
+        // The database goes away: rows keep coming, journalled; status shows the depth.
+        store.down = true
+        for id: Int64 in 11...30 { try local.insertFlow(flow(id)) }
+        try local.recordRefusal(.session(peer: "bob", windowEnd: t0, at: t0 + 2_000))
+        _ = try local.closeSession(SessionClose(peer: "alice", at: t0 + 2_500, reason: .freeLimit, rxBytes: 5, txBytes: 6))
+        a.pass(at: t0 + 3_000)
+        #expect(a.sync.health().unavailableSinceMs == t0 + 3_000)
+        #expect(try local.journalDepth() == 22)
+        #expect(a.sync.health().journalDepth == 22, "status shows the journal growing during the outage")
+        store.down = false
+        a.pass(at: t0 + 4_000)
+        let counts = try store.connect().historyCounts(gateway: "gw-a")
+        #expect(counts == HistoryCounts(flows: 30, sessions: 1, refusals: 1))
+        #expect(try local.journalDepth() == 0)
+        #expect(a.sync.health().journalDepth == 0)
+        #expect(store.data.withLock { $0.sessions["gw-a/1"]?.endReason } == .freeLimit)
+        // Chunks of 7: the 22 changes went in 4 ship calls, in order, none twice.
+        #expect(a.sync.health().journalShipped == 33)
     }
 }

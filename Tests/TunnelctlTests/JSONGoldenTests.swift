@@ -111,7 +111,7 @@ import Testing
         var outage = StatusRenderTests.reply(offload: nil, store: StatusRenderTests.storeInOutage)
         outage.shared = SharedStoreHealth(backend: "postgresql", gateway: "gw-fra-1", lastSyncAtMs: 1_760_000_000_000,
                                           unavailableSinceMs: 1_760_000_001_000, error: "connection refused", pending: 2,
-                                          localOpens: 1, sharedOpens: 40)
+                                          localOpens: 1, sharedOpens: 40, journalDepth: 1_234, journalShipped: 56_000)
         try expectGolden(try Tunnelctl.encodeJSON(StatusJSON(outage)) + "\n", "status-store-outage.json")
     }
 

@@ -54,6 +54,27 @@ import Testing
         try HistoryFixture.expectGolden(text + "\n", "status-store-outage.txt")
     }
 
+    /// Issue 19: the shared store's line says the backend, its lag, what waits for it and how
+    /// deep the history journal is; during an outage, since when and why; lost rows in capitals.
+    @Test func statusNamesTheSharedStoreItsLagAndTheJournal() throws {
+        let utc = TimeZone(identifier: "UTC")!
+        var r = Self.reply(offload: nil)
+        let now = r.startedAtMs + r.uptimeSeconds * 1000
+        r.shared = SharedStoreHealth(backend: "postgresql", gateway: "gw-fra-1", lastSyncAtMs: now - 400, unavailableSinceMs: nil,
+                                     error: nil, pending: 0, localOpens: 0, sharedOpens: 12, journalDepth: 3, journalShipped: 9_000)
+        var text = Tunnelctl.renderStatus(r, zone: utc)
+        #expect(text.contains("shared store: postgresql, gateway gw-fra-1, last sync 400ms ago, 0 change(s) pending; "
+            + "12 window(s) opened through it, 0 here alone; history journal 3 change(s) deep, 9000 row(s) shipped\n"), "\(text)")
+        r.shared = SharedStoreHealth(backend: "postgresql", gateway: "gw-fra-1", lastSyncAtMs: now - 30_000, unavailableSinceMs: now - 29_000,
+                                     error: "connection refused", pending: 2, localOpens: 1, sharedOpens: 12, journalDepth: 5_000,
+                                     journalShipped: 9_000, journalMissing: 7)
+        text = Tunnelctl.renderStatus(r, zone: utc)
+        #expect(text.contains("shared store: postgresql UNAVAILABLE since "), "\(text)")
+        #expect(text.contains("(connection refused); gateway gw-fra-1 enforces from memory; 2 change(s) kept for it; "
+            + "12 window(s) opened through it, 1 here alone; history journal 5000 change(s) deep, 9000 row(s) shipped, "
+            + "7 LOST (pruned before they shipped)"), "\(text)")
+    }
+
     @Test func statusFromAnOlderDaemonGolden() throws {
         // The JSON an older daemon sent has no "offload" key: it decodes, and the line is left out.
         let data = try JSONEncoder().encode(Self.reply(offload: nil))

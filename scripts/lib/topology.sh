@@ -18,6 +18,7 @@ TV_GW_TUN=10.99.0.1; TV_C_TUN=10.99.0.2; TV_GW_TUN6=fd99::1; TV_C_TUN6=fd99::2
 TV_PORT=51820
 TV_PIDS=()
 TV_DIR=${TV_DIR:-$(mktemp -d /tmp/tunnelvision-e2e.XXXXXX)}
+mkdir -p "$TV_DIR"
 
 tv_log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
 tv_in() { local ns=$1; shift; ip netns exec "$ns" "$@"; }

@@ -43,6 +43,8 @@ public final class SessionService: @unchecked Sendable {
 
     /// The shared store's sync (`Store = postgresql://…`, issue 19); nil with `Store = local`.
     public let shared: SharedSync?
+    /// The gateway name history is journalled under for the shared store (nil: local).
+    private let journalGateway: String?
 
     /// The restriction in force for `name` (`Disabled`, `Expires`), as the config set it; nil: none.
     public func restriction(of name: String) -> Watchdog.Restriction? { restrictions.withLock { $0[name] } }
@@ -61,6 +63,7 @@ public final class SessionService: @unchecked Sendable {
         self.engine = engine
         self.log = log
         storePath = interface.storePath
+        journalGateway = connect == nil ? nil : gateway
         time = WatchdogTime(clock: engine.clock)
         let now = time.now()
         var windows: [String: WindowDates] = [:]
@@ -70,7 +73,7 @@ public final class SessionService: @unchecked Sendable {
         var ledger: WindowLedger? = nil
         var startMarker: (String, String)? = nil
         do {
-            let opened = try SessionService.openStore(storePath, now: now, log: log)
+            let opened = try SessionService.openStore(storePath, now: now, log: log, journal: connect == nil ? nil : gateway)
             windows = opened.windows
             used = opened.used
             overrides = opened.overrides
@@ -101,7 +104,8 @@ public final class SessionService: @unchecked Sendable {
         let clockTime = time
         let sync = connect.map { connect in
             SharedSync(gateway: gateway, backend: backend, log: log, quotas: engine.quotas,
-                       handle: { registry.current.named($0)?.handle }, now: { clockTime.now() }, connect: connect)
+                       handle: { registry.current.named($0)?.handle }, now: { clockTime.now() },
+                       journalPath: interface.storePath, connect: connect)
         }
         shared = sync
         let events = WatchdogEvents(history, log: log, peers: engine.registry)
@@ -175,8 +179,16 @@ public final class SessionService: @unchecked Sendable {
     /// the last time the store proves the daemon ran), moves the stored windows back when the wall
     /// clock is behind the heartbeat (`StartClock`), records the start, and reads windows and tier
     /// overrides. Throws when the store cannot be opened or read.
-    static func openStore(_ path: String, now: Int64, log: Logger) throws -> OpenedStore {
+    /// `journal`: the gateway name history is journalled under for the shared store (nil: the
+    /// store is local; a journal left from a shared setup is dropped, and said so).
+    static func openStore(_ path: String, now: Int64, log: Logger, journal: String?) throws -> OpenedStore {
         let store = try StateStore(path: path)
+        // First, so that the crash closes below are journalled too.
+        let dropped = try store.setJournalTarget(gateway: journal, at: now)
+        if dropped > 0 {
+            log.warning("store: \(dropped) history change(s) journalled for a shared store were never shipped and are dropped: "
+                + "Store is local now (set Store = … again to ship new history)")
+        }
         let proven = try store.lastProvenAlive()
         let crashAt = min(proven ?? now, now)
         let closed = try store.closeAllOpenSessionsAsCrash(at: crashAt)
@@ -232,7 +244,7 @@ public final class SessionService: @unchecked Sendable {
         guard let retry = storeRetry, now >= retry.at else { return }
         let opened: OpenedStore
         do {
-            opened = try SessionService.openStore(storePath, now: now, log: log)
+            opened = try SessionService.openStore(storePath, now: now, log: log, journal: journalGateway)
         } catch {
             let delay = min(retry.delayMs * 2, 60_000)
             storeRetry = (at: now + delay, delayMs: delay, since: retry.since)

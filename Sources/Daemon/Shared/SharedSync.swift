@@ -71,6 +71,24 @@ public final class SharedSync: WindowAuthority, @unchecked Sendable {
     let openConn = Mutex<Conn?>(nil)
     /// The sync thread's connection.
     let syncConn = Mutex<Conn?>(nil)
+    /// The local store whose history journal (schema v5) the sync ships; nil: no history.
+    let journalPath: String?
+    /// Its connection (the sync thread's own; opened on first use, dropped on an error).
+    final class JournalConn: @unchecked Sendable {
+        // Safe: used only with `journalConn` locked (the sync thread).
+        let store: StateStore
+        init(_ store: StateStore) { self.store = store }
+    }
+    let journalConn = Mutex<JournalConn?>(nil)
+    /// Journal entries per shipped chunk (one transaction in the shared store).
+    let chunkRows: Int
+    struct JournalStats: Sendable {
+        var depth: Int64 = 0
+        var shipped: UInt64 = 0
+        var missing: UInt64 = 0
+        var error: String?
+    }
+    let journalStats = Mutex(JournalStats())
     public let localOpens = Atomic<UInt64>(0)
     public let sharedOpens = Atomic<UInt64>(0)
     let stopSignal = StopSignal()
@@ -80,8 +98,11 @@ public final class SharedSync: WindowAuthority, @unchecked Sendable {
     public init(gateway: String, backend: String, intervalMs: Int = 1_000, log: Logger, quotas: QuotaMeter,
                 handle: @escaping @Sendable (String) -> PeerHandle?,
                 now: @escaping @Sendable () -> Int64,
+                journalPath: String? = nil, chunkRows: Int = 5_000,
                 connect: @escaping @Sendable () throws -> any SharedState)
     {
+        self.journalPath = journalPath
+        self.chunkRows = chunkRows
         self.gateway = gateway
         self.backend = backend
         self.intervalMs = intervalMs
@@ -172,10 +193,12 @@ public final class SharedSync: WindowAuthority, @unchecked Sendable {
 
     /// The store's health now.
     public func health() -> SharedStoreHealth {
-        state.withLock { s in
+        let j = journalStats.withLock { $0 }
+        return state.withLock { s in
             SharedStoreHealth(backend: backend, gateway: gateway, lastSyncAtMs: s.lastSyncAt, unavailableSinceMs: s.outageSince,
                          error: s.outageSince == nil ? nil : s.lastError, pending: s.local.count + s.tiers.count,
-                         localOpens: localOpens.load(ordering: .relaxed), sharedOpens: sharedOpens.load(ordering: .relaxed))
+                         localOpens: localOpens.load(ordering: .relaxed), sharedOpens: sharedOpens.load(ordering: .relaxed),
+                         journalDepth: j.depth, journalShipped: j.shipped, journalMissing: j.missing, journalError: j.error)
         }
     }
 
@@ -198,6 +221,7 @@ public final class SharedSync: WindowAuthority, @unchecked Sendable {
                 try pushTiers(store)
                 try shipUse(store, into: &grants)
                 let tiers = try pull(store, into: &grants)
+                try shipHistory(store)
                 let recovered = state.withLock { s -> Int64? in
                     defer { s.outageSince = nil; s.lastSyncAt = t }
                     return s.outageSince
@@ -213,6 +237,21 @@ public final class SharedSync: WindowAuthority, @unchecked Sendable {
                 c = nil
                 openConn.withLock { $0 = nil }
                 noteFailure(error, at: t)
+                refreshJournalDepth()
+            }
+        }
+    }
+
+    /// The journal's depth while nothing ships (status shows it grow during an outage).
+    private func refreshJournalDepth() {
+        guard let journalPath else { return }
+        journalConn.withLock { j in
+            do {
+                if j == nil { j = JournalConn(try StateStore(path: journalPath, busyTimeoutMs: 2_000)) }
+                if let depth = try j?.store.journalDepth() { journalStats.withLock { $0.depth = depth } }
+            } catch {
+                j = nil
+                noteJournal(error)
             }
         }
     }
@@ -338,5 +377,63 @@ public final class SharedSync: WindowAuthority, @unchecked Sendable {
             s.tierCursor = max(s.tierCursor, tLatest)
         }
         return tiers
+    }
+
+    /// Ships the history journal in order, chunk by chunk, for at most ~0.5 s per pass (a backlog
+    /// after an outage drains over the next passes). A chunk leaves the journal only after the
+    /// shared store committed it; shipping it again (a crash in between) changes nothing there.
+    /// The shared store's errors end the pass like any other; the local store's are noted apart.
+    private func shipHistory(_ store: any SharedState) throws {
+        guard let journalPath else { return }
+        let deadline = ContinuousClock.now + .milliseconds(500)
+        try journalConn.withLock { j in
+            do {
+                if j == nil { j = JournalConn(try StateStore(path: journalPath, busyTimeoutMs: 2_000)) }
+            } catch {
+                noteJournal(error)
+                return
+            }
+            guard let local = j?.store else { return }
+            while true {
+                let chunk: JournalChunk
+                do { chunk = try local.journalChunk(limit: chunkRows) } catch {
+                    j = nil
+                    noteJournal(error)
+                    return
+                }
+                guard chunk.through > 0 else { break }
+                try store.ship(chunk.batch)
+                do { try local.journalShipped(through: chunk.through) } catch {
+                    j = nil
+                    noteJournal(error)
+                    return
+                }
+                if chunk.missing > 0 {
+                    log.warning("shared store (\(backend)): \(chunk.missing) journalled history row(s) were pruned locally before "
+                        + "they shipped (the outage outlasted the retention); counted in status as lost")
+                }
+                journalStats.withLock { st in
+                    st.shipped &+= UInt64(chunk.batch.count)
+                    st.missing &+= UInt64(chunk.missing)
+                }
+                if chunk.changes < chunkRows || ContinuousClock.now >= deadline { break }
+            }
+            let depth = (try? local.journalDepth()) ?? 0
+            let recovered = journalStats.withLock { st -> Bool in
+                st.depth = depth
+                defer { st.error = nil }
+                return st.error != nil
+            }
+            if recovered { log.notice("store \(journalPath): the history journal reads again") }
+        }
+    }
+
+    /// The local journal failed (logged once until it reads again).
+    private func noteJournal(_ error: any Error) {
+        let first = journalStats.withLock { st -> Bool in
+            defer { st.error = "\(error)" }
+            return st.error == nil
+        }
+        if first { log.error("store \(journalPath ?? ""): history journal: \(error); history waits in the store and ships when it reads again") }
     }
 }
