@@ -183,7 +183,7 @@ public enum Schema {
 
     /// Version 5 (issue 19): the history journal for a shared store. While `ship_target` holds a
     /// row (the daemon writes it when `Store =` names a shared store), every insert or update of
-    /// a flow, session, refusal or marker row appends (family, row id) to `ship_queue`, whose
+    /// a flow, session, refusal or marker row appends (family, row id, inserted?) to `ship_queue`, whose
     /// AUTOINCREMENT `seq` orders the changes; the daemon ships them in `seq` order and deletes
     /// what the shared store took (`StateStore+Journal.swift`). Without a target nothing is
     /// queued: a single-router store only gains two empty tables. A later migration that rebuilds
@@ -197,24 +197,25 @@ public enum Schema {
         CREATE TABLE ship_queue (
             seq INTEGER PRIMARY KEY AUTOINCREMENT,
             family INTEGER NOT NULL,
-            row_id INTEGER NOT NULL
+            row_id INTEGER NOT NULL,
+            inserted INTEGER NOT NULL
         );
         CREATE TRIGGER flows_ship_insert AFTER INSERT ON flows WHEN EXISTS (SELECT 1 FROM ship_target)
-            BEGIN INSERT INTO ship_queue (family, row_id) VALUES (0, NEW.id); END;
+            BEGIN INSERT INTO ship_queue (family, row_id, inserted) VALUES (0, NEW.id, 1); END;
         CREATE TRIGGER flows_ship_update AFTER UPDATE ON flows WHEN EXISTS (SELECT 1 FROM ship_target)
-            BEGIN INSERT INTO ship_queue (family, row_id) VALUES (0, NEW.id); END;
+            BEGIN INSERT INTO ship_queue (family, row_id, inserted) VALUES (0, NEW.id, 0); END;
         CREATE TRIGGER sessions_ship_insert AFTER INSERT ON sessions WHEN EXISTS (SELECT 1 FROM ship_target)
-            BEGIN INSERT INTO ship_queue (family, row_id) VALUES (1, NEW.id); END;
+            BEGIN INSERT INTO ship_queue (family, row_id, inserted) VALUES (1, NEW.id, 1); END;
         CREATE TRIGGER sessions_ship_update AFTER UPDATE ON sessions WHEN EXISTS (SELECT 1 FROM ship_target)
-            BEGIN INSERT INTO ship_queue (family, row_id) VALUES (1, NEW.id); END;
+            BEGIN INSERT INTO ship_queue (family, row_id, inserted) VALUES (1, NEW.id, 0); END;
         CREATE TRIGGER refusals_ship_insert AFTER INSERT ON refusals WHEN EXISTS (SELECT 1 FROM ship_target)
-            BEGIN INSERT INTO ship_queue (family, row_id) VALUES (2, NEW.id); END;
+            BEGIN INSERT INTO ship_queue (family, row_id, inserted) VALUES (2, NEW.id, 1); END;
         CREATE TRIGGER refusals_ship_update AFTER UPDATE ON refusals WHEN EXISTS (SELECT 1 FROM ship_target)
-            BEGIN INSERT INTO ship_queue (family, row_id) VALUES (2, NEW.id); END;
+            BEGIN INSERT INTO ship_queue (family, row_id, inserted) VALUES (2, NEW.id, 0); END;
         CREATE TRIGGER markers_ship_insert AFTER INSERT ON markers WHEN EXISTS (SELECT 1 FROM ship_target)
-            BEGIN INSERT INTO ship_queue (family, row_id) VALUES (3, NEW.id); END;
+            BEGIN INSERT INTO ship_queue (family, row_id, inserted) VALUES (3, NEW.id, 1); END;
         CREATE TRIGGER markers_ship_update AFTER UPDATE ON markers WHEN EXISTS (SELECT 1 FROM ship_target)
-            BEGIN INSERT INTO ship_queue (family, row_id) VALUES (3, NEW.id); END;
+            BEGIN INSERT INTO ship_queue (family, row_id, inserted) VALUES (3, NEW.id, 0); END;
         """)
 
     /// Brings the store at `connection` up to `target` (default: current). Returns the version

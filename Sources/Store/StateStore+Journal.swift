@@ -65,53 +65,66 @@ extension StateStore {
     }
 
     /// The oldest `limit` queue entries with their rows' current values. Empty (`through` 0)
-    /// when nothing is queued or no target is set.
+    /// when nothing is queued or no target is set. Each row comes once, rows inserted within the
+    /// chunk first (`HistoryBatch.new`); a chunk is shipped as one transaction, so the order of
+    /// rows inside it does not matter, and chunks go in queue order.
     public func journalChunk(limit: Int) throws -> JournalChunk {
         guard let gateway = try journalTarget() else {
             return JournalChunk(batch: HistoryBatch(gateway: ""), through: 0, changes: 0, missing: 0)
         }
-        let q = try connection.prepared("SELECT seq, family, row_id FROM ship_queue ORDER BY seq LIMIT ?1")
+        let q = try connection.prepared("SELECT seq, family, row_id, inserted FROM ship_queue ORDER BY seq LIMIT ?1")
         q.bind(1, Int64(max(1, limit)))
-        var through: Int64 = 0
+        var first: Int64 = 0, through: Int64 = 0
         var changes = 0
-        // Each (family, id) once, in the order of its last change.
-        var lastSeq: [JournalFamily: [Int64: Int64]] = [:]
+        // Per family: each row id, and whether the chunk holds its insert.
+        var ids: [JournalFamily: [Int64: Bool]] = [:]
         while try q.step() {
             through = q.int64(0)
+            if first == 0 { first = through }
             changes += 1
             guard let family = JournalFamily(rawValue: q.int64(1)) else { continue }
-            lastSeq[family, default: [:]][q.int64(2)] = through
+            let id = q.int64(2), inserted = q.int64(3) != 0
+            ids[family, default: [:]][id] = (ids[family]?[id] ?? false) || inserted
         }
         q.reset()
         var batch = HistoryBatch(gateway: gateway)
         var missing = 0
         for family in JournalFamily.allCases {
-            guard let ids = lastSeq[family] else { continue }
-            let ordered = ids.sorted { $0.value < $1.value }.map(\.key)
+            guard let rows = ids[family] else { continue }
+            let table: String, columns: String
             switch family {
-            case .flows:
-                batch.flows = try rows(ordered, "SELECT \(StateStore.flowColumns) FROM flows WHERE id = ?1", StateStore.flow, &missing)
-            case .sessions:
-                batch.sessions = try rows(ordered, "SELECT \(StateStore.sessionColumns) FROM sessions WHERE id = ?1", StateStore.session, &missing)
-            case .refusals:
-                batch.refusals = try rows(ordered, "SELECT \(StateStore.refusalColumns) FROM refusals WHERE id = ?1", StateStore.refusal, &missing)
-            case .markers:
-                batch.markers = try rows(ordered, "SELECT \(StateStore.markerColumns) FROM markers WHERE id = ?1", StateStore.marker, &missing)
+            case .flows: (table, columns) = ("flows", StateStore.flowColumns)
+            case .sessions: (table, columns) = ("sessions", StateStore.sessionColumns)
+            case .refusals: (table, columns) = ("refusals", StateStore.refusalColumns)
+            case .markers: (table, columns) = ("markers", StateStore.markerColumns)
             }
+            let s = try connection.prepared("""
+                SELECT \(columns) FROM \(table) WHERE id IN
+                    (SELECT row_id FROM ship_queue WHERE seq BETWEEN ?1 AND ?2 AND family = ?3)
+                """)
+            s.bind(1, first)
+            s.bind(2, through)
+            s.bind(3, family.rawValue)
+            var found = 0
+            func collect<T>(_ decode: (Statement) -> T, _ id: (T) -> Int64) throws -> ([T], Int64) {
+                var fresh: [T] = [], changed: [T] = []
+                while try s.step() {
+                    let row = decode(s)
+                    if rows[id(row)] == true { fresh.append(row) } else { changed.append(row) }
+                }
+                found = fresh.count + changed.count
+                return (fresh + changed, Int64(fresh.count))
+            }
+            defer { s.reset() }
+            switch family {
+            case .flows: (batch.flows, batch.new.flows) = try collect(StateStore.flow, \.id)
+            case .sessions: (batch.sessions, batch.new.sessions) = try collect(StateStore.session, \.id)
+            case .refusals: (batch.refusals, batch.new.refusals) = try collect(StateStore.refusal, \.id)
+            case .markers: (batch.markers, batch.new.markers) = try collect(StateStore.marker, \.id)
+            }
+            missing += rows.count - found
         }
         return JournalChunk(batch: batch, through: through, changes: changes, missing: missing)
-    }
-
-    private func rows<T>(_ ids: [Int64], _ sql: String, _ decode: (Statement) -> T, _ missing: inout Int) throws -> [T] {
-        let s = try connection.prepared(sql)
-        var out: [T] = []
-        out.reserveCapacity(ids.count)
-        for id in ids {
-            s.bind(1, id)
-            if try s.step() { out.append(decode(s)) } else { missing += 1 }
-            s.reset()
-        }
-        return out
     }
 
     /// The shared store took every entry up to `through`: they leave the journal.

@@ -25,6 +25,7 @@ let groups: [(name: String, summary: String, run: ([String]) throws -> Void)] = 
     (WGLoadBench.name, WGLoadBench.summary, WGLoadBench.run),
     (SinkBench.name, SinkBench.summary, SinkBench.run),
     (BlastBench.name, BlastBench.summary, BlastBench.run),
+    (SharedStoreBench.name, SharedStoreBench.summary, SharedStoreBench.run),
 ]
 
 let argv = Array(CommandLine.arguments.dropFirst())

@@ -80,6 +80,61 @@ public final class PGConnection {
         return try wait(c, deadline: deadline, operation: operation)
     }
 
+    /// Runs `copy` (a `COPY … FROM STDIN` statement) with `rows` as its data (COPY text format,
+    /// `PGCopyRows`), within the statement deadline. Returns the rows the server took.
+    @discardableResult
+    public func copyIn(_ copy: String, _ rows: PGCopyRows, timeoutMs: Int? = nil, operation: String = "copy") throws -> Int {
+        if conn == nil || PQstatus(conn) != CONNECTION_OK { try connect() }
+        guard let c = conn else { throw StoreError.postgres(operation: operation, message: "not connected", sqlstate: "", transient: true) }
+        let deadline = PGConnection.nowMs() + Int64(timeoutMs ?? self.timeoutMs)
+        guard copy.withCString({ PQsendQuery(c, $0) }) == 1 else { throw broken(operation) }
+        // Until the server is in COPY IN (or said why not).
+        while true {
+            let f = PQflush(c)
+            if f == 0 { break }
+            if f < 0 { throw broken(operation) }
+            try poll(c, events: Int16(POLLOUT | POLLIN), deadline: deadline, operation: operation)
+            if PQconsumeInput(c) == 0 { throw broken(operation) }
+        }
+        while PQisBusy(c) == 1 {
+            try poll(c, events: Int16(POLLIN), deadline: deadline, operation: operation)
+            if PQconsumeInput(c) == 0 { throw broken(operation) }
+        }
+        guard let first = PQgetResult(c) else { throw broken(operation) }
+        guard PQresultStatus(first) == PGRES_COPY_IN else {
+            let state = PQresultErrorField(first, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
+            let message = PGConnection.trimmed(String(cString: PQresultErrorMessage(first)))
+            PQclear(first)
+            _ = try? wait(c, deadline: deadline, operation: operation)  // the rest of the results
+            throw StoreError.postgres(operation: operation, message: message, sqlstate: state, transient: PGConnection.isTransient(sqlstate: state))
+        }
+        PQclear(first)
+        try rows.bytes.withUnsafeBufferPointer { all in
+            var offset = 0
+            while offset < all.count {
+                let n = min(1 << 16, all.count - offset)
+                let sent = all.baseAddress!.advanced(by: offset).withMemoryRebound(to: CChar.self, capacity: n) {
+                    PQputCopyData(c, $0, Int32(n))
+                }
+                if sent < 0 { throw broken(operation) }
+                if sent == 0 {  // the send buffer is full (non-blocking): let it drain
+                    try poll(c, events: Int16(POLLOUT), deadline: deadline, operation: operation)
+                    if PQflush(c) < 0 { throw broken(operation) }
+                    continue
+                }
+                offset += n
+            }
+        }
+        while true {
+            let e = PQputCopyEnd(c, nil)
+            if e == 1 { break }
+            if e < 0 { throw broken(operation) }
+            try poll(c, events: Int16(POLLOUT), deadline: deadline, operation: operation)
+            if PQflush(c) < 0 { throw broken(operation) }
+        }
+        return try wait(c, deadline: deadline, operation: operation).affected
+    }
+
     /// Runs `body` in one transaction (BEGIN … COMMIT; ROLLBACK when it throws).
     public func transaction<T>(_ operation: String = "transaction", _ body: () throws -> T) throws -> T {
         try execute("BEGIN", operation: operation)
@@ -234,4 +289,77 @@ private func withOptionalCStrings<R>(_ strings: [String?], _ body: (UnsafePointe
     let ptrs: [UnsafePointer<CChar>?] = dup.map { $0.map { UnsafePointer($0) } }
     if ptrs.isEmpty { return body(nil) }
     return ptrs.withUnsafeBufferPointer { body($0.baseAddress!) }
+}
+
+/// Rows in PostgreSQL's COPY text format, built as bytes (one buffer per batch, no string per
+/// value): columns separated by tabs, rows ended by newlines, `\N` for NULL, and backslash,
+/// tab, newline and carriage return escaped.
+public struct PGCopyRows {
+    public private(set) var bytes: [UInt8] = []
+    public private(set) var count = 0
+    private var atRowStart = true
+
+    public init(reserve: Int = 0) { bytes.reserveCapacity(reserve) }
+
+    private mutating func separate() {
+        if !atRowStart { bytes.append(0x09) }
+        atRowStart = false
+    }
+
+    /// An integer column.
+    public mutating func add(_ v: Int64) {
+        separate()
+        if v == 0 { bytes.append(0x30); return }
+        var x = v.magnitude
+        if v < 0 { bytes.append(0x2D) }
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &digits) { buf in
+            var i = 20
+            while x > 0 {
+                i -= 1
+                buf[i] = UInt8(truncatingIfNeeded: x % 10) + 0x30
+                x /= 10
+            }
+            bytes.append(contentsOf: buf[i..<20])
+        }
+    }
+
+    /// An optional integer column.
+    public mutating func add(_ v: Int64?) {
+        guard let v else { return addNull() }
+        add(v)
+    }
+
+    /// A text column (escaped).
+    public mutating func add(_ s: String?) {
+        guard var s else { return addNull() }
+        separate()
+        s.withUTF8 { u in
+            for b in u {
+                switch b {
+                case 0x5C: bytes.append(0x5C); bytes.append(0x5C)
+                case 0x09: bytes.append(0x5C); bytes.append(0x74)
+                case 0x0A: bytes.append(0x5C); bytes.append(0x6E)
+                case 0x0D: bytes.append(0x5C); bytes.append(0x72)
+                default: bytes.append(b)
+                }
+            }
+        }
+    }
+
+    /// A NULL column.
+    public mutating func addNull() {
+        separate()
+        bytes.append(0x5C)
+        bytes.append(0x4E)
+    }
+
+    /// Ends the row.
+    public mutating func endRow() {
+        bytes.append(0x0A)
+        atRowStart = true
+        count += 1
+    }
 }

@@ -152,79 +152,108 @@ public final class PostgresSharedState: SharedState {
 
     public func ship(_ batch: HistoryBatch) throws {
         guard batch.count > 0 else { return }
+        do {
+            try ship(batch, trustNew: true)
+        } catch let StoreError.postgres(_, _, sqlstate, _) where sqlstate == "23505" {
+            // A row the batch calls new is there: the batch shipped before and its acknowledge
+            // was lost (a crash). Everything again, upserted: the same rows, once.
+            try ship(batch, trustNew: false)
+        }
+    }
+
+    private func ship(_ batch: HistoryBatch, trustNew: Bool) throws {
+        let new = trustNew ? batch.new : HistoryCounts()
         try connection.transaction("ship history") {
-            if !batch.flows.isEmpty { try shipFlows(batch.gateway, batch.flows) }
-            if !batch.sessions.isEmpty { try shipSessions(batch.gateway, batch.sessions) }
-            if !batch.refusals.isEmpty { try shipRefusals(batch.gateway, batch.refusals) }
-            if !batch.markers.isEmpty { try shipMarkers(batch.gateway, batch.markers) }
+            if !batch.flows.isEmpty { try shipFlows(batch.gateway, batch.flows, new: Int(new.flows)) }
+            if !batch.sessions.isEmpty { try shipSessions(batch.gateway, batch.sessions, new: Int(new.sessions)) }
+            if !batch.refusals.isEmpty { try shipRefusals(batch.gateway, batch.refusals, new: Int(new.refusals)) }
+            if !batch.markers.isEmpty { try shipMarkers(batch.gateway, batch.markers, new: Int(new.markers)) }
         }
     }
 
     /// The last row per id (an upsert may touch a row once per statement).
-    private static func lastPerID<T>(_ rows: [T], _ id: (T) -> Int64) -> [T] {
+    private static func lastPerID<T>(_ rows: ArraySlice<T>, _ id: (T) -> Int64) -> [T] {
         var seen = Set<Int64>()
         var out: [T] = []
         for r in rows.reversed() where seen.insert(id(r)).inserted { out.append(r) }
         return out.reversed()
     }
 
-    private func shipFlows(_ gateway: String, _ all: [Flow]) throws {
-        let flows = Self.lastPerID(all, \.id)
-        var a = PGArrays(columns: 18)
-        for f in flows {
-            a.add([
-                "\(f.id)", "\(f.proto)", "\(f.src)", "\(f.srcPort)", "\(f.dst)", "\(f.dstPort)", f.peer, f.host, "\(f.firstSeen)", "\(f.lastSeen)",
-                "\(Int64(clamping: f.counters.bytesOut))", "\(Int64(clamping: f.counters.bytesIn))", "\(Int64(clamping: f.counters.packetsOut))",
-                "\(Int64(clamping: f.counters.packetsIn))", f.verdict.name, f.rule, f.closedAt.map { "\($0)" }, f.closeReason,
-            ])
+    /// One family's rows: the first `new` (inserted since the last batch) go in with COPY
+    /// straight into the table; the others are COPYed into a temporary staging table of this
+    /// connection (emptied at commit) and upserted from it in one statement. COPY's text format
+    /// costs the least per row on both ends (docs/scale-out.md "History"; `tunnelbench shared`).
+    private func shipRows<T>(_ table: String, _ columns: String, _ all: [T], new: Int, id: (T) -> Int64,
+                             onConflict: String, operation: String, row: (inout PGCopyRows, T) -> Void) throws
+    {
+        let new = min(max(0, new), all.count)
+        if new > 0 {
+            var rows = PGCopyRows(reserve: new * 160)
+            for r in all[..<new] {
+                row(&rows, r)
+                rows.endRow()
+            }
+            try connection.copyIn("COPY \(table) (\(columns)) FROM STDIN", rows, operation: operation)
         }
+        guard new < all.count else { return }
+        let changed = Self.lastPerID(all[new...], id)
+        var rows = PGCopyRows(reserve: changed.count * 160)
+        for r in changed {
+            row(&rows, r)
+            rows.endRow()
+        }
+        let stage = "tv_stage_" + table.dropFirst(3)
+        try connection.execute("CREATE TEMP TABLE IF NOT EXISTS \(stage) (LIKE \(table) INCLUDING DEFAULTS) ON COMMIT DELETE ROWS",
+                               operation: operation)
+        try connection.copyIn("COPY \(stage) (\(columns)) FROM STDIN", rows, operation: operation)
         try connection.execute("""
-            INSERT INTO tv_flows AS f (gateway, id, proto, src_addr, src_port, dst_addr, dst_port, peer, host, first_seen, last_seen,
-                bytes_out, bytes_in, packets_out, packets_in, verdict, rule, closed_at, close_reason)
-            SELECT $1, * FROM unnest($2::bigint[], $3::int[], $4::inet[], $5::int[], $6::inet[], $7::int[], $8::text[], $9::text[],
-                $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[], $16::text[], $17::text[],
-                $18::bigint[], $19::text[])
-            ON CONFLICT (gateway, id) DO UPDATE SET last_seen = greatest(f.last_seen, EXCLUDED.last_seen), bytes_out = EXCLUDED.bytes_out,
-                bytes_in = EXCLUDED.bytes_in, packets_out = EXCLUDED.packets_out, packets_in = EXCLUDED.packets_in,
-                host = coalesce(EXCLUDED.host, f.host), verdict = EXCLUDED.verdict, rule = EXCLUDED.rule,
-                closed_at = EXCLUDED.closed_at, close_reason = EXCLUDED.close_reason
-            """, [gateway] + a.literals, name: "tv_ship_flows", operation: "ship flows")
+            INSERT INTO \(table) AS t (\(columns)) SELECT \(columns) FROM \(stage)
+            ON CONFLICT (gateway, id) DO UPDATE SET \(onConflict)
+            """, operation: operation)
     }
 
-    private func shipSessions(_ gateway: String, _ all: [Session]) throws {
-        var a = PGArrays(columns: 7)
-        for s in Self.lastPerID(all, \.id) {
-            a.add(["\(s.id)", s.peer, "\(s.startedAt)", s.endedAt.map { "\($0)" }, s.endReason?.rawValue, "\(s.rxBytes)", "\(s.txBytes)"])
+    private func shipFlows(_ gateway: String, _ flows: [Flow], new: Int) throws {
+        try shipRows("tv_flows", """
+            gateway, id, proto, src_addr, src_port, dst_addr, dst_port, peer, host, first_seen, last_seen, \
+            bytes_out, bytes_in, packets_out, packets_in, verdict, rule, closed_at, close_reason
+            """, flows, new: new, id: \.id, onConflict: """
+            last_seen = greatest(t.last_seen, EXCLUDED.last_seen), bytes_out = EXCLUDED.bytes_out, \
+            bytes_in = EXCLUDED.bytes_in, packets_out = EXCLUDED.packets_out, packets_in = EXCLUDED.packets_in, \
+            host = coalesce(EXCLUDED.host, t.host), verdict = EXCLUDED.verdict, rule = EXCLUDED.rule, \
+            closed_at = EXCLUDED.closed_at, close_reason = EXCLUDED.close_reason
+            """, operation: "ship flows") { rows, f in
+            rows.add(gateway); rows.add(f.id); rows.add(Int64(f.proto)); rows.add("\(f.src)"); rows.add(Int64(f.srcPort))
+            rows.add("\(f.dst)"); rows.add(Int64(f.dstPort)); rows.add(f.peer); rows.add(f.host); rows.add(f.firstSeen); rows.add(f.lastSeen)
+            rows.add(Int64(clamping: f.counters.bytesOut)); rows.add(Int64(clamping: f.counters.bytesIn))
+            rows.add(Int64(clamping: f.counters.packetsOut)); rows.add(Int64(clamping: f.counters.packetsIn))
+            rows.add(f.verdict.name); rows.add(f.rule); rows.add(f.closedAt); rows.add(f.closeReason)
         }
-        try connection.execute("""
-            INSERT INTO tv_sessions AS s (gateway, id, peer, started_at, ended_at, end_reason, rx_bytes, tx_bytes)
-            SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::bigint[], $8::bigint[])
-            ON CONFLICT (gateway, id) DO UPDATE SET ended_at = EXCLUDED.ended_at, end_reason = EXCLUDED.end_reason,
-                rx_bytes = EXCLUDED.rx_bytes, tx_bytes = EXCLUDED.tx_bytes
-            """, [gateway] + a.literals, name: "tv_ship_sessions", operation: "ship sessions")
     }
 
-    private func shipRefusals(_ gateway: String, _ all: [Refusal]) throws {
-        var a = PGArrays(columns: 10)
-        for r in Self.lastPerID(all, \.id) {
-            a.add(["\(r.id)", r.kind.rawValue, r.peer, r.rule, r.flowKey, r.reason, "\(r.window)", "\(r.count)", "\(r.firstAt)", "\(r.lastAt)"])
+    private func shipSessions(_ gateway: String, _ sessions: [Session], new: Int) throws {
+        try shipRows("tv_sessions", "gateway, id, peer, started_at, ended_at, end_reason, rx_bytes, tx_bytes", sessions, new: new, id: \.id,
+                     onConflict: """
+            ended_at = EXCLUDED.ended_at, end_reason = EXCLUDED.end_reason, rx_bytes = EXCLUDED.rx_bytes, tx_bytes = EXCLUDED.tx_bytes
+            """, operation: "ship sessions") { rows, x in
+            rows.add(gateway); rows.add(x.id); rows.add(x.peer); rows.add(x.startedAt); rows.add(x.endedAt); rows.add(x.endReason?.rawValue)
+            rows.add(x.rxBytes); rows.add(x.txBytes)
         }
-        try connection.execute("""
-            INSERT INTO tv_refusals AS r (gateway, id, kind, peer, rule, flow_key, reason, window_at, count, first_at, last_at)
-            SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::bigint[],
-                $10::bigint[], $11::bigint[])
-            ON CONFLICT (gateway, id) DO UPDATE SET count = EXCLUDED.count, last_at = EXCLUDED.last_at, reason = EXCLUDED.reason
-            """, [gateway] + a.literals, name: "tv_ship_refusals", operation: "ship refusals")
     }
 
-    private func shipMarkers(_ gateway: String, _ all: [Marker]) throws {
-        var a = PGArrays(columns: 5)
-        for m in Self.lastPerID(all, \.id) { a.add(["\(m.id)", "\(m.at)", m.label, m.kind.rawValue, m.detail]) }
-        try connection.execute("""
-            INSERT INTO tv_markers AS m (gateway, id, at, label, kind, detail)
-            SELECT $1, * FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[])
-            ON CONFLICT (gateway, id) DO UPDATE SET label = EXCLUDED.label, detail = EXCLUDED.detail
-            """, [gateway] + a.literals, name: "tv_ship_markers", operation: "ship markers")
+    private func shipRefusals(_ gateway: String, _ refusals: [Refusal], new: Int) throws {
+        try shipRows("tv_refusals", "gateway, id, kind, peer, rule, flow_key, reason, window_at, count, first_at, last_at", refusals,
+                     new: new, id: \.id, onConflict: "count = EXCLUDED.count, last_at = EXCLUDED.last_at, reason = EXCLUDED.reason",
+                     operation: "ship refusals") { rows, r in
+            rows.add(gateway); rows.add(r.id); rows.add(r.kind.rawValue); rows.add(r.peer); rows.add(r.rule); rows.add(r.flowKey)
+            rows.add(r.reason); rows.add(r.window); rows.add(r.count); rows.add(r.firstAt); rows.add(r.lastAt)
+        }
+    }
+
+    private func shipMarkers(_ gateway: String, _ markers: [Marker], new: Int) throws {
+        try shipRows("tv_markers", "gateway, id, at, label, kind, detail", markers, new: new, id: \.id,
+                     onConflict: "label = EXCLUDED.label, detail = EXCLUDED.detail", operation: "ship markers") { rows, m in
+            rows.add(gateway); rows.add(m.id); rows.add(m.at); rows.add(m.label); rows.add(m.kind.rawValue); rows.add(m.detail)
+        }
     }
 
     public func historyCounts(gateway: String?) throws -> HistoryCounts {
@@ -252,34 +281,6 @@ public final class PostgresSharedState: SharedState {
         }
         return total
     }
-}
-
-/// Column arrays as PostgreSQL array literals (`{"a","b",NULL}`), one parameter per column, so
-/// a whole batch goes in one statement (`unnest`).
-struct PGArrays {
-    private var columns: [String]
-    private var first = true
-
-    init(columns n: Int) { columns = Array(repeating: "{", count: n) }
-
-    mutating func add(_ values: [String?]) {
-        for (i, v) in values.enumerated() {
-            if !first { columns[i].append(",") }
-            guard let v else {
-                columns[i].append("NULL")
-                continue
-            }
-            columns[i].append("\"")
-            for ch in v.unicodeScalars {
-                if ch == "\"" || ch == "\\" { columns[i].append("\\") }
-                columns[i].unicodeScalars.append(ch)
-            }
-            columns[i].append("\"")
-        }
-        first = false
-    }
-
-    var literals: [String?] { columns.map { $0 + "}" } }
 }
 
 /// The PostgreSQL schema as numbered migrations (`tv_schema` holds the version applied).
@@ -335,6 +336,11 @@ public enum PostgresSchema {
             PRIMARY KEY (gateway, id)
         );
         CREATE INDEX tv_markers_at ON tv_markers (at);
+        """,
+        // 2: history at rate (tunnelbench shared): the (peer, last_seen) index cost about a
+        // quarter of every flow insert and no statement of ours reads it; prune uses last_seen.
+        """
+        DROP INDEX IF EXISTS tv_flows_peer_last_seen;
         """,
     ]
 

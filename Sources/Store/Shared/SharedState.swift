@@ -148,13 +148,21 @@ public struct HistoryBatch: Sendable {
     /// Marker rows, keyed by their local id.
     public var markers: [Marker]
 
+    /// Per family, how many of the first rows are new: inserted locally since the last batch
+    /// shipped, so the shared store does not hold them unless this batch is shipped again (a
+    /// crash between ship and acknowledge). A backend may insert those without an upsert and
+    /// must fall back to upserting when one is there after all. Zero (the default): upsert all.
+    public var new: HistoryCounts
+
     /// A batch.
-    public init(gateway: String, flows: [Flow] = [], sessions: [Session] = [], refusals: [Refusal] = [], markers: [Marker] = []) {
+    public init(gateway: String, flows: [Flow] = [], sessions: [Session] = [], refusals: [Refusal] = [], markers: [Marker] = [],
+                new: HistoryCounts = HistoryCounts()) {
         self.gateway = gateway
         self.flows = flows
         self.sessions = sessions
         self.refusals = refusals
         self.markers = markers
+        self.new = new
     }
 
     /// Rows in the batch.
