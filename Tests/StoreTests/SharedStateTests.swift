@@ -132,9 +132,19 @@ enum PGTestCluster {
         let sessions = [Session(id: 1, peer: "alice", startedAt: t0, endedAt: nil, endReason: nil, rxBytes: 0, txBytes: 0)]
         let refusals = [Refusal(id: 1, kind: .session, peer: "alice", rule: "", flowKey: "", reason: "free-pause", window: t0, count: 1, firstAt: t0, lastAt: t0)]
         let markers = [Marker(id: 1, at: t0, label: "quote \" and backslash \\ and {braces}, commas", kind: .manual, auditSessionId: nil, detail: nil)]
-        let batch = HistoryBatch(gateway: "gw-a", flows: flows, sessions: sessions, refusals: refusals, markers: markers)
+        // Every row marked new (as a journal chunk marks rows inserted since the last chunk): the
+        // second ship finds them there (a lost acknowledge) and upserts instead; nothing doubles.
+        let batch = HistoryBatch(gateway: "gw-a", flows: flows, sessions: sessions, refusals: refusals, markers: markers,
+                                 new: HistoryCounts(flows: 500, sessions: 1, refusals: 1, markers: 1))
         try s.ship(batch)
         try s.ship(batch)
+        // Tabs, newlines and backslashes survive COPY's text format.
+        let odd = Marker(id: 2, at: t0 - 1, label: "tab\tnewline\ncr\rbackslash\\N", kind: .manual, auditSessionId: nil, detail: nil)
+        try s.ship(HistoryBatch(gateway: "gw-c", markers: [odd], new: HistoryCounts(markers: 1)))
+        if let pg = s as? PostgresSharedState {
+            #expect(try pg.connection.execute("SELECT label FROM tv_markers WHERE gateway = 'gw-c'").rows == [[odd.label]])
+            _ = try pg.connection.execute("DELETE FROM tv_markers WHERE gateway = 'gw-c'")
+        }
         #expect(try s.historyCounts(gateway: "gw-a") == HistoryCounts(flows: 500, sessions: 1, refusals: 1, markers: 1))
         // Updated rows go in place; another gateway's rows with the same ids are its own.
         var closed = sessions[0]
