@@ -89,17 +89,8 @@ public final class PGConnection {
         let deadline = PGConnection.nowMs() + Int64(timeoutMs ?? self.timeoutMs)
         guard copy.withCString({ PQsendQuery(c, $0) }) == 1 else { throw broken(operation) }
         // Until the server is in COPY IN (or said why not).
-        while true {
-            let f = PQflush(c)
-            if f == 0 { break }
-            if f < 0 { throw broken(operation) }
-            try poll(c, events: Int16(POLLOUT | POLLIN), deadline: deadline, operation: operation)
-            if PQconsumeInput(c) == 0 { throw broken(operation) }
-        }
-        while PQisBusy(c) == 1 {
-            try poll(c, events: Int16(POLLIN), deadline: deadline, operation: operation)
-            if PQconsumeInput(c) == 0 { throw broken(operation) }
-        }
+        try flush(c, deadline: deadline, operation: operation)
+        try awaitResult(c, deadline: deadline, operation: operation)
         guard let first = PQgetResult(c) else { throw broken(operation) }
         guard PQresultStatus(first) == PGRES_COPY_IN else {
             let state = PQresultErrorField(first, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
@@ -148,23 +139,32 @@ public final class PGConnection {
         }
     }
 
-    /// Flushes, waits for and collects every result of the statement just sent.
-    private func wait(_ c: OpaquePointer, deadline: Int64, operation: String) throws -> PGResult {
-        // Send what is buffered.
+    /// Sends what libpq has buffered (reading meanwhile, so the server never waits on us).
+    private func flush(_ c: OpaquePointer, deadline: Int64, operation: String) throws {
         while true {
             let f = PQflush(c)
-            if f == 0 { break }
+            if f == 0 { return }
             if f < 0 { throw broken(operation) }
             try poll(c, events: Int16(POLLOUT | POLLIN), deadline: deadline, operation: operation)
             if PQconsumeInput(c) == 0 { throw broken(operation) }
         }
+    }
+
+    /// Reads until the next result is complete (`PQgetResult` will not block).
+    private func awaitResult(_ c: OpaquePointer, deadline: Int64, operation: String) throws {
+        while PQisBusy(c) == 1 {
+            try poll(c, events: Int16(POLLIN), deadline: deadline, operation: operation)
+            if PQconsumeInput(c) == 0 { throw broken(operation) }
+        }
+    }
+
+    /// Flushes, waits for and collects every result of the statement just sent.
+    private func wait(_ c: OpaquePointer, deadline: Int64, operation: String) throws -> PGResult {
+        try flush(c, deadline: deadline, operation: operation)
         var out = PGResult()
         var failure: StoreError?
         while true {
-            while PQisBusy(c) == 1 {
-                try poll(c, events: Int16(POLLIN), deadline: deadline, operation: operation)
-                if PQconsumeInput(c) == 0 { throw broken(operation) }
-            }
+            try awaitResult(c, deadline: deadline, operation: operation)
             guard let r = PQgetResult(c) else { break }
             defer { PQclear(r) }
             switch PQresultStatus(r) {
