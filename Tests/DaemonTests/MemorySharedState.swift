@@ -143,5 +143,27 @@ final class MemorySharedState: Sendable {
             }
         }
         func pruneHistory(before: Int64, batch: Int) throws -> Int { 0 }
+
+        // Reading: the rows of one family, with the gateway from their key (the daemon's tests
+        // never read history back through the shared state; the store suite covers the orders).
+        func rows<R: Sendable>(_ all: [String: R], _ keep: (R) -> Bool, gateway: String?) -> [Gatewayed<R>] {
+            all.compactMap { key, r in
+                let g = String(key.prefix { $0 != "/" })
+                return (gateway == nil || g == gateway) && keep(r) ? Gatewayed(gateway: g, row: r) : nil
+            }
+        }
+        func historyFlows(since: Int64, peer: String?, gateway: String?, blockedOnly: Bool, limit: Int) throws -> [Gatewayed<Flow>] {
+            try with { d in Array(rows(d.flows, { $0.lastSeen >= since && (peer == nil || $0.peer == peer) && (!blockedOnly || $0.verdict == .block || $0.verdict == .reject) }, gateway: gateway).prefix(limit)) }
+        }
+        func historyRefusals(since: Int64, peer: String?, gateway: String?, limit: Int) throws -> [Gatewayed<Refusal>] {
+            try with { d in Array(rows(d.refusals, { $0.lastAt >= since && (peer == nil || $0.peer == peer) }, gateway: gateway).prefix(limit)) }
+        }
+        func historySessions(since: Int64, peer: String?, gateway: String?, limit: Int) throws -> [Gatewayed<Session>] {
+            try with { d in Array(rows(d.sessions, { ($0.endedAt ?? .max) >= since && (peer == nil || $0.peer == peer) }, gateway: gateway).prefix(limit)) }
+        }
+        func historyMarkers(since: Int64, gateway: String?, limit: Int) throws -> [Gatewayed<Marker>] {
+            try with { d in Array(rows(d.markers, { $0.at >= since }, gateway: gateway).prefix(limit)) }
+        }
+        func readingOneSnapshot<T>(_ body: () throws -> T) throws -> T { try body() }
     }
 }

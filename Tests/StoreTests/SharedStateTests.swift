@@ -11,12 +11,17 @@ import Testing
 /// each test gets a schema of its own. Without the variable the PostgreSQL cases fail when
 /// `TUNNELVISION_REQUIRE_PG=1` (the test command sets it) and are skipped with a note otherwise.
 enum SharedBackend: String, CaseIterable, CustomTestStringConvertible, Sendable {
-    case postgresql
+    case sqlite, postgresql
     var testDescription: String { rawValue }
 
     /// A fresh, empty shared state and a way to open more connections to it (nil: not available).
     func make() throws -> (state: any SharedState, connect: @Sendable () throws -> any SharedState)? {
         switch self {
+        case .sqlite:
+            let dir = NSTemporaryDirectory() + "tv-shared-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            let path = dir + "/shared.db"
+            return (try SQLiteSharedState(path: path), { try SQLiteSharedState(path: path) })
         case .postgresql:
             guard let conninfo = PGTestCluster.conninfo() else { return nil }
             let schema = "t_" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
@@ -141,10 +146,7 @@ enum PGTestCluster {
         // Tabs, newlines and backslashes survive COPY's text format.
         let odd = Marker(id: 2, at: t0 - 1, label: "tab\tnewline\ncr\rbackslash\\N", kind: .manual, auditSessionId: nil, detail: nil)
         try s.ship(HistoryBatch(gateway: "gw-c", markers: [odd], new: HistoryCounts(markers: 1)))
-        if let pg = s as? PostgresSharedState {
-            #expect(try pg.connection.execute("SELECT label FROM tv_markers WHERE gateway = 'gw-c'").rows == [[odd.label]])
-            _ = try pg.connection.execute("DELETE FROM tv_markers WHERE gateway = 'gw-c'")
-        }
+        #expect(try s.historyMarkers(since: .min, gateway: "gw-c", limit: 10).map(\.label) == [odd.label])
         #expect(try s.historyCounts(gateway: "gw-a") == HistoryCounts(flows: 500, sessions: 1, refusals: 1, markers: 1))
         // Updated rows go in place; another gateway's rows with the same ids are its own.
         var closed = sessions[0]
@@ -156,17 +158,79 @@ enum PGTestCluster {
         try s.ship(HistoryBatch(gateway: "gw-b", flows: Array(flows.prefix(10))))
         #expect(try s.historyCounts(gateway: "gw-a") == HistoryCounts(flows: 500, sessions: 1, refusals: 1, markers: 1))
         #expect(try s.historyCounts(gateway: nil).flows == 510)
-        if let pg = s as? PostgresSharedState {
-            let row = try pg.connection.execute("SELECT bytes_out, closed_at, close_reason, host(src_addr), host(dst_addr) FROM tv_flows WHERE gateway = 'gw-a' AND id = 1")
-            #expect(row.rows == [["999", "\(t0 + 9_000)", "fin", "10.99.0.2", "fd98::2"]])
-            #expect(try pg.connection.execute("SELECT end_reason FROM tv_sessions").rows == [["free-limit"]])
-            #expect(try pg.connection.execute("SELECT count FROM tv_refusals").rows == [["7"]])
-            #expect(try pg.connection.execute("SELECT label FROM tv_markers").rows == [[markers[0].label]])
-        }
-        // Prune in batches of 64: everything older than t0+251 goes (flows 2…250 of gw-a, 1…10 of gw-b).
+        let one = try s.historyFlows(since: .min, peer: nil, gateway: "gw-a", blockedOnly: false, limit: 1_000).filter { $0.id == 1 }
+        #expect(one.map(\.row) == [flow(1, at: t0 + 9_000, bytes: 999, closed: true)].map { var f = $0; f.firstSeen = t0 + 1; return f })
+        #expect(try s.historySessions(since: .min, peer: nil, gateway: "gw-a", limit: 10).map(\.endReason) == [.freeLimit])
+        #expect(try s.historyRefusals(since: .min, peer: nil, gateway: "gw-a", limit: 10).map(\.count) == [7])
+        #expect(try s.historyMarkers(since: .min, gateway: "gw-a", limit: 10).map(\.label) == [markers[0].label])
+        // Prune in batches of 64: everything older than t0+251 goes (flows 2…250 of gw-a, 1…10 of
+        // gw-b, gw-c's marker).
         let n = try s.pruneHistory(before: t0 + 251, batch: 64)
-        #expect(n == 249 + 10 + 1 + 1, "flows, the marker and the refusal before the date; the open session stays")
+        #expect(n == 249 + 10 + 1 + 1 + 1, "flows, the markers and the refusal before the date; the open session stays")
         #expect(try s.historyCounts(gateway: "gw-a").flows == 251)
+    }
+
+    /// Both backends build their tables from `SharedSchema`: each backend's catalogue holds
+    /// exactly the described columns (in order, with their NULL-ability) and indexes.
+    @Test(arguments: SharedBackend.allCases) func schemaIsTheOneDescription(_ backend: SharedBackend) throws {
+        guard let (s, _) = try backend.make() else { return }
+        var indexes: Set<String> = []
+        for t in SharedSchema.tables {
+            var found: [String] = []
+            if let pg = s as? PostgresSharedState {
+                let r = try pg.connection.execute("""
+                    SELECT column_name, is_nullable FROM information_schema.columns
+                    WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position
+                    """, [t.name])
+                found = r.rows.map { "\($0[0]!) \($0[1]! == "NO" ? "NOT NULL" : "NULL")" }
+                indexes = Set(try pg.connection.execute("""
+                    SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND indexname NOT LIKE '%_pkey'
+                    """).rows.map { $0[0]! })
+            } else if let lite = s as? SQLiteSharedState {
+                let st = try lite.connection.prepared("SELECT name, \"notnull\", pk FROM pragma_table_info(?1)")
+                st.bind(1, t.name)
+                while try st.step() { found.append("\(st.text(0)) \(st.int64(1) != 0 || (st.int64(2) != 0 && t.primaryKey.count > 1) ? "NOT NULL" : "NULL")") }
+                st.reset()
+                let ix = try lite.connection.prepared("SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_autoindex%'")
+                indexes = []
+                while try ix.step() { indexes.insert(ix.text(0)) }
+                ix.reset()
+            }
+            #expect(found == t.columns.map { "\($0.name) \($0.notNull ? "NOT NULL" : "NULL")" }, "\(backend) \(t.name)")
+        }
+        #expect(indexes == Set(SharedSchema.indexes.keys), "\(backend)")
+        #expect(!indexes.contains("tv_flows_peer_last_seen"), "version 2 dropped it")
+    }
+
+    /// What `tunnelctl flows|refusals|sessions|timeline` read back: every gateway's rows with
+    /// their gateway, in the local store's orders, narrowed by peer, gateway, date and verdict.
+    @Test(arguments: SharedBackend.allCases) func readingHistoryBack(_ backend: SharedBackend) throws {
+        guard let (s, _) = try backend.make() else { return }
+        var blocked = flow(3, at: t0 + 30)
+        blocked.verdict = .block
+        blocked.peer = "bob"
+        try s.ship(HistoryBatch(gateway: "gw-a", flows: [flow(1, at: t0 + 10), flow(2, at: t0 + 20), blocked],
+                                sessions: [Session(id: 1, peer: "alice", startedAt: t0, endedAt: t0 + 5, endReason: .freeLimit, rxBytes: 1, txBytes: 2),
+                                           Session(id: 2, peer: "alice", startedAt: t0 + 50, endedAt: nil, endReason: nil, rxBytes: 0, txBytes: 0)],
+                                refusals: [Refusal(id: 1, kind: .session, peer: "alice", rule: "", flowKey: "", reason: "free-pause",
+                                                   window: t0, count: 2, firstAt: t0 + 6, lastAt: t0 + 8)],
+                                markers: [Marker(id: 1, at: t0 + 40, label: "later", kind: .manual, auditSessionId: nil, detail: "d")]))
+        try s.ship(HistoryBatch(gateway: "gw-b", flows: [flow(1, at: t0 + 15)],
+                                markers: [Marker(id: 1, at: t0 + 1, label: "earlier", kind: .automatic, auditSessionId: nil, detail: nil)]))
+        let all = try s.historyFlows(since: .min, peer: nil, gateway: nil, blockedOnly: false, limit: 100)
+        #expect(all.map { "\($0.gateway!)/\($0.id)" } == ["gw-a/3", "gw-a/2", "gw-b/1", "gw-a/1"], "newest first")
+        #expect(all.first?.row == blocked && all.first?.dst == IPAddress("fd98::2"))
+        #expect(try s.historyFlows(since: t0 + 15, peer: nil, gateway: nil, blockedOnly: false, limit: 100).count == 3)
+        #expect(try s.historyFlows(since: .min, peer: "alice", gateway: "gw-a", blockedOnly: false, limit: 100).map(\.id) == [2, 1])
+        #expect(try s.historyFlows(since: .min, peer: nil, gateway: nil, blockedOnly: true, limit: 100).map(\.peer) == ["bob"])
+        #expect(try s.historyFlows(since: .min, peer: nil, gateway: nil, blockedOnly: false, limit: 2).count == 2)
+        #expect(try s.historySessions(since: .min, peer: "alice", gateway: nil, limit: 10).map(\.id) == [2, 1])
+        #expect(try s.historySessions(since: t0 + 6, peer: nil, gateway: nil, limit: 10).map(\.id) == [2], "the open one; the other ended before")
+        #expect(try s.historyRefusals(since: t0 + 8, peer: "alice", gateway: "gw-a", limit: 10).map(\.reason) == ["free-pause"])
+        #expect(try s.historyRefusals(since: t0 + 9, peer: nil, gateway: nil, limit: 10).isEmpty)
+        let markers = try s.readingOneSnapshot { try s.historyMarkers(since: .min, gateway: nil, limit: 10) }
+        #expect(markers.map { "\($0.gateway!) \($0.label) \($0.kind) \($0.detail ?? "-")" } == ["gw-b earlier automatic -", "gw-a later manual d"], "oldest first")
+        #expect(try s.historyMarkers(since: .min, gateway: "gw-z", limit: 10).isEmpty)
     }
 
     /// Two gateways open the same peer's window at the same instant, 1,000 times: exactly one

@@ -127,8 +127,8 @@ public final class PGConnection {
     }
 
     /// Runs `body` in one transaction (BEGIN … COMMIT; ROLLBACK when it throws).
-    public func transaction<T>(_ operation: String = "transaction", _ body: () throws -> T) throws -> T {
-        try execute("BEGIN", operation: operation)
+    public func transaction<T>(_ operation: String = "transaction", begin: String = "BEGIN", _ body: () throws -> T) throws -> T {
+        try execute(begin, operation: operation)
         do {
             let v = try body()
             try execute("COMMIT", operation: operation)

@@ -2,7 +2,7 @@ import Core
 
 /// The shared state on PostgreSQL (`Store = postgresql://…`, issue 19, docs/scale-out.md).
 ///
-/// Tables are prefixed `tv_` (schema in `PostgresSchema`). A window is one row per peer; every
+/// Tables are prefixed `tv_` (schema in `SharedSchema`). A window is one row per peer; every
 /// write takes a new number from the sequence `tv_change`, so other gateways poll
 /// `WHERE change > $cursor`. History rows are keyed `(gateway, id)`: shipping again updates.
 ///
@@ -283,69 +283,12 @@ public final class PostgresSharedState: SharedState {
     }
 }
 
-/// The PostgreSQL schema as numbered migrations (`tv_schema` holds the version applied).
+/// The PostgreSQL side of `SharedSchema` (`tv_schema` holds the version applied).
 public enum PostgresSchema {
     static let lockKey = 0x7476_5f73_6368  // "tv_sch": one advisory lock for migrations
 
-    /// All migrations in order; `migrations[i]` produces version `i + 1`.
-    static let migrations: [String] = [
-        """
-        CREATE SEQUENCE tv_change;
-        CREATE TABLE tv_windows (
-            peer TEXT PRIMARY KEY,
-            epoch BIGINT NOT NULL,
-            allowed_until BIGINT NOT NULL,
-            reconnect_at BIGINT NOT NULL,
-            used_up BIGINT NOT NULL DEFAULT 0,
-            used_down BIGINT NOT NULL DEFAULT 0,
-            gateway TEXT NOT NULL,
-            opened_at BIGINT NOT NULL,
-            change BIGINT NOT NULL DEFAULT nextval('tv_change')
-        );
-        CREATE INDEX tv_windows_change ON tv_windows (change);
-        CREATE TABLE tv_tiers (
-            peer TEXT PRIMARY KEY,
-            tier TEXT CHECK (tier IS NULL OR length(tier) BETWEEN 1 AND 32),
-            changed_at BIGINT NOT NULL,
-            change BIGINT NOT NULL DEFAULT nextval('tv_change')
-        );
-        CREATE INDEX tv_tiers_change ON tv_tiers (change);
-        CREATE TABLE tv_flows (
-            gateway TEXT NOT NULL, id BIGINT NOT NULL, proto INT NOT NULL, src_addr INET NOT NULL, src_port INT NOT NULL,
-            dst_addr INET NOT NULL, dst_port INT NOT NULL, peer TEXT NOT NULL, host TEXT, first_seen BIGINT NOT NULL,
-            last_seen BIGINT NOT NULL, bytes_out BIGINT NOT NULL, bytes_in BIGINT NOT NULL, packets_out BIGINT NOT NULL,
-            packets_in BIGINT NOT NULL, verdict TEXT NOT NULL, rule TEXT, closed_at BIGINT, close_reason TEXT,
-            PRIMARY KEY (gateway, id)
-        );
-        CREATE INDEX tv_flows_last_seen ON tv_flows (last_seen);
-        CREATE INDEX tv_flows_peer_last_seen ON tv_flows (peer, last_seen);
-        CREATE TABLE tv_sessions (
-            gateway TEXT NOT NULL, id BIGINT NOT NULL, peer TEXT NOT NULL, started_at BIGINT NOT NULL, ended_at BIGINT,
-            end_reason TEXT, rx_bytes BIGINT NOT NULL, tx_bytes BIGINT NOT NULL, PRIMARY KEY (gateway, id)
-        );
-        CREATE INDEX tv_sessions_started_at ON tv_sessions (started_at);
-        CREATE INDEX tv_sessions_ended_at ON tv_sessions (ended_at);
-        CREATE TABLE tv_refusals (
-            gateway TEXT NOT NULL, id BIGINT NOT NULL, kind TEXT NOT NULL, peer TEXT NOT NULL, rule TEXT NOT NULL, flow_key TEXT NOT NULL,
-            reason TEXT NOT NULL, window_at BIGINT NOT NULL, count BIGINT NOT NULL, first_at BIGINT NOT NULL, last_at BIGINT NOT NULL,
-            PRIMARY KEY (gateway, id)
-        );
-        CREATE INDEX tv_refusals_last_at ON tv_refusals (last_at);
-        CREATE TABLE tv_markers (
-            gateway TEXT NOT NULL, id BIGINT NOT NULL, at BIGINT NOT NULL, label TEXT NOT NULL, kind TEXT NOT NULL, detail TEXT,
-            PRIMARY KEY (gateway, id)
-        );
-        CREATE INDEX tv_markers_at ON tv_markers (at);
-        """,
-        // 2: history at rate (tunnelbench shared): the (peer, last_seen) index cost about a
-        // quarter of every flow insert and no statement of ours reads it; prune uses last_seen.
-        """
-        DROP INDEX IF EXISTS tv_flows_peer_last_seen;
-        """,
-    ]
-
     /// The version this build writes.
-    public static var currentVersion: Int { migrations.count }
+    public static var currentVersion: Int { SharedSchema.currentVersion }
 
     /// Applies the missing migrations, each once even when gateways start together. Throws when
     /// the database's schema is newer than this build.
@@ -361,7 +304,9 @@ public enum PostgresSchema {
                                           sqlstate: "", transient: false)
             }
             for v in (found + 1)...max(found + 1, currentVersion) where v <= currentVersion {
-                try c.execute(migrations[v - 1], operation: "migrate the schema to version \(v)")
+                for statement in SharedSchema.sql(version: v, for: .postgresql) {
+                    try c.execute(statement, operation: "migrate the schema to version \(v)")
+                }
                 try c.execute("INSERT INTO tv_schema (version) VALUES ($1)", ["\(v)"], operation: "migrate the schema")
             }
         }

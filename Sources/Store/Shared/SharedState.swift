@@ -9,7 +9,7 @@ import Core
 ///
 /// Every mutating call is one statement (or one transaction) that is safe to race with the same
 /// call from another gateway; see each method.
-public protocol SharedState: AnyObject {
+public protocol SharedState: HistoryReading {
     /// `sqlite` or `postgresql` (for `tunnelctl status`).
     var backend: String { get }
 
