@@ -35,7 +35,7 @@ _tunnelctl_reply() {
         w=${COMP_WORDS[i]}
         if ((skip)); then [[ $w == = ]] || skip=0; continue; fi
         case $w in
-            --allowed-ips|--config|--count|--detail|--dns|--endpoint|--expires|--filter|--flow|--ip|--peer|--png|--policies|--ring|--since|--tier|-o) skip=1 ;;
+            --allowed-ips|--config|--count|--detail|--dns|--endpoint|--expires|--filter|--flow|--gateway|--ip|--peer|--png|--policies|--ring|--since|--tier|-o) skip=1 ;;
             -*) ;;
             *) pos+=("$w") ;;
         esac
@@ -72,10 +72,13 @@ _tunnelctl_reply() {
             'explain --policies') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -d -- "$cur") ;;
             'explain --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
             'refusals --peer') mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_peers)" -- "$cur") ;;
+            'refusals --gateway') mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_peers)" -- "$cur") ;;
             'refusals --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
             'flows --peer') mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_peers)" -- "$cur") ;;
+            'flows --gateway') mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_peers)" -- "$cur") ;;
             'flows --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
             'timeline --peer') mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_peers)" -- "$cur") ;;
+            'timeline --gateway') mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_peers)" -- "$cur") ;;
             'timeline --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
             'policy check --policies') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -d -- "$cur") ;;
             'policy check --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
@@ -100,6 +103,7 @@ _tunnelctl_reply() {
             'capture extract -o') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
             'capture extract --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
             *' --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            *' --gateway') mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_peers)" -- "$cur") ;;
             *' --peer') mapfile -t COMPREPLY < <(compgen -W "$(_tunnelctl_peers)" -- "$cur") ;;
             *' --png') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
             *' --policies') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -d -- "$cur") ;;
@@ -129,9 +133,9 @@ _tunnelctl_reply() {
             'kick') w='--json --config --help' ;;
             'session') w='--json --config --help' ;;
             'explain') w='--policies --json --config --help' ;;
-            'refusals') w='--since --peer --json --config --help' ;;
-            'flows') w='--since --peer --blocked --json --config --help' ;;
-            'timeline') w='--since --peer --json --config --help' ;;
+            'refusals') w='--since --peer --gateway --local --json --config --help' ;;
+            'flows') w='--since --peer --blocked --gateway --local --json --config --help' ;;
+            'timeline') w='--since --peer --gateway --local --json --config --help' ;;
             'policy check') w='--policies --json --config --help' ;;
             'policy test') w='--policies --json --config --help' ;;
             'policy reload') w='--json --config --help' ;;

@@ -12,6 +12,14 @@ extension Tunnelctl {
     /// both binaries link).
     static var version: String { ProductVersion.current }
 
+    /// What the history commands read with a shared store (one text for refusals, flows, timeline).
+    static let sharedHistoryHelp = """
+        With a shared store (Store = postgresql://… or sqlite:/… in [Interface]), every gateway's rows are \
+        read from it, with a GATEWAY column (the GatewayName that recorded each row); --gateway NAME keeps one \
+        gateway's, --local reads this router's own store instead. A shared store that cannot be read is an \
+        error (exit 1) that names --local, never an empty list.
+        """
+
     static let commands: [Command] = [
         Command(
             "status", summary: "daemon, interface, peers, flows, drops, policy generation",
@@ -203,7 +211,7 @@ extension Tunnelctl {
         Command(
             "refusals", summary: "refused sessions and flows (coalesced), newest first",
             options: [OptionSpec("--since", "DURATION|DATE", help: "only refusals seen since then: 10m, 1h, 7d, forever, or YYYY-MM-DD[THH:MM[:SS]][Z]"),
-                      OptionSpec("--peer", "NAME", help: "only this peer's refusals"),
+                      OptionSpec("--peer", "NAME", help: "only this peer's refusals")] + OptionSpec.historyScope + [
                       .json("docs/session.md"), .config],
             help: """
                 The store's refusals, newest first: refused sessions (a free peer handshaking during its pause) \
@@ -212,13 +220,15 @@ extension Tunnelctl {
 
                 Exit 1 when --peer names no configured peer, or when the configuration or the store cannot be \
                 read. When the store does not exist yet, that is what it says (tunneld has not run).
+
+                \(sharedHistoryHelp)
                 """,
             run: runRefusals),
         Command(
             "flows", summary: "recorded flows, newest first (--blocked: refused only)",
             options: [OptionSpec("--since", "DURATION|DATE", help: "only flows seen since then: 10m, 1h, 7d, forever, or YYYY-MM-DD[THH:MM[:SS]][Z]"),
                       OptionSpec("--peer", "NAME", help: "only this peer's flows"),
-                      OptionSpec("--blocked", help: "only blocked and rejected flows"),
+                      OptionSpec("--blocked", help: "only blocked and rejected flows")] + OptionSpec.historyScope + [
                       .json("docs/session.md"), .config],
             help: """
                 The store's flow rows, newest first: the 5-tuple, the host it is known by (TLS SNI, HTTP Host, QUIC SNI or DNS name), verdict and rule, packets and bytes each way, \
@@ -226,13 +236,15 @@ extension Tunnelctl {
 
                 Exit 1 when --peer names no configured peer, or when the configuration or the store cannot be \
                 read. When the store does not exist yet, that is what it says (tunneld has not run).
+
+                \(sharedHistoryHelp)
                 """,
             run: runFlows),
         Command(
             "timeline", summary: "flows, refusals, sessions and markers interleaved, in time order",
             options: [OptionSpec("--since", "DURATION|DATE", help: "start there instead of 1h ago: 10m, 7d, forever, or YYYY-MM-DD[THH:MM[:SS]][Z]"),
-                      OptionSpec("--peer", "NAME", help: "only this peer's flows, refusals and sessions (markers and audit sessions stay)"),
-                      .json("docs/audit.md"), .config],
+                      OptionSpec("--peer", "NAME", help: "only this peer's flows, refusals and sessions (markers and audit sessions stay)")]
+                + OptionSpec.historyScope + [.json("docs/audit.md"), .config],
             help: """
                 Flows (opened, closed, blocked), refusals, sessions, audit sessions and markers from the store, \
                 in time order, oldest first. At most 10,000 rows of each family are read; a note says when \
@@ -240,6 +252,8 @@ extension Tunnelctl {
 
                 Exit 1 when the configuration or the store cannot be read. When the store does not exist yet, \
                 that is what it says (tunneld has not run).
+
+                \(sharedHistoryHelp) Audit sessions stay on the router that ran them.
                 """,
             run: runTimeline),
         Command(

@@ -304,6 +304,8 @@ struct TimelineEvent: Encodable {
     var at: JSONTime
     /// Row id in its table (flows: the daemon's flow id).
     var id: Int64
+    /// The gateway that recorded the row, from a shared store; null for this router's own.
+    @Nullable var gateway: String?
     @Nullable var peer: String?
     /// The line a person reads.
     var summary: String

@@ -9,6 +9,9 @@ import Store
 /// A flow: `flows`, `explain 'FLOW'` (`flows`, `live`) and `timeline` (`flow`).
 struct FlowRow: Encodable {
     var id: Int64
+    /// The gateway that recorded the row (`GatewayName`) when read from a shared store; null
+    /// for this router's own store.
+    @Nullable var gateway: String?
     @Nullable var peer: String?
     var proto: IPProtocol
     var src: String
@@ -33,9 +36,10 @@ struct FlowRow: Encodable {
     @Nullable var capture: CaptureRef?
 
     /// A flow row of the store.
-    init(_ f: Flow, rules: RuleNames) {
+    init(_ f: Flow, rules: RuleNames, gateway: String? = nil) {
         let p = IPProtocol(rawValue: f.proto)
         id = f.id
+        self.gateway = gateway
         peer = f.peer
         proto = p
         src = f.src.description
@@ -63,6 +67,7 @@ struct FlowRow: Encodable {
     init(_ f: LiveFlow, stored: FlowRow?) {
         let p = IPProtocol(rawValue: f.proto)
         id = f.id
+        gateway = nil
         peer = f.peer
         proto = p
         src = f.src
@@ -88,6 +93,9 @@ struct FlowRow: Encodable {
 /// A coalesced refusal: `refusals` and `timeline` (`refusal`).
 struct RefusalRow: Encodable {
     var id: Int64
+    /// The gateway that recorded the row (`GatewayName`) when read from a shared store; null
+    /// for this router's own store.
+    @Nullable var gateway: String?
     /// `session` or `flow`.
     var kind: String
     var peer: String
@@ -104,8 +112,9 @@ struct RefusalRow: Encodable {
     var firstAt: JSONTime
     var lastAt: JSONTime
 
-    init(_ r: Refusal, rules: RuleNames) {
+    init(_ r: Refusal, rules: RuleNames, gateway: String? = nil) {
         id = r.id
+        self.gateway = gateway
         kind = r.kind.rawValue
         peer = r.peer
         let decided: (rule: RuleRef?, isDefault: Bool?) = r.kind == .flow ? rules.resolve(r.rule) : (nil, nil)
@@ -126,6 +135,9 @@ struct RefusalRow: Encodable {
 /// A peer's session (`timeline` `session`).
 struct SessionRow: Encodable {
     var id: Int64
+    /// The gateway that recorded the row (`GatewayName`) when read from a shared store; null
+    /// for this router's own store.
+    @Nullable var gateway: String?
     var peer: String
     var startedAt: JSONTime
     @Nullable var endedAt: JSONTime?
@@ -133,8 +145,9 @@ struct SessionRow: Encodable {
     var rxBytes: Int64
     var txBytes: Int64
 
-    init(_ s: Session) {
+    init(_ s: Session, gateway: String? = nil) {
         id = s.id
+        self.gateway = gateway
         peer = s.peer
         startedAt = JSONTime(ms: s.startedAt)
         endedAt = s.endedAt.map(JSONTime.init(ms:))
@@ -164,6 +177,9 @@ struct AuditSessionRow: Encodable {
 /// A marker: `audit list`, `audit mark`, `timeline` (`marker`).
 struct MarkerRow: Encodable {
     var id: Int64
+    /// The gateway that recorded the row (`GatewayName`) when read from a shared store; null
+    /// for this router's own store.
+    @Nullable var gateway: String?
     var at: JSONTime
     var label: String
     /// `manual` or `automatic`.
@@ -171,8 +187,9 @@ struct MarkerRow: Encodable {
     @Nullable var auditSessionId: Int64?
     @Nullable var detail: String?
 
-    init(_ m: Marker) {
+    init(_ m: Marker, gateway: String? = nil) {
         id = m.id
+        self.gateway = gateway
         at = JSONTime(ms: m.at)
         label = m.label
         kind = m.kind.rawValue

@@ -62,7 +62,7 @@ extension Tunnelctl {
             }
             let (audits, markers) = try storeCall { try store.connection.read { (try store.audits(since: from), try store.markers(since: from)) } }
             if json {
-                console.print(try encodeJSON(AuditListJSON(auditSessions: audits.map(AuditSessionRow.init), markers: markers.map(MarkerRow.init))))
+                console.print(try encodeJSON(AuditListJSON(auditSessions: audits.map(AuditSessionRow.init), markers: markers.map { MarkerRow($0) })))
                 return .ok
             }
             console.print(renderAuditList(audits, markers))

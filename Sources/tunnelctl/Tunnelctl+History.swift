@@ -13,14 +13,15 @@ extension Tunnelctl {
         let now = cliNow()
         let since = try sinceOption(&args, now: now)
         let peer = try args.option("--peer")
+        let scope = try historyScope(&args)
         try args.finish()
         if let peer { _ = try configuredPeer(peer, config) }
-        let store = try readStore(config)
-        let rows = try store?.refusals(since: since, peer: peer) ?? []
+        let store = try historySource(config, local: scope.local, gateway: scope.gateway)
+        let rows = try storeCall { try store?.reader.historyRefusals(since: since, peer: peer, gateway: scope.gateway, limit: 10_000) ?? [] }
         if json {
             if store == nil { console.error("note: \(noHistoryYet(config))") }
             let names = RuleNames(directory: config.interface.policyDirectory)
-            console.print(try encodeJSON(rows.map { RefusalRow($0, rules: names) }))
+            console.print(try encodeJSON(rows.map { RefusalRow($0.row, rules: names, gateway: $0.gateway) }))
             return .ok
         }
         if store == nil {
@@ -28,13 +29,14 @@ extension Tunnelctl {
             return .ok
         }
         if rows.isEmpty {
-            console.print("no refusals\(peer.map { " of \($0)" } ?? "")\(since == .min ? "" : " since \(dateTimeText(since))")")
+            console.print("no refusals\(peer.map { " of \($0)" } ?? "")\(scopeText(store, scope.gateway))\(since == .min ? "" : " since \(dateTimeText(since))")")
             return .ok
         }
-        var table = [["LAST", "PEER", "KIND", "WHAT", "RULE", "COUNT", "FIRST", "REASON"]]
+        let shared = store?.shared == true
+        var table = [["LAST"] + (shared ? ["GATEWAY"] : []) + ["PEER", "KIND", "WHAT", "RULE", "COUNT", "FIRST", "REASON"]]
         for r in rows {
             let what = r.kind == .session ? "pause after window ending \(clockText(r.window))" : r.flowKey
-            table.append([dateTimeText(r.lastAt), r.peer, r.kind.rawValue, what, r.rule.isEmpty ? "-" : r.rule, String(r.count),
+            table.append([dateTimeText(r.lastAt)] + (shared ? [r.gateway ?? "-"] : []) + [r.peer, r.kind.rawValue, what, r.rule.isEmpty ? "-" : r.rule, String(r.count),
                           dateTimeText(r.firstAt), r.reason])
         }
         console.print(Tunnelctl.table(table))
@@ -48,14 +50,17 @@ extension Tunnelctl {
         let now = cliNow()
         let since = try sinceOption(&args, now: now)
         let peer = try args.option("--peer")
+        let scope = try historyScope(&args)
         try args.finish()
         if let peer { _ = try configuredPeer(peer, config) }
-        let store = try readStore(config)
-        let rows = try store?.flows(since: since, peer: peer, blockedOnly: blocked) ?? []
+        let store = try historySource(config, local: scope.local, gateway: scope.gateway)
+        let rows = try storeCall {
+            try store?.reader.historyFlows(since: since, peer: peer, gateway: scope.gateway, blockedOnly: blocked, limit: 10_000) ?? []
+        }
         if json {
             if store == nil { console.error("note: \(noHistoryYet(config))") }
             let names = RuleNames(directory: config.interface.policyDirectory)
-            console.print(try encodeJSON(rows.map { FlowRow($0, rules: names) }))
+            console.print(try encodeJSON(rows.map { FlowRow($0.row, rules: names, gateway: $0.gateway) }))
             return .ok
         }
         if store == nil {
@@ -63,17 +68,24 @@ extension Tunnelctl {
             return .ok
         }
         if rows.isEmpty {
-            console.print("no \(blocked ? "blocked " : "")flows\(peer.map { " of \($0)" } ?? "")\(since == .min ? "" : " since \(dateTimeText(since))")")
+            console.print("no \(blocked ? "blocked " : "")flows\(peer.map { " of \($0)" } ?? "")\(scopeText(store, scope.gateway))\(since == .min ? "" : " since \(dateTimeText(since))")")
             return .ok
         }
-        var table = [["ID", "PEER", "FLOW", "HOST", "VERDICT", "RULE", "OUT", "IN", "FIRST", "LAST", "STATE"]]
+        let shared = store?.shared == true
+        var table = [["ID"] + (shared ? ["GATEWAY"] : []) + ["PEER", "FLOW", "HOST", "VERDICT", "RULE", "OUT", "IN", "FIRST", "LAST", "STATE"]]
         for f in rows {
             let c = f.counters
-            table.append([String(f.id), f.peer, flowText(f), f.host ?? "-", f.verdict.name, f.rule ?? "default",
+            table.append([String(f.id)] + (shared ? [f.gateway ?? "-"] : []) + [f.peer, flowText(f.row), f.host ?? "-", f.verdict.name, f.rule ?? "default",
                           "\(c.packetsOut)p/\(bytesText(c.bytesOut))", "\(c.packetsIn)p/\(bytesText(c.bytesIn))",
                           dateTimeText(f.firstSeen), clockText(f.lastSeen), f.closedAt == nil ? "live" : (f.closeReason ?? "closed")])
         }
         console.print(Tunnelctl.table(table))
         return .ok
+    }
+
+    /// " on gw-b" / " in the shared store" for an empty answer from a shared store.
+    static func scopeText(_ store: HistorySource?, _ gateway: String?) -> String {
+        guard store?.shared == true else { return "" }
+        return gateway.map { " on \($0)" } ?? " in the shared store"
     }
 }

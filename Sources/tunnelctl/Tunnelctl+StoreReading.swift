@@ -81,3 +81,48 @@ extension TunnelConfig {
     /// "the configuration" (the CLI names the file where it can).
     var sourceDescription: String { "the configuration" }
 }
+
+/// Where `flows`, `refusals` and `timeline` read (issue 19): with a shared store configured
+/// (`Store = postgresql://…` or `sqlite:/…`), every gateway's history from it, each row with its
+/// `GatewayName`; `--local` reads this router's own `state.db` (its journal) instead. A shared
+/// store that cannot be read is an error naming it and `--local` — never an empty answer.
+struct HistorySource {
+    /// What answers the questions.
+    var reader: any HistoryReading
+    /// True for the shared store: rows carry their gateway (a GATEWAY column is shown).
+    var shared: Bool
+    /// This router's store, when it exists (audit sessions are never shipped: they are read here).
+    var local: StateStore?
+}
+
+extension Tunnelctl {
+    /// The `--local` and `--gateway NAME` options of the history commands.
+    static func historyScope(_ args: inout Arguments) throws -> (local: Bool, gateway: String?) {
+        let local = args.flag("--local")
+        let gateway = try args.option("--gateway")
+        return (local, gateway)
+    }
+
+    /// The history to read, or nil when neither a shared store is configured nor a local one
+    /// exists yet (callers say `noHistoryYet`).
+    static func historySource(_ config: TunnelConfig, local: Bool, gateway: String?) throws -> HistorySource? {
+        let setting = config.interface.store
+        if let gateway {
+            guard setting.isShared else {
+                throw CLIError.failure("--gateway \(gateway): this router keeps only its own history (Store = local); --gateway reads a shared store (Store = postgresql://… in [Interface])")
+            }
+            guard !local else { throw CLIError.failure("--gateway reads the shared store and --local this router's own store: give one of them") }
+            guard SharedStoreSetting.isValidGatewayName(gateway) else {
+                throw CLIError.failure("--gateway '\(gateway)' is not a gateway name (1–64 of A–Z a–z 0–9 _ . -)")
+            }
+        }
+        let own = try readStore(config)
+        guard setting.isShared, !local else { return own.map { HistorySource(reader: $0, shared: false, local: $0) } }
+        do {
+            let shared = try setting.open(passFile: config.interface.storePassFile, readOnly: true)!
+            return HistorySource(reader: shared, shared: true, local: own)
+        } catch {
+            throw CLIError.failure("cannot read the shared store \(setting.text): \(error)\n  this gateway's own history (its journal, not yet shipped rows included): add --local")
+        }
+    }
+}

@@ -14,9 +14,10 @@ extension Tunnelctl {
         let sinceText = try args.option("--since") ?? "1h"
         let peer = try args.option("--peer")
         let since = try parseSince(sinceText, now: cliNow())
-        let (history, config) = try openHistory(&args)
+        let config = try cliConfig(&args)
+        let scope = try historyScope(&args)
         try args.finish()
-        guard let store = history else {
+        guard let source = try historySource(config, local: scope.local, gateway: scope.gateway) else {
             if json {
                 console.error("note: \(noHistoryYet(config))")
                 console.print(try encodeJSON(TimelineJSON(since: since == .min ? nil : JSONTime(ms: since), truncated: false, events: [])))
@@ -26,17 +27,25 @@ extension Tunnelctl {
             return .ok
         }
         let names = RuleNames(directory: config.interface.policyDirectory)
-        let (events, truncated) = try storeCall { try store.connection.read { try timelineEvents(store, since: since, peer: peer, rules: names) } }
+        // Audit sessions stay on the router that ran them (they are not shipped): shown when the
+        // answer covers this router.
+        let ownAudits = !source.shared || scope.gateway == nil || scope.gateway == config.interface.gatewayName
+        let (events, truncated) = try storeCall {
+            try source.reader.readingOneSnapshot {
+                try timelineEvents(source.reader, audits: ownAudits ? source.local : nil, since: since, peer: peer,
+                                   gateway: scope.gateway, rules: names)
+            }
+        }
         if json {
             console.print(try encodeJSON(TimelineJSON(since: since == .min ? nil : JSONTime(ms: since), truncated: truncated, events: events)))
             return .ok
         }
         if events.isEmpty {
-            console.print(since == .min ? "nothing in the store" : "nothing since \(dateTimeText(since))")
+            console.print((since == .min ? "nothing in the store" : "nothing since \(dateTimeText(since))") + scopeText(source, scope.gateway))
             return .ok
         }
-        var rows = [["TIME", "EVENT", "PEER", "WHAT"]]
-        for e in events { rows.append([dateTimeText(e.at.ms), e.event, e.peer ?? "-", e.summary]) }
+        var rows = [["TIME"] + (source.shared ? ["GATEWAY"] : []) + ["EVENT", "PEER", "WHAT"]]
+        for e in events { rows.append([dateTimeText(e.at.ms)] + (source.shared ? [e.gateway ?? "-"] : []) + [e.event, e.peer ?? "-", e.summary]) }
         console.print(table(rows))
         if truncated { console.print("(only the newest \(timelineLimit) rows of a family are shown; narrow with --since or --peer)") }
         return .ok
@@ -46,19 +55,25 @@ extension Tunnelctl {
     static let timelineLimit = 10_000
 
     /// The events at or after `since`, oldest first; ties keep a fixed family order, then id.
-    static func timelineEvents(_ store: StateStore, since: Int64, peer: String?, rules: RuleNames) throws -> ([TimelineEvent], Bool) {
+    /// The events at or after `since`, oldest first; ties keep a fixed family order, then
+    /// gateway, then id. Audit sessions come from `audits` (this router's store) when given.
+    static func timelineEvents(_ store: any HistoryReading, audits: StateStore?, since: Int64, peer: String?, gateway: String?,
+                               rules: RuleNames) throws -> ([TimelineEvent], Bool) {
         let limit = timelineLimit
         var events: [(rank: Int, e: TimelineEvent)] = []
+        var current: String? = nil  // the gateway of the row being added
         func add(_ rank: Int, _ event: String, _ at: Int64, _ id: Int64, _ peer: String?, _ summary: String, flow: FlowRow? = nil,
                  refusal: RefusalRow? = nil, session: SessionRow? = nil, audit: AuditSessionRow? = nil, marker: MarkerRow? = nil) {
             guard at >= since else { return }
-            events.append((rank, TimelineEvent(event: event, at: JSONTime(ms: at), id: id, peer: peer, summary: summary, flow: flow,
-                                               refusal: refusal, session: session, audit: audit, marker: marker)))
+            events.append((rank, TimelineEvent(event: event, at: JSONTime(ms: at), id: id, gateway: current, peer: peer, summary: summary,
+                                               flow: flow, refusal: refusal, session: session, audit: audit, marker: marker)))
         }
-        let flows = try store.flows(since: since, peer: peer, limit: limit)
-        for f in flows {
+        let flows = try store.historyFlows(since: since, peer: peer, gateway: gateway, blockedOnly: false, limit: limit)
+        for g in flows {
+            let f = g.row
+            current = g.gateway
             let tuple = flowText(f)
-            let row = FlowRow(f, rules: rules)
+            let row = FlowRow(f, rules: rules, gateway: g.gateway)
             let host = f.host.map { " (\($0))" } ?? ""
             if f.verdict == .block || f.verdict == .reject {
                 add(2, "flow-block", f.firstSeen, f.id, f.peer, "\(tuple)\(host) \(f.verdict == .block ? "blocked" : "rejected") by \(f.rule ?? "the default")", flow: row)
@@ -71,15 +86,19 @@ extension Tunnelctl {
                 add(5, "flow-close", closed, f.id, f.peer, "\(tuple)\(host) closed (\(f.closeReason ?? "?")), \(bytes)", flow: row)
             }
         }
-        let refusals = try store.refusals(since: since, peer: peer, limit: limit)
-        for r in refusals {
+        let refusals = try store.historyRefusals(since: since, peer: peer, gateway: gateway, limit: limit)
+        for g in refusals {
+            let r = g.row
+            current = g.gateway
             let times = r.count == 1 ? "once" : "\(r.count) times, last \(dateTimeText(r.lastAt))"
             let what = r.kind == .session ? "session refused: \(r.reason)" : "\(r.flowKey) refused by \(r.rule): \(r.reason)"
-            add(3, "refusal", r.firstAt, r.id, r.peer, "\(what) (\(times))", refusal: RefusalRow(r, rules: rules))
+            add(3, "refusal", r.firstAt, r.id, r.peer, "\(what) (\(times))", refusal: RefusalRow(r, rules: rules, gateway: g.gateway))
         }
-        let sessions = try store.sessions(since: since, peer: peer, limit: limit)
-        for s in sessions {
-            let row = SessionRow(s)
+        let sessions = try store.historySessions(since: since, peer: peer, gateway: gateway, limit: limit)
+        for g in sessions {
+            let s = g.row
+            current = g.gateway
+            let row = SessionRow(s, gateway: g.gateway)
             add(1, "session-start", s.startedAt, s.id, s.peer, "session started", session: row)
             if let end = s.endedAt {
                 let reason = s.endReason?.rawValue ?? "?"
@@ -88,20 +107,23 @@ extension Tunnelctl {
                     session: row)
             }
         }
-        let audits = try store.audits(since: since)
-        for a in audits {
+        current = nil
+        for a in try audits?.audits(since: since) ?? [] {
             let row = AuditSessionRow(a)
             add(0, "audit-start", a.startedAt, a.id, nil, "audit session \(a.id) '\(a.label)' started", audit: row)
             if let end = a.endedAt { add(7, "audit-stop", end, a.id, nil, "audit session \(a.id) '\(a.label)' stopped", audit: row) }
         }
-        let markers = try store.markers(since: since, limit: limit)
-        for m in markers {
+        let markers = try store.historyMarkers(since: since, gateway: gateway, limit: limit)
+        for g in markers {
+            let m = g.row
+            current = g.gateway
             add(4, "marker", m.at, m.id, nil, "\(m.kind == .manual ? "" : "[daemon] ")\(m.label)\(m.detail.map { " (\($0))" } ?? "")",
-                marker: MarkerRow(m))
+                marker: MarkerRow(m, gateway: g.gateway))
         }
         events.sort { a, b in
             if a.e.at.ms != b.e.at.ms { return a.e.at.ms < b.e.at.ms }
             if a.rank != b.rank { return a.rank < b.rank }
+            if a.e.gateway != b.e.gateway { return (a.e.gateway ?? "") < (b.e.gateway ?? "") }
             return a.e.id < b.e.id
         }
         let truncated = flows.count == limit || refusals.count == limit || sessions.count == limit || markers.count == limit

@@ -16,6 +16,11 @@ import Testing
         #expect(kv.interface.store == .postgresql(conninfo: "host=/run/pg dbname=tv user=tv"))
         #expect(kv.interface.store.conninfo(passFile: "/a b/p'f") == "host=/run/pg dbname=tv user=tv passfile='/a b/p\\'f'")
         #expect(try parse(minimalInterface + "Store = local\n").interface.store == .local)
+        #expect(try parse(minimalInterface + "Store = sqlite\n").interface.store == .local, "sqlite alone: this router's state.db")
+        #expect(try parse(minimalInterface + "Store = sqlite:/var/lib/tv/shared.db\n").interface.store == .sqlite(path: "/var/lib/tv/shared.db"))
+        #expect(try parse(minimalInterface + "Store = sqlite:///var/lib/tv/shared.db\n").interface.store == .sqlite(path: "/var/lib/tv/shared.db"))
+        #expect(SharedStoreSetting.sqlite(path: "/x.db").text == "sqlite:/x.db" && SharedStoreSetting.sqlite(path: "/x.db").isShared)
+        #expect(!SharedStoreSetting.local.isShared)
     }
 
     @Test func aPasswordInTheConfigIsRefused() {
@@ -23,6 +28,8 @@ import Testing
         #expect(errors(minimalInterface + "Store = postgresql://tv:secret@db/tv\n") == ["etc/tunneld.conf:4: Store: holds a password; \(hint)"])
         #expect(errors(minimalInterface + "Store = postgres://db/tv?password=secret\n").first?.contains("holds a password") == true)
         #expect(errors(minimalInterface + "Store = host=db password=secret\n").first?.contains("holds a password") == true)
+        #expect(errors(minimalInterface + "Store = sqlite:shared.db\n") == [
+            "etc/tunneld.conf:4: Store: 'sqlite:shared.db' names no absolute file; write e.g. sqlite:/var/lib/tunnelvision/shared.db"])
         #expect(errors(minimalInterface + "Store = mysql\n").first?.hasPrefix("etc/tunneld.conf:4: Store: 'mysql' is not a store; write local") == true)
         #expect(errors(minimalInterface + "GatewayName = gw fra\n") == [
             "etc/tunneld.conf:4: GatewayName: 'gw fra' is not a gateway name; use 1 to 64 of A-Z a-z 0-9 _ . - (e.g. gw-fra-1)"])

@@ -112,7 +112,7 @@ import Testing
         #expect(typo.code == .usage)
         #expect(typo.err == """
             tunnelctl refusals: unknown option '--sinse', did you mean '--since'?
-            usage: tunnelctl refusals [--since DURATION|DATE] [--peer NAME] [--json] [--config PATH]
+            usage: tunnelctl refusals [--since DURATION|DATE] [--peer NAME] [--gateway NAME] [--local] [--json] [--config PATH]
 
             """)
         let sibling = run(["capture", "off", "--detail", "full"])

@@ -172,9 +172,10 @@ public enum Tunneld {
         // gateways naming the same database (issue 19); each thread opens its own connection.
         let gatewayName = iface.gatewayName ?? Tunneld.hostName()
         var sharedConnect: (@Sendable () throws -> any SharedState)? = nil
-        if let conninfo = iface.store.conninfo(passFile: iface.storePassFile) {
+        if iface.store.isShared {
+            let setting = iface.store, passFile = iface.storePassFile
             sharedConnect = { @Sendable () throws -> any SharedState in
-                try PostgresSharedState(conninfo: conninfo, timeoutMs: Tunneld.sharedTimeoutMs)
+                try setting.open(passFile: passFile, timeoutMs: Tunneld.sharedTimeoutMs)!
             }
         }
         if sharedConnect != nil { log.info("shared store: \(iface.store.text) as gateway \(gatewayName)") }

@@ -21,6 +21,23 @@ public final class PostgresSharedState: SharedState {
         try PostgresSchema.migrate(connection)
     }
 
+    /// Connects to `conninfo` to read (tunnelctl): no migration, no writes (the session is
+    /// `default_transaction_read_only`); a database no gateway has opened yet, or one of another
+    /// schema version, is an error that says so.
+    public init(readingOnly conninfo: String, timeoutMs: Int = 5_000) throws {
+        connection = try PGConnection(conninfo: conninfo, timeoutMs: timeoutMs)
+        try connection.execute("SET default_transaction_read_only = on", operation: "open the shared store")
+        let has = try connection.execute("SELECT to_regclass('tv_schema') IS NOT NULL", operation: "open the shared store")
+        let found = has.text(0, 0) == "t"
+            ? Int(try connection.execute("SELECT coalesce(max(version), 0) FROM tv_schema", operation: "open the shared store").int64(0, 0)) : 0
+        guard found == PostgresSchema.currentVersion else {
+            throw StoreError.postgres(operation: "open the shared store",
+                                      message: found == 0 ? "it holds no TunnelVision tables yet (no gateway has opened it)"
+                                          : "its schema version \(found) is not this build's (\(PostgresSchema.currentVersion)); \(found > PostgresSchema.currentVersion ? "upgrade TunnelVision" : "start a gateway of this version once to migrate it")",
+                                      sqlstate: "", transient: false)
+        }
+    }
+
     /// A state over an open connection (its schema already migrated, or migrated now).
     public init(connection: PGConnection) throws {
         self.connection = connection

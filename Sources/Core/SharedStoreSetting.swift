@@ -1,4 +1,3 @@
-import Core
 /// `Store` in `[Interface]` (issue 19, docs/scale-out.md): where the facts gateways share live.
 public enum SharedStoreSetting: Hashable, Sendable {
     /// `Store = local` (the default): the SQLite `state.db` in `StateDirectory`, one router.
@@ -6,6 +5,9 @@ public enum SharedStoreSetting: Hashable, Sendable {
     /// `Store = postgresql://…` (or a libpq `key=value` string): one PostgreSQL database shared by
     /// every gateway that names it. Never holds a password (`StorePassFile` or `PGPASSFILE`).
     case postgresql(conninfo: String)
+    /// `Store = sqlite:/path/shared.db`: one SQLite file shared by the gateways of one host
+    /// (several tunneld instances on one router); the same schema and contract as PostgreSQL.
+    case sqlite(path: String)
 
     /// A parse error: what is wrong and what to write.
     public struct Problem: Error, Hashable, Sendable {
@@ -13,11 +15,20 @@ public enum SharedStoreSetting: Hashable, Sendable {
         public var hint: String?
     }
 
-    /// `local` / `sqlite`, a `postgresql://` or `postgres://` URL, or a libpq `key=value` string.
-    /// A password in it is refused: the config file is readable by more than the database should be.
+    /// `local` / `sqlite`, `sqlite:/absolute/path` (or `sqlite:///absolute/path`), a
+    /// `postgresql://` or `postgres://` URL, or a libpq `key=value` string. A password in it is
+    /// refused: the config file is readable by more than the database should be.
     public static func parse(_ text: String) -> Result<SharedStoreSetting, Problem> {
         let v = String(text.drop(while: { $0 == " " || $0 == "\t" }).reversed().drop(while: { $0 == " " || $0 == "\t" }).reversed())
         if ["local", "sqlite"].contains(v.lowercased()) { return .success(.local) }
+        if v.lowercased().hasPrefix("sqlite:") {
+            var path = String(v.dropFirst("sqlite:".count))
+            if path.hasPrefix("///") { path.removeFirst(2) }
+            guard path.hasPrefix("/"), path.count > 1, !path.hasSuffix("/") else {
+                return .failure(Problem(message: "'\(v)' names no absolute file", hint: "write e.g. sqlite:/var/lib/tunnelvision/shared.db"))
+            }
+            return .success(.sqlite(path: path))
+        }
         let noPassword = Problem(
             message: "holds a password", hint: "remove it; put it in a libpq password file named by StorePassFile (or PGPASSFILE)")
         let lower = v.lowercased()
@@ -42,7 +53,7 @@ public enum SharedStoreSetting: Hashable, Sendable {
             return .success(.postgresql(conninfo: v))
         }
         return .failure(Problem(message: "'\(v)' is not a store",
-                                hint: "write local (the default) or a PostgreSQL connection string such as postgresql://tunnelvision@db.example/tunnelvision"))
+                                hint: "write local (the default), sqlite:/path/shared.db, or a PostgreSQL connection string such as postgresql://tunnelvision@db.example/tunnelvision"))
     }
 
     /// True for a valid `GatewayName`: 1–64 characters of `[A-Za-z0-9_.-]`.
@@ -73,11 +84,15 @@ public enum SharedStoreSetting: Hashable, Sendable {
         return c + " passfile=" + quoted
     }
 
-    /// What `status` says: `local` or the connection string (it holds no password).
+    /// True when gateways share it (anything but `local`).
+    public var isShared: Bool { self != .local }
+
+    /// What `status` says: `local`, `sqlite:PATH` or the connection string (it holds no password).
     public var text: String {
         switch self {
         case .local: return "local"
         case .postgresql(let c): return c
+        case .sqlite(let path): return "sqlite:" + path
         }
     }
 }

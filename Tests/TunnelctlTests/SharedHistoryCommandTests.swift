@@ -1,0 +1,104 @@
+import Core
+import Foundation
+@testable import Store
+import Testing
+
+@testable import tunnelctl
+
+/// `flows`, `refusals` and `timeline` with a shared store (issue 19): every gateway's rows with a
+/// GATEWAY column, `--gateway`, `--local`, and an unreadable shared store as an error that names
+/// `--local` — never an empty answer. The shared store here is `Store = sqlite:…` (the same
+/// `HistoryReading` contract as PostgreSQL, which the store suite checks on both backends).
+@Suite struct SharedHistoryCommandTests {
+    /// The fixture's history shipped as gw-a's, plus two rows of gw-b; config names the shared file.
+    func fixture() throws -> HistoryFixture {
+        let f = try HistoryFixture()
+        try f.buildHistory()
+        let local = try f.store()
+        let shared = try SQLiteSharedState(path: f.dir + "/shared.db")
+        try shared.ship(HistoryBatch(gateway: "gw-a", flows: try local.flows(), sessions: try local.sessions(),
+                                     refusals: try local.refusals(), markers: try local.markers()))
+        let n = HistoryFixture.now, m = HistoryFixture.minute
+        try shared.ship(HistoryBatch(
+            gateway: "gw-b",
+            flows: [Flow(id: 1, proto: 6, src: HistoryFixture.alice, srcPort: 41000, dst: HistoryFixture.printer, dstPort: 631,
+                         peer: "alice", host: "printer.lan", firstSeen: n - 5 * m, lastSeen: n - 4 * m,
+                         counters: FlowCounters(bytesOut: 100, bytesIn: 200, packetsOut: 1, packetsIn: 2), verdict: .allow,
+                         rule: "20-lan.rules:4", capture: nil, closedAt: nil, closeReason: nil)],
+            refusals: [Refusal(id: 1, kind: .session, peer: "alice", rule: "", flowKey: "", reason: "free-limit pause",
+                               window: n - 2 * HistoryFixture.hour - 15 * m, count: 2, firstAt: n - 3 * m, lastAt: n - 2 * m)]))
+        try "\nStore = sqlite:\(f.dir)/shared.db\nGatewayName = gw-a\n".appendLine(toFile: f.config)
+        return f
+    }
+
+    @Test func everyGatewaysRowsWithTheirGateway() throws {
+        let f = try fixture()
+        let flows = f.run(["flows"])
+        #expect(flows.code == .ok && flows.err.isEmpty)
+        try HistoryFixture.expectGolden(flows.out, "shared-flows.txt")
+        let refusals = f.run(["refusals"])
+        try HistoryFixture.expectGolden(refusals.out, "shared-refusals.txt")
+        let timeline = f.run(["timeline", "--since", "1d"])
+        #expect(timeline.code == .ok)
+        try HistoryFixture.expectGolden(timeline.out, "shared-timeline.txt")
+        let json = f.run(["flows", "--json"])
+        let rows = try #require(try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [[String: Any]])
+        #expect(rows.compactMap { $0["gateway"] as? String } == ["gw-b", "gw-a", "gw-a", "gw-a"])
+        // Audit sessions are this router's: in the shared timeline too (gateway null).
+        let tj = try #require(try JSONSerialization.jsonObject(with: Data(f.run(["timeline", "--since", "1d", "--json"]).out.utf8)) as? [String: Any])
+        let events = try #require(tj["events"] as? [[String: Any]])
+        #expect(events.filter { ($0["event"] as? String)?.hasPrefix("audit-") == true }.allSatisfy { $0["gateway"] is NSNull })
+        #expect(events.filter { $0["gateway"] as? String == "gw-b" }.count == 2)
+    }
+
+    @Test func oneGatewayOrThisRoutersOwn() throws {
+        let f = try fixture()
+        let b = f.run(["flows", "--gateway", "gw-b"])
+        #expect(b.code == .ok && b.out.contains("gw-b") && !b.out.contains("gw-a") && b.out.contains(":631"))
+        #expect(f.run(["refusals", "--gateway", "gw-z"]).out == "no refusals on gw-z\n")
+        let tb = f.run(["timeline", "--since", "1d", "--gateway", "gw-b"])
+        #expect(!tb.out.contains("audit session"), "another gateway's answer leaves this router's audit sessions out")
+        // --local: this router's store, exactly what a router without a shared store shows.
+        let local = f.run(["flows", "--local"])
+        #expect(local.code == .ok && !local.out.contains("GATEWAY") && !local.out.contains(":631"))
+        #expect(local.out.split(separator: "\n").count == 4, "header and the three local flows")
+        let both = f.run(["flows", "--local", "--gateway", "gw-b"])
+        #expect(both.code == .failure && both.err.contains("give one of them"))
+    }
+
+    @Test func gatewayNeedsASharedStore() throws {
+        let f = try HistoryFixture()
+        try f.buildHistory()
+        let r = f.run(["flows", "--gateway", "gw-b"])
+        #expect(r.code == .failure && r.out.isEmpty)
+        #expect(r.err.contains("Store = local") && r.err.contains("--gateway reads a shared store"))
+    }
+
+    /// An unreachable PostgreSQL and a shared file no gateway created: exit 1, nothing on stdout,
+    /// the store named and `--local` offered.
+    @Test func anUnreadableSharedStoreIsAnErrorNeverAnEmptyList() throws {
+        let f = try HistoryFixture()
+        try f.buildHistory()
+        try "\nStore = postgresql://tunnelvision@/tunnelvision?host=\(f.dir)/no-such-socket-dir&connect_timeout=2\n".appendLine(toFile: f.config)
+        for cmd in [["flows"], ["refusals"], ["timeline"]] {
+            let r = f.run(cmd)
+            #expect(r.code == .failure && r.out.isEmpty, "\(cmd)")
+            #expect(r.err.contains("cannot read the shared store postgresql://tunnelvision@/tunnelvision") && r.err.contains("add --local"), "\(r.err)")
+            #expect(f.run(cmd + ["--local"]).code == .ok)
+        }
+        let g = try HistoryFixture()
+        try "\nStore = sqlite:\(g.dir)/never-created.db\n".appendLine(toFile: g.config)
+        let r = g.run(["flows"])
+        #expect(r.code == .failure && r.out.isEmpty && r.err.contains("cannot read the shared store sqlite:DIR/never-created.db"), "\(r.err)")
+    }
+}
+
+extension String {
+    /// Appends this text to the file at `path`.
+    func appendLine(toFile path: String) throws {
+        let h = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        defer { try? h.close() }
+        try h.seekToEnd()
+        try h.write(contentsOf: Data(utf8))
+    }
+}
