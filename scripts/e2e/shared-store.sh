@@ -112,6 +112,10 @@ pg_cluster_pause "$PG_TEST_DIR"
 OUTAGE_START=$(date +%s%3N)
 check "forwarding through B goes on while the database is down" wait_ping 10
 check_output "status says the shared store is UNAVAILABLE" "shared store: postgresql UNAVAILABLE since" bash -c "sleep 2; $CTL_B status"
+check_exit "tunnelctl flows cannot read the shared store: exit 1, never an empty list" 1 $CTL_A flows
+check_output "it names the store and why" "cannot read the shared store host=.*: PostgreSQL connect failed" $CTL_A flows
+check_output "it offers --local" "own history .*: add --local" $CTL_A flows
+check_output "tunnelctl flows --local reads B's own store meanwhile (no GATEWAY column)" "^ID +PEER +FLOW" $CTL_B flows --local
 udp_flows 20 9999
 check_output "the outage is logged once" "^1$" grep -c "shared store (postgresql): .*enforced from memory" "$TV_DIR/b/tunneld.log"
 # The session ends during the outage (kicked by the operator on B) and a new one starts: both
@@ -139,5 +143,11 @@ check_output "the 40 flows sent during the outage shipped (dst ports 9999, 9998)
 check_output "the session the outage ended shipped with its reason" "admin-kick" \
   sql "SELECT end_reason FROM tv_sessions WHERE gateway = 'gw-b' AND peer = 'alice' AND ended_at >= $OUTAGE_START"
 check_output "B's refusals of the pause shipped" "^[1-9]" sql "SELECT count(*) FROM tv_refusals WHERE gateway = 'gw-b' AND kind = 'session'"
+# tunnelctl on gateway A reads every gateway's history from PostgreSQL, each row with its gateway.
+check_output "tunnelctl flows on A lists B's outage flows, GATEWAY gw-b" "gw-b +alice +udp .*:9999 " $CTL_A flows
+check_output "tunnelctl flows --gateway gw-b on A: every flow B recorded" "^$(local_count flows)$" \
+  bash -c "$CTL_A flows --gateway gw-b --json | python3 -c 'import json,sys; r=json.load(sys.stdin); print(len(r) if all(x[\"gateway\"] == \"gw-b\" for x in r) else -1)'"
+check_output "tunnelctl timeline on A shows the session B's operator kicked" "gw-b +session-end +alice +session ended \\(admin-kick\\)" \
+  $CTL_A timeline --since 1h
 check_output "gateway A's history is there under its own name" "^[1-9]" sql "SELECT count(*) FROM tv_sessions WHERE gateway = 'gw-a'"
 tv_summary
