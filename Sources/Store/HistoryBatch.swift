@@ -49,3 +49,56 @@ public struct HistoryCounts: Hashable, Sendable {
         self.markers = markers
     }
 }
+
+/// Cut-offs of a history prune (Unix epoch ms, per family): rows strictly older go; nil keeps
+/// the family. Built from the same retention settings as the local prune (`RetentionSettings`).
+public struct HistoryCutoffs: Hashable, Sendable {
+    /// Flows by `last_seen`.
+    public var flows: Int64?
+    /// Ended sessions by `ended_at` (open sessions are never pruned).
+    public var sessions: Int64?
+    /// Refusals by `last_at`.
+    public var refusals: Int64?
+    /// Markers by `at`.
+    public var markers: Int64?
+
+    /// Cut-offs.
+    public init(flows: Int64? = nil, sessions: Int64? = nil, refusals: Int64? = nil, markers: Int64? = nil) {
+        self.flows = flows
+        self.sessions = sessions
+        self.refusals = refusals
+        self.markers = markers
+    }
+
+    /// One cut-off for every family.
+    public init(all before: Int64) {
+        self.init(flows: before, sessions: before, refusals: before, markers: before)
+    }
+
+    /// `retention` at `now`: each family's `now - maxAge` (nil: kept forever).
+    public init(retention: RetentionSettings, now: Int64) {
+        func cut(_ f: PruneFamily) -> Int64? { retention.maxAge(for: f).map { now - $0 } }
+        self.init(flows: cut(.flows), sessions: cut(.sessions), refusals: cut(.refusals), markers: cut(.markers))
+    }
+
+    /// The shared schema's (table, time column, cut-off) of each family to prune.
+    var targets: [(table: String, column: String, before: Int64)] {
+        [("tv_flows", "last_seen", flows), ("tv_sessions", "ended_at", sessions), ("tv_refusals", "last_at", refusals),
+         ("tv_markers", "at", markers)].compactMap { t in t.2.map { (t.0, t.1, $0) } }
+    }
+}
+
+extension HistoryCounts {
+    /// Rows over every family.
+    public var total: Int64 { flows + sessions + refusals + markers }
+
+    /// Adds `n` to the family of shared table `table`.
+    mutating func add(_ n: Int, table: String) {
+        switch table {
+        case "tv_flows": flows += Int64(n)
+        case "tv_sessions": sessions += Int64(n)
+        case "tv_refusals": refusals += Int64(n)
+        default: markers += Int64(n)
+        }
+    }
+}

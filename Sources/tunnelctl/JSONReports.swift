@@ -430,6 +430,19 @@ struct PruneJSON: Encodable {
     var bytesReclaimed: Int64
     /// Null when the capture directory was not pruned.
     @Nullable var pcap: Pcap?
+    /// The shared store's prune (issue 19): null without a shared store, and on a dry run.
+    @Nullable var shared: Shared? = nil
+
+    /// Rows the shared store's prune deleted, per family (every gateway's rows).
+    struct Shared: Encodable {
+        /// `postgresql` or `sqlite`.
+        var backend: String
+        var flows: Int64
+        var sessions: Int64
+        var refusals: Int64
+        var markers: Int64
+        var rows: Int64
+    }
 }
 
 /// `capture list --json` (one per file).

@@ -43,8 +43,23 @@ extension Tunnelctl {
             }
         }
         let now = cliNow()
-        let report = try runPrune(store: store, config: config, retention: decoded.settings.retention, now: now,
+        var report = try runPrune(store: store, config: config, retention: decoded.settings.retention, now: now,
                                   dryRun: dryRun, progress: console.isTerminal ? TerminalProgress() : nil)
+        // The shared store (issue 19): the same cut-offs, every gateway's rows, bounded
+        // statements. The local prune is done either way; a shared store that cannot be pruned
+        // is an error after it, never a silent success.
+        if !dryRun, config.interface.store.isShared {
+            do {
+                let shared = try config.interface.store.open(passFile: config.interface.storePassFile)!
+                let n = try shared.pruneHistory(cutoffs: HistoryCutoffs(retention: decoded.settings.retention, now: now),
+                                                batch: 5_000)
+                report.shared = PruneJSON.Shared(backend: shared.backend, flows: n.flows, sessions: n.sessions, refusals: n.refusals,
+                                                 markers: n.markers, rows: n.total)
+            } catch {
+                if json { console.print(try encodeJSON(report)) } else { console.print(renderPrune(report, retention: decoded.settings.retention)) }
+                throw CLIError.failure("the local store was pruned, the shared store \(config.interface.store.text) was not: \(error)")
+            }
+        }
         if json {
             console.print(try encodeJSON(report))
         } else {
@@ -121,6 +136,10 @@ extension Tunnelctl {
             lines.append("removed \(r.rows) rows and \(r.pcap?.files ?? 0) pcap files; the store file gave back \(bytesText(UInt64(max(0, r.bytesReclaimed))))")
         }
         lines += table(rows).split(separator: "\n").map(String.init)
+        if let sh = r.shared {
+            lines.append("shared store (\(sh.backend)): removed \(sh.rows) rows of every gateway (flows \(sh.flows), sessions \(sh.sessions), "
+                + "refusals \(sh.refusals), markers \(sh.markers))")
+        }
         return lines.joined(separator: "\n")
     }
 

@@ -2,7 +2,7 @@ import Core
 import Engine
 import Foundation
 import Runtime
-import Store
+@testable import Store
 import Synchronization
 import Testing
 
@@ -135,5 +135,46 @@ import Testing
         schedule.stop()
         #expect(schedule.status.runs == 2)
         #expect(try store.flows().count == 3)
+    }
+
+    /// With a shared store (issue 19) each scheduled run prunes its history with the same
+    /// retention, every gateway's rows, open sessions kept; an unreachable one is logged and the
+    /// local prune is done all the same.
+    @Test func pruneScheduleAlsoPrunesTheSharedStore() throws {
+        let dir = Dir()
+        let now: Int64 = 1_772_366_400_000
+        let day: Int64 = 86_400_000
+        let store = try StateStore(path: dir.db)
+        try store.putSettingsText(#"{"retention":{"flows":"10d","sessions":"30d"}}"#, at: now)
+        let sharedPath = dir.path + "/shared.db"
+        let shared = try SQLiteSharedState(path: sharedPath)
+        func flow(_ id: Int64, _ age: Int64) -> Flow {
+            Flow(id: id, proto: 17, src: IPAddress(v4: 1), srcPort: 1, dst: IPAddress(v4: 2), dstPort: 53, peer: "alice", host: nil,
+                 firstSeen: now - age, lastSeen: now - age, counters: FlowCounters(), verdict: .allow, rule: nil, capture: nil,
+                 closedAt: nil, closeReason: nil)
+        }
+        for g in ["gw-a", "gw-b"] {
+            try shared.ship(HistoryBatch(gateway: g, flows: (1...20).map { flow($0, $0 * day) },
+                                         sessions: [Session(id: 1, peer: "alice", startedAt: now - 90 * day, endedAt: now - 40 * day,
+                                                            endReason: .idle, rxBytes: 0, txBytes: 0),
+                                                    Session(id: 2, peer: "alice", startedAt: now - 90 * day, endedAt: nil, endReason: nil,
+                                                            rxBytes: 0, txBytes: 0)]))
+        }
+        let logs = LogCapture()
+        let path = sharedPath
+        let schedule = try PruneSchedule(storePath: dir.db, captureDirectory: dir.path + "/capture", log: logs.logger, now: { now },
+                                         shared: { try SQLiteSharedState(path: path) })
+        #expect(schedule.runOnce() != nil)
+        #expect(schedule.lastSharedPrune == HistoryCounts(flows: 20, sessions: 2), "flows 11…20 days old and the ended session, of both gateways")
+        #expect(try shared.historyCounts(gateway: nil) == HistoryCounts(flows: 20, sessions: 2))
+        #expect(try shared.historySessions(since: .min, peer: nil, gateway: nil, limit: 10).allSatisfy { $0.endedAt == nil }, "open sessions stay")
+        #expect(logs.all.contains { $0.contains("removed 22 rows of the shared store (sqlite): flows=20 sessions=2") }, "\(logs.all)")
+
+        // Unreachable: logged, the local prune still ran; the next run tries again.
+        struct Down: Error, CustomStringConvertible { var description: String { "connection refused (test)" } }
+        let down = try PruneSchedule(storePath: dir.db, captureDirectory: dir.path + "/capture", log: logs.logger, now: { now },
+                                     shared: { throw Down() })
+        #expect(down.runOnce() != nil && down.status.runs == 1 && down.lastSharedPrune == nil)
+        #expect(logs.all.contains { $0.hasPrefix("<3>prune of the shared store: connection refused (test); tried again") }, "\(logs.all)")
     }
 }

@@ -142,7 +142,7 @@ final class MemorySharedState: Sendable {
                 return HistoryCounts(flows: n(d.flows.keys), sessions: n(d.sessions.keys), refusals: n(d.refusals.keys), markers: n(d.markers.keys))
             }
         }
-        func pruneHistory(before: Int64, batch: Int) throws -> Int { 0 }
+        func pruneHistory(cutoffs: HistoryCutoffs, batch: Int) throws -> HistoryCounts { HistoryCounts() }
 
         // Reading: the rows of one family, with the gateway from their key (the daemon's tests
         // never read history back through the shared state; the store suite covers the orders).

@@ -74,6 +74,31 @@ import Testing
         #expect(r.err.contains("Store = local") && r.err.contains("--gateway reads a shared store"))
     }
 
+    /// `tunnelctl prune` prunes the shared store too, with the local retention's cut-offs; a dry
+    /// run never touches it; one that cannot be reached fails after the local prune.
+    @Test func pruneReachesTheSharedStore() throws {
+        let f = try fixture()
+        try f.store().putSettingsText(#"{"retention":{"flows":"1h","refusals":"1h"}}"#, at: HistoryFixture.now)
+        let shared = try SQLiteSharedState(path: f.dir + "/shared.db")
+        let before = try shared.historyCounts(gateway: nil)
+        let dry = f.run(["prune", "--dry-run", "--json"])
+        #expect(try dry.code == .ok && dry.out.contains(#""shared" : null"#) && shared.historyCounts(gateway: nil) == before)
+        let r = f.run(["prune"])
+        #expect(r.code == .ok, "\(r.err)")
+        // gw-a's flow 1 (last seen 08:50) is older than 1 h; its refusal (last 11:00, the cut-off
+        // itself) and gw-b's rows are not.
+        #expect(r.out.contains("shared store (sqlite): removed 1 rows of every gateway (flows 1, sessions 0, refusals 0, markers 0)"), "\(r.out)")
+        #expect(try shared.historyCounts(gateway: nil) == HistoryCounts(flows: before.flows - 1, sessions: before.sessions,
+                                                                          refusals: before.refusals, markers: before.markers))
+        let again = f.run(["prune", "--json"])
+        #expect(again.code == .ok)
+        try HistoryFixture.expectGolden(again.out, "prune-shared.json")
+        try FileManager.default.removeItem(atPath: f.dir + "/shared.db")
+        try FileManager.default.createDirectory(atPath: f.dir + "/shared.db", withIntermediateDirectories: false)
+        let broken = f.run(["prune"])
+        #expect(broken.code == .failure && broken.out.contains("removed 0 rows") && broken.err.contains("the local store was pruned, the shared store sqlite:DIR/shared.db was not"), "\(broken.err)")
+    }
+
     /// An unreachable PostgreSQL and a shared file no gateway created: exit 1, nothing on stdout,
     /// the store named and `--local` offered.
     @Test func anUnreadableSharedStoreIsAnErrorNeverAnEmptyList() throws {

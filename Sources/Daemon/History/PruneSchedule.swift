@@ -15,10 +15,17 @@ import Store
 /// takes effect at the next run). A row that is not JSON is logged and the run is skipped —
 /// the operator's limits are unknown then, and deleting history on factory limits could lose
 /// what they meant to keep — until the row is fixed; missing or bad fields take factory values.
+///
+/// With a shared store (`Store = postgresql://…`, issue 19) each run prunes its history too, with
+/// the same retention and the same cut-offs, in bounded statements (`SharedState.pruneHistory`):
+/// every gateway's rows, so the shared history is kept as long as the shortest retention of the
+/// gateways (docs/scale-out.md: keep them equal). A shared store that cannot be reached is logged
+/// and tried again at the next run; the local prune never waits for it.
 public final class PruneSchedule: @unchecked Sendable {
     // Safe: `stopping`, `runs` and `lastReport` are guarded by `condition` (a `ConditionLock`, so
     // the wait between runs is on the monotonic clock); `store` is used
-    // only by the schedule's thread (or by `runOnce` when the thread is not started).
+    // only by the schedule's thread (or by `runOnce` when the thread is not started), and so is
+    // `sharedState` (the connection to the shared store, opened on first use).
 
     private let store: StateStore
     private let captureDirectory: String
@@ -31,11 +38,20 @@ public final class PruneSchedule: @unchecked Sendable {
     private var runs = 0
     private var lastReport: PruneReport?
     private var thread: WorkerThread?
+    private let sharedConnect: (@Sendable () throws -> any SharedState)?
+    private var sharedState: (any SharedState)?
+    private var lastShared: HistoryCounts?
 
-    /// A schedule on the store at `storePath`, pruning `captureDirectory`'s pcap files too.
+    /// Rows each shared prune statement deletes at most.
+    public static let sharedBatch = 5_000
+
+    /// A schedule on the store at `storePath`, pruning `captureDirectory`'s pcap files too, and
+    /// the shared store's history when `shared` connects to one.
     public init(storePath: String, captureDirectory: String, log: Logger, now: @escaping @Sendable () -> Int64,
-                intervalMs: Int = 3_600_000, options: Pruner.Options = Pruner.Options()) throws {
+                intervalMs: Int = 3_600_000, options: Pruner.Options = Pruner.Options(),
+                shared: (@Sendable () throws -> any SharedState)? = nil) throws {
         store = try StateStore(path: storePath, busyTimeoutMs: 10_000)
+        sharedConnect = shared
         self.captureDirectory = captureDirectory
         self.log = log
         self.now = now
@@ -82,6 +98,37 @@ public final class PruneSchedule: @unchecked Sendable {
         return (runs, lastReport)
     }
 
+    /// Rows the last shared prune deleted (nil: none ran, or it failed).
+    public var lastSharedPrune: HistoryCounts? {
+        condition.lock()
+        defer { condition.unlock() }
+        return lastShared
+    }
+
+    /// The shared store's prune with `retention` at `now` (after the local one).
+    private func pruneShared(_ retention: RetentionSettings, now: Int64) {
+        guard let connect = sharedConnect else { return }
+        let cutoffs = HistoryCutoffs(retention: retention, now: now)
+        var gone: HistoryCounts?
+        do {
+            let state = try sharedState ?? connect()
+            sharedState = state
+            let t0 = SystemClock().monotonicNanoseconds()
+            let n = try state.pruneHistory(cutoffs: cutoffs, batch: Self.sharedBatch)
+            gone = n
+            if n.total > 0 {
+                log.info("prune: removed \(n.total) rows of the shared store (\(state.backend)): flows=\(n.flows) sessions=\(n.sessions) "
+                    + "refusals=\(n.refusals) markers=\(n.markers), in \((SystemClock().monotonicNanoseconds() - t0) / 1_000_000) ms")
+            }
+        } catch {
+            sharedState = nil  // a new connection next time (a failover, a restart)
+            log.error("prune of the shared store: \(error); tried again at the next scheduled prune")
+        }
+        condition.lock()
+        lastShared = gone
+        condition.unlock()
+    }
+
     /// One prune now, on the caller's thread; nil when skipped (settings unreadable) or failed.
     @discardableResult
     public func runOnce() -> PruneReport? {
@@ -110,6 +157,7 @@ public final class PruneSchedule: @unchecked Sendable {
                 log.info("prune: removed \(report.totalRows) rows (\(parts.joined(separator: " "))), \(files) pcap files, "
                     + "\(report.bytesReclaimed) bytes given back, in \((SystemClock().monotonicNanoseconds() - t0) / 1_000_000) ms")
             }
+            pruneShared(settings.retention, now: now())
             condition.lock()
             runs += 1
             lastReport = report

@@ -211,7 +211,7 @@ public enum Tunneld {
             history = (try DaemonMarkers(storePath: iface.storePath, log: log, now: wallMs,
                                          droppedCount: { sessions.history.droppedRecords }),
                        try PruneSchedule(storePath: iface.storePath, captureDirectory: iface.stateDirectory + "/capture",
-                                         log: log, now: wallMs))
+                                         log: log, now: wallMs, shared: sharedConnect))
         } catch {
             log.error("store \(iface.storePath): \(error); running without markers and scheduled prune")
         }

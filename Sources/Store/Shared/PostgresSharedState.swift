@@ -284,19 +284,21 @@ public final class PostgresSharedState: SharedState {
     }
 
     @discardableResult
-    public func pruneHistory(before: Int64, batch: Int) throws -> Int {
-        let targets = [("tv_flows", "last_seen < $1"), ("tv_sessions", "ended_at < $1"), ("tv_refusals", "last_at < $1"), ("tv_markers", "at < $1")]
-        var total = 0
-        for (table, condition) in targets {
+    public func pruneHistory(cutoffs: HistoryCutoffs, batch: Int) throws -> HistoryCounts {
+        var gone = HistoryCounts()
+        let batch = max(1, batch)
+        for t in cutoffs.targets {
             while true {
+                // Bounded: one statement of at most `batch` rows (its own transaction), so
+                // gateways shipping meanwhile never wait long on these rows.
                 let n = try connection.execute(
-                    "DELETE FROM \(table) WHERE ctid IN (SELECT ctid FROM \(table) WHERE \(condition) LIMIT $2)",
-                    ["\(before)", "\(max(1, batch))"], operation: "prune \(table)").affected
-                total += n
+                    "DELETE FROM \(t.table) WHERE ctid IN (SELECT ctid FROM \(t.table) WHERE \(t.column) < $1 LIMIT $2)",
+                    ["\(t.before)", "\(batch)"], operation: "prune \(t.table)").affected
+                gone.add(n, table: t.table)
                 if n < batch { break }
             }
         }
-        return total
+        return gone
     }
 }
 

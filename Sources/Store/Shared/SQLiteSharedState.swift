@@ -308,25 +308,25 @@ public final class SQLiteSharedState: SharedState {
     }
 
     @discardableResult
-    public func pruneHistory(before: Int64, batch: Int) throws -> Int {
-        let targets = [("tv_flows", "last_seen < ?1"), ("tv_sessions", "ended_at < ?1"), ("tv_refusals", "last_at < ?1"), ("tv_markers", "at < ?1")]
-        var total = 0
+    public func pruneHistory(cutoffs: HistoryCutoffs, batch: Int) throws -> HistoryCounts {
+        var gone = HistoryCounts()
         let batch = max(1, batch)
-        for (table, condition) in targets {
+        for t in cutoffs.targets {
             while true {
                 // One bounded statement per transaction: gateways writing meanwhile wait one batch at most.
                 let n = try connection.transaction {
-                    let s = try connection.prepared("DELETE FROM \(table) WHERE rowid IN (SELECT rowid FROM \(table) WHERE \(condition) LIMIT ?2)")
-                    s.bind(1, before)
+                    let s = try connection.prepared(
+                        "DELETE FROM \(t.table) WHERE rowid IN (SELECT rowid FROM \(t.table) WHERE \(t.column) < ?1 LIMIT ?2)")
+                    s.bind(1, t.before)
                     s.bind(2, Int64(batch))
                     try s.run()
                     return connection.changes
                 }
-                total += n
+                gone.add(n, table: t.table)
                 if n < batch { break }
             }
         }
-        return total
+        return gone
     }
 }
 

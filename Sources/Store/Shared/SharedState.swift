@@ -68,10 +68,18 @@ public protocol SharedState: HistoryReading {
     /// Rows stored for `gateway` (nil: all gateways), per family (tests, `status`).
     func historyCounts(gateway: String?) throws -> HistoryCounts
 
-    /// Deletes history last touched before `before`, at most `batch` rows per statement, until
-    /// none is left. Returns how many rows went.
+    /// Deletes every gateway's history older than `cutoffs` (per family), at most `batch` rows
+    /// per statement (each its own short transaction) until none is due. Returns what went.
     @discardableResult
-    func pruneHistory(before: Int64, batch: Int) throws -> Int
+    func pruneHistory(cutoffs: HistoryCutoffs, batch: Int) throws -> HistoryCounts
+}
+
+extension SharedState {
+    /// Deletes history last touched before `before` in every family; returns how many rows went.
+    @discardableResult
+    public func pruneHistory(before: Int64, batch: Int) throws -> Int {
+        Int(try pruneHistory(cutoffs: HistoryCutoffs(all: before), batch: batch).total)
+    }
 }
 
 /// A window as the shared state keeps it.
