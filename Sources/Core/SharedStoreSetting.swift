@@ -84,6 +84,15 @@ public enum SharedStoreSetting: Hashable, Sendable {
         return c + " passfile=" + quoted
     }
 
+    /// The backend's name as `status` shows it: `local`, `sqlite` or `postgresql`.
+    public var backendName: String {
+        switch self {
+        case .local: return "local"
+        case .sqlite: return "sqlite"
+        case .postgresql: return "postgresql"
+        }
+    }
+
     /// True when gateways share it (anything but `local`).
     public var isShared: Bool { self != .local }
 

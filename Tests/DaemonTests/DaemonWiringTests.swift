@@ -28,7 +28,8 @@ final class DaemonHarness: @unchecked Sendable {
     var storePath: String { dir + "/state/state.db" }
 
     /// `windows`: stored before the daemon starts. `peers` run after `alice` is added, before start.
-    init(windows: [SessionWindow] = [], reusing existing: String? = nil, peers: (GatewayEngine) throws -> Void = { _ in }) throws {
+    init(windows: [SessionWindow] = [], reusing existing: String? = nil, peers: (GatewayEngine) throws -> Void = { _ in },
+         shared: (@Sendable () throws -> any SharedState)? = nil, gateway: String = "") throws {
         let dir = existing ?? FileManager.default.temporaryDirectory
             .appendingPathComponent("tv-daemon-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
         var iface = InterfaceConfig()
@@ -46,7 +47,7 @@ final class DaemonHarness: @unchecked Sendable {
         var made: (SessionService, PacketObserver)?
         base = try EngineHarness { engine in
             try peers(engine)
-            let sessions = SessionService(engine: engine, interface: iface, log: engine.log)
+            let sessions = SessionService(engine: engine, interface: iface, log: engine.log, shared: shared, gateway: gateway, backend: "memory")
             let observer = PacketObserver(ring: ring, capture: nil, flowCapacity: engine.options.flowCapacity,
                                           peers: engine.registry)
             engine.observer = observer
@@ -366,6 +367,63 @@ final class DaemonHarness: @unchecked Sendable {
         #expect(h.sessions.watchdog.view("alice")?.refused == true)
         #expect(!h.sessions.watchdog.admitInitiation(try #require(h.engine.peer(named: "alice")).handle, now: now))
         #expect(try h.store().refusals(peer: "alice").contains { $0.reason == "expired" })
+    }
+}
+
+/// Issue 19: a `Disabled` / `Expires` change made by one gateway's config applies on every
+/// gateway sharing the store, over their own configs; the latest change wins.
+@Suite(.serialized) struct SharedAdmissionTests {
+    @Test func aDisableOnOneGatewayRefusesThePeerOnTheOther() throws {
+        let store = MemorySharedState()
+        let a = try DaemonHarness(shared: { try store.connect() }, gateway: "gw-a")
+        let b = try DaemonHarness(shared: { try store.connect() }, gateway: "gw-b")
+        let alice = try ConfigReloadTests.alice(b)
+        a.sessions.configPeersChanged([try ConfigReloadTests.alice(a)])
+        b.sessions.configPeersChanged([alice])  // first configs: nothing is shared
+        try a.sessions.start()
+        try b.sessions.start()
+        func passes() {
+            a.sessions.shared!.pass()
+            b.sessions.shared!.pass()
+        }
+        passes()
+        #expect(try store.connect().admissions(changedAfter: 0).changes.isEmpty, "a start shares nothing")
+        try b.base.handshake()
+        #expect(b.sessions.watchdog.view("alice")?.session != nil)
+        // gw-a's config reloads with Disabled = true: refused there at once, on gw-b after a pass
+        // (its session cut), although gw-b's own config still admits alice.
+        a.sessions.configPeersChanged([try ConfigReloadTests.alice(a, disabled: true)])
+        #expect(a.sessions.watchdog.view("alice")?.refused == true)
+        #expect(b.sessions.watchdog.view("alice")?.refused == false)
+        passes()
+        #expect(b.sessions.restriction(of: "alice") == .disabled)
+        #expect(b.sessions.watchdog.view("alice")?.refused == true && b.sessions.watchdog.view("alice")?.session == nil)
+        #expect(b.base.log.all.contains { $0.contains("shared store: alice disabled on gw-a") }, "\(b.base.log.all.suffix(5))")
+        // gw-b reloading its unchanged config does not undo it (its config did not change).
+        b.sessions.configPeersChanged([alice])
+        #expect(b.sessions.restriction(of: "alice") == .disabled)
+        // gw-b's operator sets an Expires in the past: the latest change, on both.
+        let now = SystemClock().wallMilliseconds()
+        b.sessions.configPeersChanged([try ConfigReloadTests.alice(b, expires: now - 1_000)])
+        passes()  // gw-b pushes it after gw-a's pull: gw-a learns it at its next pass
+        passes()
+        #expect(a.sessions.restriction(of: "alice") == .expires(at: now - 1_000) && b.sessions.restriction(of: "alice") == .expires(at: now - 1_000))
+        // gw-a enables her again (its config drops Disabled): admitted on both.
+        a.sessions.configPeersChanged([try ConfigReloadTests.alice(a)])
+        passes()
+        passes()
+        #expect(a.sessions.restriction(of: "alice") == nil && b.sessions.restriction(of: "alice") == nil)
+        #expect(b.sessions.watchdog.view("alice")?.refused == false)
+        let rows = try store.connect().admissions(changedAfter: 0).changes
+        #expect(rows.map { "\($0.peer) \($0.disabled) \($0.expiresAt == nil) \($0.gateway)" } == ["alice false true gw-a"])
+    }
+
+    @Test func mergeTakesTheSharedRowOverTheConfig() {
+        let shared = ["bob": SharedAdmission(peer: "bob", disabled: false, expiresAt: nil, changedAt: 1, gateway: "gw-b"),
+                      "carol": SharedAdmission(peer: "carol", disabled: true, expiresAt: nil, changedAt: 1, gateway: "gw-b"),
+                      "gone": SharedAdmission(peer: "gone", disabled: true, expiresAt: nil, changedAt: 1, gateway: "gw-b")]
+        let m = SessionService.merge(config: ["bob": .disabled, "dave": .expires(at: 5)], shared: shared, configured: ["bob", "carol", "dave"])
+        #expect(m == ["carol": .disabled, "dave": .expires(at: 5)], "bob enabled elsewhere, carol disabled elsewhere, a peer not configured here ignored")
     }
 }
 

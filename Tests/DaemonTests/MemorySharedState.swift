@@ -10,6 +10,7 @@ final class MemorySharedState: Sendable {
     struct Data: Sendable {
         var windows: [String: Row] = [:]
         var tiers: [String: (SharedTierChange, Int64)] = [:]
+        var admissions: [String: (SharedAdmission, Int64)] = [:]
         var change: Int64 = 0
         var down = false
         var calls = 0
@@ -121,6 +122,20 @@ final class MemorySharedState: Sendable {
             try with { d in
                 let rows = d.tiers.values.filter { $0.1 > since && (since > 0 || $0.0.tier != nil) }.sorted { $0.1 < $1.1 }
                 return (rows.map(\.0), rows.last?.1 ?? since)
+            }
+        }
+
+        func setAdmission(_ a: SharedAdmission) throws {
+            try with { d in
+                d.change += 1
+                d.admissions[a.peer] = (a, d.change)
+            }
+        }
+
+        func admissions(changedAfter since: Int64) throws -> (changes: [SharedAdmission], latest: Int64) {
+            try with { d in
+                let rows = d.admissions.values.filter { $0.1 > since }.sorted { $0.1 < $1.1 }
+                return (rows.map(\.0), max(since, rows.last?.1 ?? since))
             }
         }
 

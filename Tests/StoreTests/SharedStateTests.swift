@@ -124,6 +124,25 @@ enum PGTestCluster {
         #expect(try s.tiers(changedAfter: 0).latest >= tc2, "the cursor passes cleared rows too")
     }
 
+    /// Disabled / Expires changes: the latest per peer, polled by change number like windows.
+    @Test(arguments: SharedBackend.allCases) func sharingAdmission(_ backend: SharedBackend) throws {
+        guard let (s, connect) = try backend.make() else { return }
+        let (none, c0) = try s.admissions(changedAfter: 0)
+        #expect(none.isEmpty && c0 == 0)
+        let off = SharedAdmission(peer: "bob", disabled: true, expiresAt: nil, changedAt: t0, gateway: "gw-a")
+        let exp = SharedAdmission(peer: "carol", disabled: false, expiresAt: t0 + 86_400_000, changedAt: t0, gateway: "gw-a")
+        try s.setAdmission(off)
+        try s.setAdmission(exp)
+        let other = try connect()
+        let (seen, c1) = try other.admissions(changedAfter: 0)
+        #expect(seen == [off, exp] && c1 > 0)
+        let on = SharedAdmission(peer: "bob", disabled: false, expiresAt: nil, changedAt: t0 + 5, gateway: "gw-b")
+        try other.setAdmission(on)
+        let (changed, c2) = try s.admissions(changedAfter: c1)
+        #expect(changed == [on] && c2 > c1, "the enable made on gw-b replaces gw-a's disable")
+        #expect(try s.admissions(changedAfter: 0).changes.count == 2 && s.admissions(changedAfter: c2).changes.isEmpty)
+    }
+
     func flow(_ id: Int64, at: Int64, bytes: UInt64 = 100, closed: Bool = false) -> Flow {
         Flow(id: id, proto: 6, src: IPAddress("10.99.0.2")!, srcPort: 40_000 + UInt16(id % 20_000), dst: IPAddress("fd98::2")!, dstPort: 443,
              peer: "alice", host: id % 2 == 0 ? "example.com" : nil, firstSeen: at, lastSeen: at,

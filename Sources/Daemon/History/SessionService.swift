@@ -40,13 +40,24 @@ public final class SessionService: @unchecked Sendable {
     private let peerEvents = Atomic<Bool>(false)
     /// The restrictions in force (peer-disable events for new ones).
     private let restrictions = Mutex<[String: Watchdog.Restriction]>([:])
+    /// Where the restrictions come from: this gateway's config (nil before the first one) and,
+    /// with a shared store, the latest `Disabled` / `Expires` change of any gateway per peer,
+    /// which wins over the config (issue 19; docs/scale-out.md "Disabled and Expires").
+    private struct Admission {
+        var config: [String: Watchdog.Restriction]?
+        var shared: [String: SharedAdmission] = [:]
+    }
+    private let admission = Mutex(Admission())
+    /// This gateway's name in the shared store ("" with `Store = local`).
+    private let gatewayName: String
 
     /// The shared store's sync (`Store = postgresql://…`, issue 19); nil with `Store = local`.
     public let shared: SharedSync?
     /// The gateway name history is journalled under for the shared store (nil: local).
     private let journalGateway: String?
 
-    /// The restriction in force for `name` (`Disabled`, `Expires`), as the config set it; nil: none.
+    /// The restriction in force for `name` (`Disabled`, `Expires`): the config's, or the shared
+    /// store's latest change of any gateway (issue 19); nil: none.
     public func restriction(of name: String) -> Watchdog.Restriction? { restrictions.withLock { $0[name] } }
 
     /// Opens the store at `config.storePath`, closes the sessions a crash left open (at the last
@@ -64,6 +75,7 @@ public final class SessionService: @unchecked Sendable {
         self.log = log
         storePath = interface.storePath
         journalGateway = connect == nil ? nil : gateway
+        gatewayName = gateway
         time = WatchdogTime(clock: engine.clock)
         let now = time.now()
         var windows: [String: WindowDates] = [:]
@@ -139,7 +151,8 @@ public final class SessionService: @unchecked Sendable {
         watchdog.tick(now: time.now())
         let watchdog = self.watchdog
         shared?.start(adopt: { grants, now in watchdog.adoptShared(grants, now: now) },
-                      applyTiers: { [weak self] changes in self?.applySharedTiers(changes) })
+                      applyTiers: { [weak self] changes in self?.applySharedTiers(changes) },
+                      applyAdmissions: { [weak self] changes in self?.applySharedAdmissions(changes) })
         // The ticker wakes every second (or every WatchdogInterval when shorter): each wake-up
         // applies a clock step and moves the heartbeat, so crash recovery closes sessions and flows
         // at most ~1 s before a crash; the watchdog pass runs every WatchdogInterval, and at once
@@ -299,10 +312,64 @@ public final class SessionService: @unchecked Sendable {
     /// The configured peers changed (start, reload): their `Disabled` and `Expires` go to the
     /// watchdog, and the tier overrides are applied again over the (maybe new) configured tiers.
     public func configPeersChanged(_ peers: [PeerConfig]) {
-        var restrictions: [String: Watchdog.Restriction] = [:]
+        var fromConfig: [String: Watchdog.Restriction] = [:]
         for p in peers {
-            if p.disabled { restrictions[p.name] = .disabled } else if let at = p.expiresMs { restrictions[p.name] = .expires(at: at) }
+            if p.disabled { fromConfig[p.name] = .disabled } else if let at = p.expiresMs { fromConfig[p.name] = .expires(at: at) }
         }
+        let configured = Set(peers.map(\.name))
+        let now = time.now()
+        let effective = admission.withLock { a -> [String: Watchdog.Restriction] in
+            // A change of this gateway's config (a reload, not the first config) is shared: every
+            // gateway applies it. It applies here at once, before the store has it.
+            if let sync = shared, let before = a.config {
+                for name in Set(before.keys).union(fromConfig.keys).sorted() where configured.contains(name) && before[name] != fromConfig[name] {
+                    var expires: Int64? = nil
+                    if case .expires(let at)? = fromConfig[name] { expires = at }
+                    let change = SharedAdmission(peer: name, disabled: fromConfig[name] == .disabled, expiresAt: expires, changedAt: now,
+                                                 gateway: gatewayName)
+                    a.shared[name] = change
+                    sync.localAdmission(change)
+                }
+            }
+            a.config = fromConfig
+            return Self.merge(config: fromConfig, shared: a.shared, configured: configured)
+        }
+        applyRestrictions(effective)
+    }
+
+    /// The restrictions in force: each peer's shared admission when the shared store has one
+    /// (the latest change of any gateway), else its config's.
+    static func merge(config: [String: Watchdog.Restriction], shared: [String: SharedAdmission],
+                      configured: Set<String>) -> [String: Watchdog.Restriction] {
+        var out = config
+        for (name, a) in shared where configured.contains(name) {
+            if a.disabled { out[name] = .disabled } else if let at = a.expiresAt { out[name] = .expires(at: at) } else { out[name] = nil }
+        }
+        return out
+    }
+
+    /// `Disabled` / `Expires` changes other gateways made (pulled from the shared store).
+    func applySharedAdmissions(_ changes: [SharedAdmission]) {
+        let configured = Set(engine.registry.current.all.map(\.name))
+        let effective = admission.withLock { a -> [String: Watchdog.Restriction]? in
+            var changed = false
+            for c in changes where a.shared[c.peer] != c {
+                a.shared[c.peer] = c
+                changed = true
+            }
+            guard changed, let config = a.config else { return nil }
+            return Self.merge(config: config, shared: a.shared, configured: configured)
+        }
+        if let effective {
+            for c in changes where c.gateway != gatewayName {
+                log.info("shared store: \(c.peer) \(c.disabled ? "disabled" : c.expiresAt.map { "expires \(TimeText.iso($0))" } ?? "enabled") on \(c.gateway)")
+            }
+            applyRestrictions(effective)
+        }
+    }
+
+    /// Puts `restrictions` in force (peer-disable events for new ones).
+    private func applyRestrictions(_ restrictions: [String: Watchdog.Restriction]) {
         let before = self.restrictions.withLock { r in
             defer { r = restrictions }
             return r

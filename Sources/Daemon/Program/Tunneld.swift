@@ -181,7 +181,7 @@ public enum Tunneld {
         if sharedConnect != nil { log.info("shared store: \(iface.store.text) as gateway \(gatewayName)") }
         let sessions = SessionService(engine: engine, interface: iface, log: log,
                                       recordFlows: ProcessInfo.processInfo.environment["TUNNELD_HISTORY"] != "off",
-                                      shared: sharedConnect, gateway: gatewayName)
+                                      shared: sharedConnect, gateway: gatewayName, backend: iface.store.backendName)
         defer { sessions.stop() }
         // END session/history
         engine.registry.setTierClasses(config.tiers)

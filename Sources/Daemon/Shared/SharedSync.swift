@@ -34,6 +34,7 @@ public final class SharedSync: WindowAuthority, @unchecked Sendable {
     struct Hooks: Sendable {
         var adopt: @Sendable ([String: SharedGrant], Int64) -> Void
         var applyTiers: @Sendable ([SharedTierChange]) -> Void
+        var applyAdmissions: @Sendable ([SharedAdmission]) -> Void = { _ in }
     }
     let hooks = Mutex<Hooks?>(nil)
     let now: @Sendable () -> Int64
@@ -54,8 +55,11 @@ public final class SharedSync: WindowAuthority, @unchecked Sendable {
         var tracks: [String: Track] = [:]
         var local: [String: LocalChange] = [:]
         var tiers: [String: (PeerTier?, Int64)] = [:]
+        /// Disabled / Expires changes made here (a config reload), not yet pushed.
+        var admissions: [String: SharedAdmission] = [:]
         var windowCursor: Int64 = 0
         var tierCursor: Int64 = 0
+        var admissionCursor: Int64 = 0
         var lastSyncAt: Int64?
         var outageSince: Int64?
         var lastError = ""
@@ -116,9 +120,10 @@ public final class SharedSync: WindowAuthority, @unchecked Sendable {
     /// Starts the sync thread (its first pass runs at once: shared windows and tiers are read);
     /// windows and tier changes other gateways made go to `adopt` and `applyTiers`.
     public func start(adopt: @escaping @Sendable ([String: SharedGrant], Int64) -> Void,
-                      applyTiers: @escaping @Sendable ([SharedTierChange]) -> Void)
+                      applyTiers: @escaping @Sendable ([SharedTierChange]) -> Void,
+                      applyAdmissions: @escaping @Sendable ([SharedAdmission]) -> Void = { _ in })
     {
-        attach(adopt: adopt, applyTiers: applyTiers)
+        attach(adopt: adopt, applyTiers: applyTiers, applyAdmissions: applyAdmissions)
         thread = WorkerThread(name: "tv-shared", stopSignal: stopSignal) { [self] in
             pass()
             while stopSignal.sleep(milliseconds: intervalMs) { pass() }  // false once stopped
@@ -129,9 +134,10 @@ public final class SharedSync: WindowAuthority, @unchecked Sendable {
     /// Sets where pulled windows and tier changes go, without a thread (`start` calls it; tests
     /// drive `pass()` themselves).
     public func attach(adopt: @escaping @Sendable ([String: SharedGrant], Int64) -> Void,
-                       applyTiers: @escaping @Sendable ([SharedTierChange]) -> Void)
+                       applyTiers: @escaping @Sendable ([SharedTierChange]) -> Void,
+                       applyAdmissions: @escaping @Sendable ([SharedAdmission]) -> Void = { _ in })
     {
-        hooks.withLock { $0 = Hooks(adopt: adopt, applyTiers: applyTiers) }
+        hooks.withLock { $0 = Hooks(adopt: adopt, applyTiers: applyTiers, applyAdmissions: applyAdmissions) }
     }
 
     /// Stops the sync thread after one last pass.
@@ -191,12 +197,18 @@ public final class SharedSync: WindowAuthority, @unchecked Sendable {
         state.withLock { $0.tiers[peer] = (tier, at) }
     }
 
+    /// A `Disabled` / `Expires` change made here (this gateway's config reloaded with it): pushed
+    /// at the next pass; every gateway then applies it over its own config.
+    public func localAdmission(_ a: SharedAdmission) {
+        state.withLock { $0.admissions[a.peer] = a }
+    }
+
     /// The store's health now.
     public func health() -> SharedStoreHealth {
         let j = journalStats.withLock { $0 }
         return state.withLock { s in
             SharedStoreHealth(backend: backend, gateway: gateway, lastSyncAtMs: s.lastSyncAt, unavailableSinceMs: s.outageSince,
-                         error: s.outageSince == nil ? nil : s.lastError, pending: s.local.count + s.tiers.count,
+                         error: s.outageSince == nil ? nil : s.lastError, pending: s.local.count + s.tiers.count + s.admissions.count,
                          localOpens: localOpens.load(ordering: .relaxed), sharedOpens: sharedOpens.load(ordering: .relaxed),
                          journalDepth: j.depth, journalShipped: j.shipped, journalMissing: j.missing, journalError: j.error)
         }
@@ -219,8 +231,9 @@ public final class SharedSync: WindowAuthority, @unchecked Sendable {
                 var grants: [String: SharedGrant] = [:]
                 try pushWindows(store, now: t, into: &grants)
                 try pushTiers(store)
+                try pushAdmissions(store)
                 try shipUse(store, into: &grants)
-                let tiers = try pull(store, into: &grants)
+                let (tiers, admissions) = try pull(store, into: &grants)
                 try shipHistory(store)
                 let recovered = state.withLock { s -> Int64? in
                     defer { s.outageSince = nil; s.lastSyncAt = t }
@@ -233,6 +246,7 @@ public final class SharedSync: WindowAuthority, @unchecked Sendable {
                 let h = hooks.withLock { $0 }
                 if !grants.isEmpty { h?.adopt(grants, t) }
                 if !tiers.isEmpty { h?.applyTiers(tiers) }
+                if !admissions.isEmpty { h?.applyAdmissions(admissions) }
             } catch {
                 c = nil
                 openConn.withLock { $0 = nil }
@@ -336,6 +350,16 @@ public final class SharedSync: WindowAuthority, @unchecked Sendable {
         }
     }
 
+    private func pushAdmissions(_ store: any SharedState) throws {
+        let queued = state.withLock { $0.admissions }
+        for (peer, a) in queued.sorted(by: { $0.key < $1.key }) {
+            try store.setAdmission(a)
+            state.withLock { s in
+                if s.admissions[peer] == a { s.admissions[peer] = nil }
+            }
+        }
+    }
+
     /// Ships each metered window's delta since its base and credits what others used.
     private func shipUse(_ store: any SharedState, into grants: inout [String: SharedGrant]) throws {
         let tracks = state.withLock { $0.tracks }
@@ -363,10 +387,13 @@ public final class SharedSync: WindowAuthority, @unchecked Sendable {
     }
 
     /// Other gateways' changes since the last pull.
-    private func pull(_ store: any SharedState, into grants: inout [String: SharedGrant]) throws -> [SharedTierChange] {
-        let (wc, tc) = state.withLock { ($0.windowCursor, $0.tierCursor) }
+    private func pull(_ store: any SharedState, into grants: inout [String: SharedGrant]) throws
+        -> (tiers: [SharedTierChange], admissions: [SharedAdmission])
+    {
+        let (wc, tc, ac) = state.withLock { ($0.windowCursor, $0.tierCursor, $0.admissionCursor) }
         let (windows, wLatest) = try store.windows(changedAfter: wc)
         let (tiers, tLatest) = try store.tiers(changedAfter: tc)
+        let (admissions, aLatest) = try store.admissions(changedAfter: ac)
         state.withLock { s in
             for w in windows {
                 if let t = s.tracks[w.peer], t.epoch > w.epoch { continue }  // an older row than ours
@@ -375,8 +402,9 @@ public final class SharedSync: WindowAuthority, @unchecked Sendable {
             }
             s.windowCursor = max(s.windowCursor, wLatest)
             s.tierCursor = max(s.tierCursor, tLatest)
+            s.admissionCursor = max(s.admissionCursor, aLatest)
         }
-        return tiers
+        return (tiers, admissions)
     }
 
     /// Ships the history journal in order, chunk by chunk, for at most ~0.5 s per pass (a backlog

@@ -165,6 +165,32 @@ public final class PostgresSharedState: SharedState {
         return (out, latest)
     }
 
+    // MARK: Admission
+
+    public func setAdmission(_ a: SharedAdmission) throws {
+        try connection.execute("""
+            INSERT INTO tv_admission AS t (peer, disabled, expires_at, changed_at, gateway, change)
+            VALUES ($1, $2, $3, $4, $5, nextval('tv_change'))
+            ON CONFLICT (peer) DO UPDATE SET disabled = EXCLUDED.disabled, expires_at = EXCLUDED.expires_at,
+                changed_at = EXCLUDED.changed_at, gateway = EXCLUDED.gateway, change = nextval('tv_change')
+            """, [a.peer, a.disabled ? "1" : "0", a.expiresAt.map { "\($0)" }, "\(a.changedAt)", a.gateway], name: "tv_admit",
+            operation: "share a peer's admission")
+    }
+
+    public func admissions(changedAfter since: Int64) throws -> (changes: [SharedAdmission], latest: Int64) {
+        let r = try connection.execute("""
+            SELECT peer, disabled, expires_at, changed_at, gateway, change FROM tv_admission WHERE change > $1 ORDER BY change
+            """, ["\(since)"], name: "tv_admissions", operation: "read changed admissions")
+        var latest = since
+        var out: [SharedAdmission] = []
+        for i in r.rows.indices {
+            out.append(SharedAdmission(peer: r.text(i, 0) ?? "", disabled: r.int64(i, 1) != 0, expiresAt: r.text(i, 2).flatMap { Int64($0) },
+                                       changedAt: r.int64(i, 3), gateway: r.text(i, 4) ?? ""))
+            latest = max(latest, r.int64(i, 5))
+        }
+        return (out, latest)
+    }
+
     // MARK: History
 
     public func ship(_ batch: HistoryBatch) throws {

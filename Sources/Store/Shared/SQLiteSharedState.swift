@@ -229,6 +229,42 @@ public final class SQLiteSharedState: SharedState {
         }
     }
 
+    // MARK: Admission
+
+    public func setAdmission(_ a: SharedAdmission) throws {
+        try connection.transaction {
+            let change = try nextChange()
+            let s = try connection.prepared("""
+                INSERT INTO tv_admission (peer, disabled, expires_at, changed_at, gateway, change) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                ON CONFLICT (peer) DO UPDATE SET disabled = excluded.disabled, expires_at = excluded.expires_at,
+                    changed_at = excluded.changed_at, gateway = excluded.gateway, change = excluded.change
+                """)
+            s.bind(1, a.peer)
+            s.bind(2, Int64(a.disabled ? 1 : 0))
+            s.bind(3, a.expiresAt)
+            s.bind(4, a.changedAt)
+            s.bind(5, a.gateway)
+            s.bind(6, change)
+            try s.run()
+        }
+    }
+
+    public func admissions(changedAfter since: Int64) throws -> (changes: [SharedAdmission], latest: Int64) {
+        let s = try connection.prepared("""
+            SELECT peer, disabled, expires_at, changed_at, gateway, change FROM tv_admission WHERE change > ?1 ORDER BY change
+            """)
+        defer { s.reset() }
+        s.bind(1, since)
+        var latest = since
+        var out: [SharedAdmission] = []
+        while try s.step() {
+            out.append(SharedAdmission(peer: s.text(0), disabled: s.int64(1) != 0, expiresAt: s.optionalInt64(2), changedAt: s.int64(3),
+                                       gateway: s.text(4)))
+            latest = max(latest, s.int64(5))
+        }
+        return (out, latest)
+    }
+
     // MARK: History
 
     public func ship(_ batch: HistoryBatch) throws {

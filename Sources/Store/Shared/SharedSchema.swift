@@ -111,6 +111,14 @@ public enum SharedSchema {
         // 2: history at rate (tunnelbench shared): the (peer, last_seen) index cost about a
         // quarter of every flow insert and no statement of ours reads it; prune uses last_seen.
         [.dropIndex("tv_flows_peer_last_seen")],
+        // 3: Disabled / Expires shared: the latest change made on any gateway applies on all.
+        [
+            .table(Table(name: "tv_admission", columns: [
+                Column("peer", .text), Column("disabled", .int, check: "disabled IN (0, 1)"), Column("expires_at", .bigint, notNull: false),
+                Column("changed_at", .bigint), Column("gateway", .text), Column("change", .bigint, default: .change),
+            ], primaryKey: ["peer"])),
+            .index(name: "tv_admission_change", table: "tv_admission", columns: ["change"]),
+        ],
     ]
 
     /// The version this build writes.

@@ -58,6 +58,16 @@ public protocol SharedState: HistoryReading {
     /// newest change number seen. `since: 0` returns every override in force.
     func tiers(changedAfter since: Int64) throws -> (changes: [SharedTierChange], latest: Int64)
 
+    // MARK: Admission (Disabled / Expires)
+
+    /// Stores `a` as `a.peer`'s admission (replacing the one stored): a `Disabled` or `Expires`
+    /// change made on gateway `a.gateway`, which every gateway applies over its own config.
+    func setAdmission(_ a: SharedAdmission) throws
+
+    /// Admissions changed after change number `since`, with the newest change number seen.
+    /// `since: 0` returns all.
+    func admissions(changedAfter since: Int64) throws -> (changes: [SharedAdmission], latest: Int64)
+
     // MARK: History
 
     /// Stores `batch` idempotently: each row is keyed by `(batch.gateway, row id)`, so shipping
@@ -143,3 +153,26 @@ public struct SharedTierChange: Hashable, Sendable {
     }
 }
 
+/// A peer's admission as the gateways share it (issue 19): the latest `Disabled` / `Expires`
+/// change any gateway made. Neither disabled nor expiring: admitted (an `enable`).
+public struct SharedAdmission: Hashable, Sendable {
+    /// The peer's name.
+    public var peer: String
+    /// `Disabled = true`.
+    public var disabled: Bool
+    /// `Expires =`, Unix epoch ms; nil: none.
+    public var expiresAt: Int64?
+    /// When the change was made, Unix epoch ms.
+    public var changedAt: Int64
+    /// The gateway it was made on.
+    public var gateway: String
+
+    /// An admission.
+    public init(peer: String, disabled: Bool, expiresAt: Int64?, changedAt: Int64, gateway: String) {
+        self.peer = peer
+        self.disabled = disabled
+        self.expiresAt = expiresAt
+        self.changedAt = changedAt
+        self.gateway = gateway
+    }
+}
