@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 /// `Store` in `[Interface]` (issue 19, docs/scale-out.md): where the facts gateways share live.
 public enum SharedStoreSetting: Hashable, Sendable {
     /// `Store = local` (the default): the SQLite `state.db` in `StateDirectory`, one router.
@@ -61,6 +64,15 @@ public enum SharedStoreSetting: Hashable, Sendable {
         (1...64).contains(name.utf8.count) && name.utf8.allSatisfy { b in
             (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5a) || (b >= 0x61 && b <= 0x7a) || b == 0x5f || b == 0x2e || b == 0x2d
         }
+    }
+
+    /// `GatewayName`'s default: the host name, kept to the characters a gateway name allows
+    /// (`gateway` when nothing is left). tunneld and tunnelctl both use it.
+    public static func defaultGatewayName() -> String {
+        var buf = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buf, buf.count) == 0 else { return "gateway" }
+        let name = String(cString: buf).filter { isValidGatewayName(String($0)) }
+        return name.isEmpty ? "gateway" : String(name.prefix(64))
     }
 
     /// The connection string with `StorePassFile` as libpq's `passfile` parameter, when given.

@@ -23,16 +23,7 @@ extension Tunnelctl {
             return try reloadAfterEdit(config, console)
         case "disable", "enable":
             let name = try oneName(&args, sub)
-            let peer = try configuredPeer(name, config)
-            if peer.disabled == (sub == "disable") {
-                console.print("\(name): already \(sub)d")
-                return .ok
-            }
-            try editConfig(configPath) { text throws(ValueError) in
-                try ConfigRewriter.setKey(text, peer: name, key: "Disabled", value: sub == "disable" ? "true" : nil)
-            }
-            console.print("\(name): \(sub)d in \(configPath)")
-            return try reloadAfterEdit(config, console)
+            return try setDisabled(name, sub == "disable", configPath, config, console)
         case "rename":
             guard let old = args.next(), let new = args.next() else { throw CLIError.usage(usageText(["peer", "rename"])) }
             try args.finish()
@@ -352,12 +343,14 @@ extension Tunnelctl {
     static func peerList(_ config: TunnelConfig, _ console: Console, json: Bool) throws -> ExitCode {
         let handshakes = liveHandshakes(config)
         let now = cliNow()
+        let shared = try sharedAdmissions(config)
+        let peers = config.peers.map { admitted($0, shared).peer }
         if json {
-            console.print(try encodeJSON(config.peers.map { peerJSON($0, handshakes, now) }))
+            console.print(try encodeJSON(peers.map { peerJSON($0, handshakes, now) }))
             return .ok
         }
         var rows = [["NAME", "ADDRESSES", "TIER", "EXPIRES", "STATE", "LAST HANDSHAKE"]]
-        for p in config.peers {
+        for p in peers {
             rows.append([p.name, p.allowedIPs.map(\.description).joined(separator: ","), p.tier.rawValue,
                          p.expiresMs.map { TimeText.iso($0) } ?? "never", peerState(p, now),
                          handshakes[p.name].map { TimeText.iso($0) } ?? "-"])
@@ -376,7 +369,8 @@ extension Tunnelctl {
         return "enabled"
     }
 
-    static func peerShow(_ p: PeerConfig, _ config: TunnelConfig, _ console: Console, json: Bool) throws -> ExitCode {
+    static func peerShow(_ configured: PeerConfig, _ config: TunnelConfig, _ console: Console, json: Bool) throws -> ExitCode {
+        let (p, from) = admitted(configured, try sharedAdmissions(config))
         if json {
             console.print(try encodeJSON(peerJSON(p, liveHandshakes(config), cliNow())))
             return .ok
@@ -388,7 +382,7 @@ extension Tunnelctl {
             "allowed IPs: \(p.allowedIPs.map(\.description).joined(separator: ", "))",
             "tier: \(p.tier.rawValue)",
             "expires: \(p.expiresMs.map { TimeText.iso($0) } ?? "never")",
-            "state: \(peerState(p, cliNow()))",
+            "state: \(peerState(p, cliNow()))" + (from.map { " (set on \($0.gateway) at \(TimeText.iso($0.changedAt)), shared store)" } ?? ""),
         ]
         if let e = p.endpoint { lines.append("endpoint: \(e)") }
         if let k = p.persistentKeepalive { lines.append("persistent keepalive: \(k)s") }

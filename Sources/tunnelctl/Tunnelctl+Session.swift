@@ -114,7 +114,8 @@ extension Tunnelctl {
     /// `explain PEER`: exit 0 when the peer is refused (the explanation follows), 1 when it is not
     /// (DESIGN.md §9: 1 is the answer "no").
     static func explainPeer(_ name: String, config: TunnelConfig, json: Bool, _ console: Console) throws -> ExitCode {
-        let peer = try configuredPeer(name, config)
+        // With a shared store, Disabled / Expires as every gateway applies them (issue 19).
+        let (peer, from) = admitted(try configuredPeer(name, config), try sharedAdmissions(config))
         let now = cliNow()
         let store = try readStore(config)
         let live = try liveSessions(config)
@@ -130,10 +131,12 @@ extension Tunnelctl {
                 console.print(try encodeJSON(e))
                 return .ok
             }
+            let whereSet = from.map { "on \($0.gateway) at \(dateTimeText($0.changedAt)), shared by every gateway" }
             if peer.disabled {
-                console.print("\(name): refused — disabled in the configuration (Disabled = true; tunnelctl peer enable \(name))")
+                console.print("\(name): refused — disabled \(whereSet ?? "in the configuration (Disabled = true")"
+                    + "\(whereSet == nil ? "; " : " (")tunnelctl peer enable \(name))")
             } else {
-                console.print("\(name): refused — expired at \(dateTimeText(peer.expiresMs!)) (Expires in the configuration)")
+                console.print("\(name): refused — expired at \(dateTimeText(peer.expiresMs!)) (Expires \(whereSet ?? "in the configuration"))")
             }
             return .ok
         }

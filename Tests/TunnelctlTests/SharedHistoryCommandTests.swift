@@ -99,6 +99,33 @@ import Testing
         #expect(broken.code == .failure && broken.out.contains("removed 0 rows") && broken.err.contains("the local store was pruned, the shared store sqlite:DIR/shared.db was not"), "\(broken.err)")
     }
 
+    /// Disabled / Expires changed on another gateway: `explain`, `peer list|show` answer with the
+    /// shared change; `peer enable` here writes it back for every gateway even though this
+    /// config already admits the peer.
+    @Test func aDisableMadeOnAnotherGatewayIsTheAnswerHere() throws {
+        let f = try HistoryFixture()
+        try "\nStore = sqlite:\(f.dir)/shared.db\nGatewayName = gw-a\n\n[Peer]\nName = alice\nPublicKey = AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=\nAllowedIPs = 10.99.0.2/32\n"
+            .appendLine(toFile: f.config)
+        let shared = try SQLiteSharedState(path: f.dir + "/shared.db")
+        #expect(f.run(["explain", "alice"]).code == .failure, "not refused: nothing shared yet, the config admits her")
+        try shared.setAdmission(SharedAdmission(peer: "alice", disabled: true, expiresAt: nil, changedAt: HistoryFixture.now - 60_000, gateway: "gw-b"))
+        let e = f.run(["explain", "alice"])
+        #expect(e.code == .ok && e.out == "alice: refused — disabled on gw-b at 2026-03-01 11:59:00 UTC, shared by every gateway (tunnelctl peer enable alice)\n", "\(e.out)")
+        #expect(f.run(["peer", "list"]).out.contains("disabled"))
+        #expect(f.run(["peer", "show", "alice"]).out.contains("state: disabled (set on gw-b at 2026-03-01T11:59:00.000Z, shared store)"))
+        let en = f.run(["peer", "enable", "alice"])
+        #expect(en.code == .ok && en.out.contains("alice: enabled on every gateway of the shared store sqlite"), "\(en.out) \(en.err)")
+        #expect(!(try String(contentsOfFile: f.config, encoding: .utf8)).contains("Disabled"), "the config already admitted her: unchanged")
+        let row = try #require(try shared.admissions(changedAfter: 0).changes.first)
+        #expect(!row.disabled && row.gateway == "gw-a" && row.changedAt == HistoryFixture.now)
+        #expect(f.run(["explain", "alice"]).code == .failure)
+        #expect(f.run(["peer", "enable", "alice"]).out == "alice: already enabled (on gw-a, shared store)\n")
+        // The shared store unreadable: an error, not the config's "not refused".
+        try FileManager.default.removeItem(atPath: f.dir + "/shared.db")
+        let down = f.run(["explain", "alice"])
+        #expect(down.code == .failure && down.out.isEmpty && down.err.contains("this configuration alone may be out of date"), "\(down.err)")
+    }
+
     /// An unreachable PostgreSQL and a shared file no gateway created: exit 1, nothing on stdout,
     /// the store named and `--local` offered.
     @Test func anUnreadableSharedStoreIsAnErrorNeverAnEmptyList() throws {

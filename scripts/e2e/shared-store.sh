@@ -150,4 +150,22 @@ check_output "tunnelctl flows --gateway gw-b on A: every flow B recorded" "^$(lo
 check_output "tunnelctl timeline on A shows the session B's operator kicked" "gw-b +session-end +alice +session ended \\(admin-kick\\)" \
   $CTL_A timeline --since 1h
 check_output "gateway A's history is there under its own name" "^[1-9]" sql "SELECT count(*) FROM tv_sessions WHERE gateway = 'gw-a'"
+
+echo "shared: a tier change and a disable made on gateway A apply on gateway B (propagation measured)"
+ms_now() { date +%s%3N; }
+tier_on_b() { $CTL_B session alice --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin).get("tier"))'; }
+T=$(ms_now); $CTL_A peer tier alice premium >/dev/null
+check "B applies A's tier change (tunnelctl session on B: premium)" eventually '[ "$(tier_on_b)" = premium ]' 5
+echo "  measured: tier change on A seen on B after $(( $(ms_now) - T )) ms (sync pass 1 s, polled every 250 ms)"
+check "premium on B: the client gets in through B whatever its window" wait_ping 40
+T=$(ms_now); $CTL_A peer disable alice >/dev/null
+check "B applies A's disable, although B's own config admits alice" \
+  eventually 'grep -q "shared store: alice disabled on gw-a" "$TV_DIR/b/tunneld.log"' 5
+echo "  measured: disable on A applied on B after $(( $(ms_now) - T )) ms (sync pass 1 s, polled every 250 ms)"
+check "B refuses the disabled peer (no traffic)" bash -c "sleep 1; ! ip netns exec $TV_NS_C ping -c3 -W1 -q $TV_GW_TUN"
+check "B recorded the refused handshakes with reason disabled" \
+  eventually '[ "$(sqlite3 "$TV_DIR/b/state/state.db" "SELECT count(*) FROM refusals WHERE peer = '"'alice'"' AND reason = '"'disabled'"'")" -gt 0 ]' 5
+$CTL_A peer enable alice >/dev/null
+check "B applies A's enable" eventually 'grep -q "shared store: alice enabled on gw-a" "$TV_DIR/b/tunneld.log"' 5
+check "after the enable the client gets in through B again" wait_ping 40
 tv_summary

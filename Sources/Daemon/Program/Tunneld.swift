@@ -170,7 +170,7 @@ public enum Tunneld {
         // TUNNELD_HISTORY=off turns flow recording off (benchmarks); the watchdog always runs.
         // Store = postgresql://…: windows, quota use and tier overrides shared with the other
         // gateways naming the same database (issue 19); each thread opens its own connection.
-        let gatewayName = iface.gatewayName ?? Tunneld.hostName()
+        let gatewayName = iface.gatewayName ?? SharedStoreSetting.defaultGatewayName()
         var sharedConnect: (@Sendable () throws -> any SharedState)? = nil
         if iface.store.isShared {
             let setting = iface.store, passFile = iface.storePassFile
@@ -374,12 +374,4 @@ extension Tunneld {
     /// Deadline of a shared-store statement (ms): a connect that opens a window waits at most this
     /// long for the database, then opens it alone (reconciled later).
     static let sharedTimeoutMs = 250
-
-    /// The host name (the default `GatewayName`), cut to a valid gateway name.
-    static func hostName() -> String {
-        var buf = [CChar](repeating: 0, count: 256)
-        guard gethostname(&buf, buf.count) == 0 else { return "gateway" }
-        let name = String(cString: buf).filter { SharedStoreSetting.isValidGatewayName(String($0)) }
-        return name.isEmpty ? "gateway" : String(name.prefix(64))
-    }
 }
