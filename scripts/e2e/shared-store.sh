@@ -163,8 +163,12 @@ check "B applies A's disable, although B's own config admits alice" \
   eventually 'grep -q "shared store: alice disabled on gw-a" "$TV_DIR/b/tunneld.log"' 5
 echo "  measured: disable on A applied on B after $(( $(ms_now) - T )) ms (sync pass 1 s, polled every 250 ms)"
 check "B refuses the disabled peer (no traffic)" bash -c "sleep 1; ! ip netns exec $TV_NS_C ping -c3 -W1 -q $TV_GW_TUN"
+check_output "tunnelctl explain on B says why: disabled on gw-a, shared" "alice: refused — disabled on gw-a at .*shared by every gateway" \
+  $CTL_B explain alice
+# The client notices the cut session by WireGuard's timers (≈15 s without an answer), then its
+# handshakes are refused: recorded on B with reason disabled.
 check "B recorded the refused handshakes with reason disabled" \
-  eventually '[ "$(sqlite3 "$TV_DIR/b/state/state.db" "SELECT count(*) FROM refusals WHERE peer = '"'alice'"' AND reason = '"'disabled'"'")" -gt 0 ]' 5
+  eventually '[ "$(sqlite3 "$TV_DIR/b/state/state.db" "SELECT count(*) FROM refusals WHERE peer = '"'alice'"' AND reason = '"'disabled'"'")" -gt 0 ]' 40
 $CTL_A peer enable alice >/dev/null
 check "B applies A's enable" eventually 'grep -q "shared store: alice enabled on gw-a" "$TV_DIR/b/tunneld.log"' 5
 check "after the enable the client gets in through B again" wait_ping 40
