@@ -44,6 +44,7 @@ done
 python3 - "$RESULTS" <<'PY'
 import sys, statistics
 rows = [l.split() for l in open(sys.argv[1])]
+for r in rows: print(f"  {r[0]:10} c->s {float(r[1]):.3f}  s->c {float(r[2]):.3f} Gbit/s")
 for i, name in ((1, "TCP client->server Gbit/s"), (2, "TCP server->client Gbit/s")):
     loc = [float(r[i]) for r in rows if r[0] == "local"]
     pg = [float(r[i]) for r in rows if r[0] == "postgresql"]
