@@ -232,7 +232,8 @@ extension Tunnelctl {
                       .json("docs/session.md"), .config],
             help: """
                 The store's flow rows, newest first: the 5-tuple, the host it is known by (TLS SNI, HTTP Host, QUIC SNI or DNS name), verdict and rule, packets and bytes each way, \
-                first and last seen, and whether the flow is still open. Never needs the daemon.
+                first and last seen, and its state: its close reason, `live` (open, and this router's tunneld runs), \
+                or `open` (open when last recorded: tunneld is not running, or another gateway's row). Never needs the daemon.
 
                 Exit 1 when --peer names no configured peer, or when the configuration or the store cannot be \
                 read. When the store does not exist yet, that is what it says (tunneld has not run).

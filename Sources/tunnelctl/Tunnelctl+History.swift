@@ -72,12 +72,19 @@ extension Tunnelctl {
             return .ok
         }
         let shared = store?.shared == true
+        // An unclosed row is "live" only when this router's tunneld runs and the row is its own;
+        // otherwise it was open when last recorded, which is all the store knows.
+        let daemonUp = (try? askIfRunning(config, .status)) != nil
+        func openState(_ gateway: String?) -> String {
+            daemonUp && (gateway == nil || gateway == (config.interface.gatewayName ?? SharedStoreSetting.defaultGatewayName()))
+                ? "live" : "open"
+        }
         var table = [["ID"] + (shared ? ["GATEWAY"] : []) + ["PEER", "FLOW", "HOST", "VERDICT", "RULE", "OUT", "IN", "FIRST", "LAST", "STATE"]]
         for f in rows {
             let c = f.counters
             table.append([String(f.id)] + (shared ? [f.gateway ?? "-"] : []) + [f.peer, flowText(f.row), f.host ?? "-", f.verdict.name, f.rule ?? "default",
                           "\(c.packetsOut)p/\(bytesText(c.bytesOut))", "\(c.packetsIn)p/\(bytesText(c.bytesIn))",
-                          dateTimeText(f.firstSeen), clockText(f.lastSeen), f.closedAt == nil ? "live" : (f.closeReason ?? "closed")])
+                          dateTimeText(f.firstSeen), clockText(f.lastSeen), f.closedAt == nil ? openState(f.gateway) : (f.closeReason ?? "closed")])
         }
         console.print(Tunnelctl.table(table))
         return .ok

@@ -83,7 +83,7 @@ extension Tunnelctl {
             add(2, "flow-open", f.firstSeen, f.id, f.peer, "\(tuple)\(host) \(verdict)", flow: row)
             if let closed = f.closedAt {
                 let bytes = "\(bytesText(f.counters.bytesOut)) out, \(bytesText(f.counters.bytesIn)) in"
-                add(5, "flow-close", closed, f.id, f.peer, "\(tuple)\(host) closed (\(f.closeReason ?? "?")), \(bytes)", flow: row)
+                add(5, "flow-close", closed, f.id, f.peer, "\(tuple)\(host) closed\(f.closeReason.map { " (\($0))" } ?? ""), \(bytes)", flow: row)
             }
         }
         let refusals = try store.historyRefusals(since: since, peer: peer, gateway: gateway, limit: limit)
