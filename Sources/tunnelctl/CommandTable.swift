@@ -129,15 +129,17 @@ extension Tunnelctl {
                         the terminal (light modules drawn, for dark terminals), or a PNG with --png FILE (libqrencode, libpng).
                         """),
                 Command(
-                    "tier", "NAME free|premium", summary: "set a peer's tier (free or premium) at runtime",
-                    arguments: [ArgumentSpec("NAME", "a peer of the configuration"), ArgumentSpec("free|premium", "the new tier")],
+                    "tier", "NAME TIER", summary: "set a peer's tier at runtime (free, premium or a [Tier] class)",
+                    arguments: [ArgumentSpec("NAME", "a peer of the configuration"),
+                                ArgumentSpec("TIER", "free, premium, or the name of a [Tier NAME] section of the configuration")],
                     options: [.json("docs/session.md"), .config],
                     help: """
                         With tunneld running, asks it to change NAME's tier: it applies the tier at once and writes \
                         the override to the store in the same step. With tunneld not running, writes the override \
                         to the store (created if missing), and tunneld applies it when it starts. The peer's window \
                         is kept: premium ignores it (a paused peer gets in at once), and a move back to free finds \
-                        the pause it was in.
+                        the pause it was in. With a shared store (Store = postgresql://…) every gateway applies it \
+                        within about two seconds.
                         """),
             ],
             run: runPeer),

@@ -34,6 +34,8 @@ enum CompletionWords: Equatable, Sendable {
         case "PATH", "FILE": return .files
         case "DIR": return .directories
         case "NAME", "PEER": return .peers
+        // The built-in tiers; [Tier NAME] classes are the configuration's, unknown to the script.
+        case "TIER": return .words(PeerTier.keywords, nospace: false)
         case "COMMAND": return .commands
         case "SUBCOMMAND": return .subcommandsOfPrevious
         case "KEY=VALUE": return .words(Settings.keys.map { $0.key + "=" }, nospace: true)
