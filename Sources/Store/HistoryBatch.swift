@@ -81,24 +81,21 @@ public struct HistoryCutoffs: Hashable, Sendable {
         self.init(flows: cut(.flows), sessions: cut(.sessions), refusals: cut(.refusals), markers: cut(.markers))
     }
 
-    /// The shared schema's (table, time column, cut-off) of each family to prune.
-    var targets: [(table: String, column: String, before: Int64)] {
-        [("tv_flows", "last_seen", flows), ("tv_sessions", "ended_at", sessions), ("tv_refusals", "last_at", refusals),
-         ("tv_markers", "at", markers)].compactMap { t in t.2.map { (t.0, t.1, $0) } }
+    /// Rows one shared-store prune statement deletes at most (the scheduled prune and `tunnelctl
+    /// prune` alike).
+    public static let rowsPerStatement = 5_000
+
+    /// The shared schema's (table, time column, cut-off, count) of each family to prune.
+    var targets: [(table: String, column: String, before: Int64, count: WritableKeyPath<HistoryCounts, Int64>)] {
+        let all: [(String, String, Int64?, WritableKeyPath<HistoryCounts, Int64>)] = [
+            ("tv_flows", "last_seen", flows, \.flows), ("tv_sessions", "ended_at", sessions, \.sessions),
+            ("tv_refusals", "last_at", refusals, \.refusals), ("tv_markers", "at", markers, \.markers),
+        ]
+        return all.compactMap { t in t.2.map { (t.0, t.1, $0, t.3) } }
     }
 }
 
 extension HistoryCounts {
     /// Rows over every family.
     public var total: Int64 { flows + sessions + refusals + markers }
-
-    /// Adds `n` to the family of shared table `table`.
-    mutating func add(_ n: Int, table: String) {
-        switch table {
-        case "tv_flows": flows += Int64(n)
-        case "tv_sessions": sessions += Int64(n)
-        case "tv_refusals": refusals += Int64(n)
-        default: markers += Int64(n)
-        }
-    }
 }

@@ -52,7 +52,7 @@ extension Tunnelctl {
             do {
                 let shared = try config.interface.store.open(passFile: config.interface.storePassFile)!
                 let n = try shared.pruneHistory(cutoffs: HistoryCutoffs(retention: decoded.settings.retention, now: now),
-                                                batch: 5_000)
+                                                batch: HistoryCutoffs.rowsPerStatement)
                 report.shared = PruneJSON.Shared(backend: shared.backend, flows: n.flows, sessions: n.sessions, refusals: n.refusals,
                                                  markers: n.markers, rows: n.total)
             } catch {

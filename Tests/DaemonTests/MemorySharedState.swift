@@ -87,14 +87,9 @@ final class MemorySharedState: Sendable {
 
         func reconcile(_ w: SharedWindow, now: Int64) throws -> SharedWindow {
             try with { d in
-                if let r = d.windows[w.peer], r.w.dates.reconnectAt > now, r.w.openedAt <= w.openedAt { return r.w }
+                let (n, store) = SharedWindow.reconciled(stored: d.windows[w.peer]?.w, offered: w, now: now)
+                guard store else { return n }
                 d.change += 1
-                var n = w
-                n.epoch = (d.windows[w.peer]?.w.epoch ?? 0) + 1
-                if let r = d.windows[w.peer], r.w.dates.reconnectAt > now {
-                    n.usedUp += r.w.usedUp
-                    n.usedDown += r.w.usedDown
-                }
                 d.windows[w.peer] = Row(w: n, change: d.change)
                 return n
             }

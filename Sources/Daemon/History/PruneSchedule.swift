@@ -42,9 +42,6 @@ public final class PruneSchedule: @unchecked Sendable {
     private var sharedState: (any SharedState)?
     private var lastShared: HistoryCounts?
 
-    /// Rows each shared prune statement deletes at most.
-    public static let sharedBatch = 5_000
-
     /// A schedule on the store at `storePath`, pruning `captureDirectory`'s pcap files too, and
     /// the shared store's history when `shared` connects to one.
     public init(storePath: String, captureDirectory: String, log: Logger, now: @escaping @Sendable () -> Int64,
@@ -114,7 +111,7 @@ public final class PruneSchedule: @unchecked Sendable {
             let state = try sharedState ?? connect()
             sharedState = state
             let t0 = SystemClock().monotonicNanoseconds()
-            let n = try state.pruneHistory(cutoffs: cutoffs, batch: Self.sharedBatch)
+            let n = try state.pruneHistory(cutoffs: cutoffs, batch: HistoryCutoffs.rowsPerStatement)
             gone = n
             if n.total > 0 {
                 log.info("prune: removed \(n.total) rows of the shared store (\(state.backend)): flows=\(n.flows) sessions=\(n.sessions) "

@@ -351,17 +351,14 @@ public final class SessionService: @unchecked Sendable {
     /// `Disabled` / `Expires` changes other gateways made (pulled from the shared store).
     func applySharedAdmissions(_ changes: [SharedAdmission]) {
         let configured = Set(engine.registry.current.all.map(\.name))
-        let effective = admission.withLock { a -> [String: Watchdog.Restriction]? in
-            var changed = false
-            for c in changes where a.shared[c.peer] != c {
-                a.shared[c.peer] = c
-                changed = true
-            }
-            guard changed, let config = a.config else { return nil }
-            return Self.merge(config: config, shared: a.shared, configured: configured)
+        let (changed, effective) = admission.withLock { a -> ([SharedAdmission], [String: Watchdog.Restriction]?) in
+            let changed = changes.filter { a.shared[$0.peer] != $0 }
+            for c in changed { a.shared[c.peer] = c }
+            guard !changed.isEmpty, let config = a.config else { return (changed, nil) }
+            return (changed, Self.merge(config: config, shared: a.shared, configured: configured))
         }
         if let effective {
-            for c in changes where c.gateway != gatewayName {
+            for c in changed where c.gateway != gatewayName {
                 log.info("shared store: \(c.peer) \(c.disabled ? "disabled" : c.expiresAt.map { "expires \(TimeText.iso($0))" } ?? "enabled") on \(c.gateway)")
             }
             applyRestrictions(effective)

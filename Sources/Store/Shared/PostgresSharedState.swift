@@ -96,13 +96,8 @@ public final class PostgresSharedState: SharedState {
             let r = try connection.execute("SELECT \(Self.windowColumns) FROM tv_windows WHERE peer = $1 FOR UPDATE", [w.peer],
                                            operation: "reconcile a window")
             let stored = r.rows.isEmpty ? nil : Self.window(r)
-            if let s = stored, s.dates.reconnectAt > now, s.openedAt <= w.openedAt { return s }
-            var next = w
-            next.epoch = (stored?.epoch ?? 0) + 1
-            if let s = stored, s.dates.reconnectAt > now {  // the later window loses; its use counts in the winner
-                next.usedUp &+= s.usedUp
-                next.usedDown &+= s.usedDown
-            }
+            let (next, store) = SharedWindow.reconciled(stored: stored, offered: w, now: now)
+            guard store else { return next }
             try connection.execute("""
                 INSERT INTO tv_windows AS w (\(Self.windowColumns), change) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, nextval('tv_change'))
                 ON CONFLICT (peer) DO UPDATE SET epoch = EXCLUDED.epoch, allowed_until = EXCLUDED.allowed_until,
@@ -320,7 +315,7 @@ public final class PostgresSharedState: SharedState {
                 let n = try connection.execute(
                     "DELETE FROM \(t.table) WHERE ctid IN (SELECT ctid FROM \(t.table) WHERE \(t.column) < $1 LIMIT $2)",
                     ["\(t.before)", "\(batch)"], operation: "prune \(t.table)").affected
-                gone.add(n, table: t.table)
+                gone[keyPath: t.count] += Int64(n)
                 if n < batch { break }
             }
         }

@@ -136,13 +136,8 @@ public final class SQLiteSharedState: SharedState {
     public func reconcile(_ w: SharedWindow, now: Int64) throws -> SharedWindow {
         try connection.transaction {
             let stored = try window(peer: w.peer)
-            if let s = stored, s.dates.reconnectAt > now, s.openedAt <= w.openedAt { return s }
-            var next = w
-            next.epoch = (stored?.epoch ?? 0) + 1
-            if let s = stored, s.dates.reconnectAt > now {  // the later window loses; its use counts in the winner
-                next.usedUp &+= s.usedUp
-                next.usedDown &+= s.usedDown
-            }
+            let (next, store) = SharedWindow.reconciled(stored: stored, offered: w, now: now)
+            guard store else { return next }
             let change = try nextChange()
             let s = try connection.prepared("""
                 INSERT INTO tv_windows (\(Self.windowColumns), change) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
@@ -222,7 +217,6 @@ public final class SQLiteSharedState: SharedState {
                 out.append(SharedTierChange(peer: s.text(0), tier: s.optionalText(1).flatMap(PeerTier.init(rawValue:)), changedAt: s.int64(2)))
                 latest = max(latest, s.int64(3))
             }
-            s.reset()
             // A since-0 read that skipped cleared rows still moves the cursor past them.
             if since == 0 { latest = max(latest, try connection.scalarInt("SELECT coalesce(max(change), 0) FROM tv_tiers") ?? 0) }
             return (out, latest)
@@ -358,7 +352,7 @@ public final class SQLiteSharedState: SharedState {
                     try s.run()
                     return connection.changes
                 }
-                gone.add(n, table: t.table)
+                gone[keyPath: t.count] += Int64(n)
                 if n < batch { break }
             }
         }

@@ -122,6 +122,25 @@ public struct SharedWindow: Hashable, Sendable {
     }
 }
 
+extension SharedWindow {
+    /// The reconcile rule (`SharedState.reconcile`), one owner for every backend: the window in
+    /// force after `offered` (opened while the backend was away) meets `stored` at `now`, and
+    /// whether it must be stored. `stored` stays when it is in force and opened no later; else
+    /// `offered` is stored as the next epoch, with the use of a losing `stored` still in force
+    /// added to it.
+    public static func reconciled(stored: SharedWindow?, offered: SharedWindow, now: Int64) -> (window: SharedWindow, store: Bool) {
+        let inForce = stored.map { $0.dates.reconnectAt > now } ?? false
+        if let s = stored, inForce, s.openedAt <= offered.openedAt { return (s, false) }
+        var next = offered
+        next.epoch = (stored?.epoch ?? 0) + 1
+        if let s = stored, inForce {  // the later window loses; its use counts in the winner
+            next.usedUp &+= s.usedUp
+            next.usedDown &+= s.usedDown
+        }
+        return (next, true)
+    }
+}
+
 /// What `openWindow` found: the window in force and whether this call opened it.
 public struct WindowOpen: Hashable, Sendable {
     /// The window in force after the call.
