@@ -43,7 +43,7 @@ extension GatewayEngine {
                     switch try bind.waitReadable(timeoutMilliseconds: shapedPollTimeout(limits.up)) {
                     case .closed: return
                     case .timedOut:
-                        releaseHeld(into: toTun)
+                        releaseHeld(into: toTun, metering: &metering)
                         writeShapedUp(toTun)
                         continue
                     case .readable: break
@@ -124,6 +124,9 @@ extension GatewayEngine {
                                   minute: minute, nowMs: nowMs)
                     {
                     case .allow:
+                        // Packets a flow held while it waited for its host go first (this packet
+                        // may be the one that decided it), metered and shaped before it.
+                        drainHeld(into: toTun, metered: metered, metering: &metering, now: now)
                         // A peer whose window quota is used up: nothing more goes through.
                         if !metered.isEmpty, !metering.admit(peer: peer, bytes: packet.count, in: metered, meter: quotas) {
                             counters.drop(.quotaUsed)
@@ -132,8 +135,6 @@ extension GatewayEngine {
                         // A shaped peer's packet over its RateUp waits (or overflows, counted).
                         if limits.up.isShaped(peer),
                             !shapeAllows(limits.up, peer, packet, now: now, drop: .rateOverflowUp) { continue }
-                        // Packets a flow held while it waited for its host go first.
-                        if hostGate.hasReleased { hostGate.drain(into: toTun) }
                         let t = toTun.count
                         guard t < toTun.capacity else {
                             counters.drop(.tunBusy)
@@ -160,7 +161,7 @@ extension GatewayEngine {
                         }
                     }
                 }
-                if hostGate.hasReleased { hostGate.drain(into: toTun) }
+                drainHeld(into: toTun, metered: metered, metering: &metering, now: now)
                 observer?.endBatch()
             }
             if !metered.isEmpty { metering.flush(quotas) }
@@ -310,7 +311,6 @@ extension GatewayEngine {
                     switch try tun.waitReadable(timeoutMilliseconds: shapedPollTimeout(limits.down)) {
                     case .closed: return
                     case .timedOut:
-                        releaseHeld(into: toTun)
                         sendShapedDown(shaped, peers: shapedPeer, valid: shapedValid, control: control,
                                        controlValid: controlValid)
                         continue
@@ -394,7 +394,8 @@ extension GatewayEngine {
                         }
                     }
                 }
-                if hostGate.hasReleased { hostGate.drain(into: toTun) }
+                // Held packets a decision here released wait for the inbound thread, which owns
+                // the up direction's meter run and shaper (`drainHeld`).
                 observer?.endBatch()
             }
             if !metered.isEmpty { metering.flush(quotas) }
@@ -513,12 +514,34 @@ extension GatewayEngine {
 
     // MARK: shared steps
 
-    /// Writes the packets released by flows that stopped waiting for their host (decided by the
-    /// timer), when the thread has nothing else to do.
-    func releaseHeld(into toTun: PacketBatch) {
+    /// Inbound thread, idle: writes the packets released by flows that stopped waiting for their
+    /// host (decided by the timer or by a reply the outbound thread read).
+    func releaseHeld(into toTun: PacketBatch, metering: inout QuotaRun) {
         toTun.count = 0
-        withFlows { _ in if hostGate.hasReleased { hostGate.drain(into: toTun) } }
+        let metered = quotas.current
+        let now = clock.boottimeNanoseconds()
+        withFlows { _ in drainHeld(into: toTun, metered: metered, metering: &metering, now: now) }
+        if !metered.isEmpty { metering.flush(quotas) }
         if toTun.count > 0 { writeAll(toTun) }
+    }
+
+    /// Inbound thread, flow lock held: appends the packets decided flows held while they waited
+    /// for their host, oldest first. They are the peer's up-direction packets and were neither
+    /// metered nor shaped while held: here they are, like every other packet the peer sends — a
+    /// used-up quota drops them (`quotaUsed`), a shaped peer's wait in its RateUp queue.
+    /// Only this thread drains them, since it owns the up direction's `QuotaRun` and `Shaper`.
+    @inline(__always)
+    func drainHeld(into toTun: PacketBatch, metered: QuotaMeter.Snapshot, metering: inout QuotaRun, now: UInt64) {
+        guard hostGate.hasReleased else { return }
+        let up = limits.up
+        hostGate.drain(into: toTun) { peer, packet in
+            if !metered.isEmpty, !metering.admit(peer: peer, bytes: packet.count, in: metered, meter: quotas) {
+                counters.drop(.quotaUsed)
+                return false
+            }
+            if up.isShaped(peer), !shapeAllows(up, peer, packet, now: now, drop: .rateOverflowUp) { return false }
+            return true
+        }
     }
 
     /// Tracks the packet's flow and returns its verdict: the cached one when it carries the

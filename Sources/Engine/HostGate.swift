@@ -346,8 +346,11 @@ final class HostGate: @unchecked Sendable {
     }
 
     /// Copies queued released packets into the free slots of `batch` (slot offset 0), oldest
-    /// first, as many as fit; the rest wait for the next call.
-    func drain(into batch: PacketBatch) {
+    /// first, as many as fit; the rest wait for the next call. Each packet is offered to `admit`
+    /// first (with the peer that sent it) when there is room for it: the caller meters and shapes
+    /// it there like any other allowed packet, and it is copied only when `admit` says it goes now
+    /// (false: the caller queued it elsewhere or dropped and counted it).
+    func drain(into batch: PacketBatch, admit: (UInt32, UnsafeRawBufferPointer) -> Bool) {
         let k = max(1, options.hostHeldPacketsPerFlow)
         while releaseHead < releaseQueue.count {
             let r = Int(releaseQueue[releaseHead])
@@ -358,7 +361,9 @@ final class HostGate: @unchecked Sendable {
                 let n = heldLengths![slot]
                 releaseNext += 1
                 guard n <= batch.slot(t).count else { continue }
-                batch.slot(t).baseAddress!.copyMemory(from: heldBytes.baseAddress! + slot * heldSlotBytes, byteCount: n)
+                let packet = UnsafeRawBufferPointer(start: heldBytes.baseAddress! + slot * heldSlotBytes, count: n)
+                guard admit(records[r].peer, packet) else { continue }
+                batch.slot(t).baseAddress!.copyMemory(from: packet.baseAddress!, byteCount: n)
                 batch.offsets[t] = 0
                 batch.lengths[t] = n
                 batch.count = t + 1

@@ -1,4 +1,5 @@
 import Core
+import Glibc
 import Engine
 import Packet
 import Policy
@@ -226,5 +227,69 @@ import WireGuard
         try strict.sendPacket(notQUIC)
         #expect(strict.tun.waitWritten(count: 1, timeoutMilliseconds: 300).isEmpty)
         #expect(strict.engine.counters.count(.quicUnknownBlocked) == 1)
+    }
+
+    // MARK: held packets are the peer's packets: metered and shaped when released
+
+    /// SYN, then a ClientHello naming `name` in three segments: the first two are held, the third
+    /// decides the flow and releases them.
+    static func splitHello(_ name: String = "allowed.test") -> (syn: [UInt8], parts: [[UInt8]]) {
+        let syn = TestPackets.tcp(from: alice, 40000, to: server, 443, seq: 999, flags: Self.syn)
+        let hello = TestPackets.tlsClientHello(serverName: name, size: 1500)
+        return (syn, [segment(Array(hello[0..<600]), at: 0), segment(Array(hello[600..<1200]), at: 600),
+                      segment(Array(hello[1200...]), at: 1200)])
+    }
+
+    @Test func releasedPacketsCountAgainstTheQuota() throws {
+        let h = try Self.harness()
+        let handle = try #require(h.engine.peer(named: "alice")).handle
+        // 100 bytes up: the SYN (40) fits, the first held segment crosses the quota (admitted: the
+        // crossing packet goes, docs/limits.md), and nothing after it passes — held or not.
+        let account = h.engine.quotas.arm(handle, window: 1, used: ByteUse(up: 0, down: 0),
+                                          limits: PeerLimits(quotaUpBytes: 100))
+        let (syn, parts) = Self.splitHello()
+        try h.sendPacket(syn)
+        #expect(h.tun.waitWritten(count: 1) == [syn])
+        for p in parts { try h.sendPacket(p) }
+        #expect(h.tun.waitWritten(count: 1) == [parts[0]])
+        #expect(h.tun.waitWritten(count: 1, timeoutMilliseconds: 300).isEmpty)
+        #expect(account.used.up == UInt64(syn.count + parts[0].count))
+        #expect(account.isExhausted)
+        #expect(h.engine.counters.count(.heldPackets) == 2)
+        #expect(h.engine.counters.count(.quotaUsed) == 2)
+    }
+
+    @Test func releasedPacketsOfAShapedPeerWaitBehindItsQueue() throws {
+        // 800 kbit/s up: a 3,200-byte burst passes, the rest waits in a FIFO that drains at
+        // 100 kB/s. Twelve kilobytes of UDP queue first; the TCP flow's SYN and its held
+        // ClientHello segments (released when the name is read) must come out after all of it,
+        // in their order.
+        var options = GatewayOptions()
+        options.hostPendingTimeoutMs = 5_000
+        let h = try EngineHarness(rules: Self.rules, aliceTier: .premium, options: options) { engine in
+            let handle = engine.peer(named: "alice")!.handle
+            _ = engine.registry.update(handle) { p in
+                var own = p.limitSettings
+                own.rateUp = .value(800_000)
+                p.limitSettings = own
+            }
+        }
+        try h.handshake()
+        let udp = (0..<15).map { i in
+            TestPackets.udp(from: Self.alice, 41000, to: Self.server, 5000,
+                            payload: [UInt8(i)] + [UInt8](repeating: 0xAB, count: 971))
+        }
+        for p in udp { try h.sendPacket(p) }
+        let (syn, parts) = Self.splitHello()
+        try h.sendPacket(syn)
+        for p in parts { try h.sendPacket(p) }
+        var got: [[UInt8]] = []
+        for _ in 0..<500 where got.count < 19 {
+            got += h.tun.takeWritten()
+            usleep(10_000)
+        }
+        #expect(got == udp + [syn] + parts)
+        #expect(h.engine.counters.count(.heldPackets) == 2)
+        #expect(h.engine.counters.count(.rateOverflowUp) == 0)
     }
 }
