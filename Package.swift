@@ -104,7 +104,7 @@ let package = Package(
         .testTarget(name: "LiveFeedTests", dependencies: ["Core", "Runtime", "LiveFeed", "CShims"], swiftSettings: strict),
         .testTarget(name: "CaptureTests", dependencies: ["Core", "Runtime", "Capture", "CPcap", "Packet"], swiftSettings: strict),
         .testTarget(name: "ControlTests", dependencies: ["Core", "Runtime", "Control", "Packet"], exclude: ["Golden"], swiftSettings: strict),
-        .testTarget(name: "SystemIOTests", dependencies: ["Core", "Runtime", "Packet", "SystemIO", "CMNL", "CShims", "CHTTP"], swiftSettings: strict),
+        .testTarget(name: "SystemIOTests", dependencies: ["Core", "Runtime", "Packet", "SystemIO", "CMNL", "CShims", "CHTTP", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "EngineTests", dependencies: ["Core", "Runtime", "Packet", "Policy", "WireGuard", "SystemIO", "Engine", "TestSupport", "CSodium", "CBlake2"],
             swiftSettings: strict),

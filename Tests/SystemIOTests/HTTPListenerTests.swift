@@ -4,35 +4,12 @@ import Runtime
 import Synchronization
 import SystemIO
 import Testing
+import TestSupport
 
 /// `HTTPListener`: requests reach the handler with method, path and peer; its status, type and
 /// body go back; bodies beyond the limit are 413 without reaching it; stop is idempotent.
 @Suite struct HTTPListenerTests {
-    /// Sends `request` to 127.0.0.1:`port` and returns everything the server answered.
-    static func exchange(port: UInt16, _ request: String) throws -> String {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        try #require(fd >= 0)
-        defer { close(fd) }
-        var a = sockaddr_in()
-        a.sin_family = sa_family_t(AF_INET)
-        a.sin_port = port.bigEndian
-        a.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
-        let rc = withUnsafePointer(to: &a) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        try #require(rc == 0)
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        _ = request.withCString { send(fd, $0, strlen($0), 0) }
-        var out: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n <= 0 { break }
-            out += buffer[0..<n]
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
+    static func exchange(port: UInt16, _ request: String) throws -> String { try HTTPProbe.exchange(port: port, request) }
 
     @Test func servesTheHandlersAnswer() throws {
         let seen = Mutex<[HTTPRequest]>([])

@@ -6,8 +6,9 @@
 # with the right peer and tier, no query selects another peer, 404/405/HEAD, the page is
 # unreachable from the server namespace (outside the tunnel), a packet from alice's tunnel with
 # bob's address cannot read bob's page (cryptokey routing drops it, counted), `tunnelctl status`
-# shows the page's counters, and a StatusListen address that is not the interface's is refused at
-# start. Needs root; ~20 s. Not in scripts/test.sh yet (the lead adds it).
+# shows the page's counters, a StatusListen address that is not the interface's is refused at
+# start (and kept out by a reload), and a reload moves the page to another port or turns it off.
+# Needs root; ~25 s.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/lib/topology.sh
@@ -153,5 +154,24 @@ echo "status-page: tunnelctl status"
 check_output "tunnelctl status shows the page's counters" "^status page: http://$TV_GW_TUN/, [1-9][0-9]* request\(s\), [0-9]+ refused" $CTL status
 check_output "tunnelctl status --json: statusPage with its address and port" '"address" : "10\.99\.0\.1"' $CTL status --json
 check "no status page errors in the log" no_word "$TV_DIR/tunneld.log" 'status page: cannot' 
+
+echo "status-page: a reload moves or stops the page (no restart)"
+# The gateway's interface is up, so 8080 on its address is free.
+sed -i "s/^StatusListen = .*/StatusListen = $TV_GW_TUN:8080/" "$TV_DIR/tunneld.conf"
+check "tunnelctl reload applies StatusListen = $TV_GW_TUN:8080" $CTL reload
+check_output "the log says the page moved" "status page: moved from $TV_GW_TUN:80 to $TV_GW_TUN:8080" cat "$TV_DIR/tunneld.log"
+check_output "alice reads her page on the new port" '^alice$' bash -c \
+  "ip netns exec $TV_NS_C curl -sS --max-time 5 --interface $TV_C_TUN -o '$TV_DIR/moved.json' http://$TV_GW_TUN:8080/status.json && python3 -c 'import json; print(json.load(open(\"$TV_DIR/moved.json\"))[\"peer\"])'"
+check "the old port is closed" bash -c "! ip netns exec $TV_NS_C curl -sS --max-time 3 --interface $TV_C_TUN -o /dev/null $PAGE"
+check_output "tunnelctl status shows the new port" "^status page: http://$TV_GW_TUN:8080/" $CTL status
+sed -i "s/^StatusListen = .*/StatusListen = 10.99.0.77:80/" "$TV_DIR/tunneld.conf"
+check_output "a reload with a StatusListen that is not the interface's warns and keeps the page" \
+  'StatusListen = 10\.99\.0\.77:80 in \[Interface\] is not an address.*the status page is unchanged' $CTL reload
+check_output "alice still reads her page on 8080" '^200$' alice_get -o /dev/null -w '%{http_code}' "http://$TV_GW_TUN:8080/status.json"
+sed -i "s/^StatusListen = .*/StatusListen = off/" "$TV_DIR/tunneld.conf"
+check "tunnelctl reload applies StatusListen = off" $CTL reload
+check_output "the log says the page stopped" "status page: stopped serving on $TV_GW_TUN:8080" cat "$TV_DIR/tunneld.log"
+check "the page is gone" bash -c "! ip netns exec $TV_NS_C curl -sS --max-time 3 --interface $TV_C_TUN -o /dev/null http://$TV_GW_TUN:8080/"
+check "tunnelctl status has no status page line" bash -c "! $CTL status | grep -q '^status page:'"
 
 tv_summary

@@ -19,20 +19,24 @@ final class PeerConfigSync: Sendable {
     let sessions: SessionService
     let routes: InterfaceRoutes
     let log: Logger
+    /// Applies a reloaded `[Interface]`'s listeners (`StatusListen`, `MetricsListen`); returns
+    /// the warnings for the reply (a listener that could not move).
+    let applyListeners: @Sendable (InterfaceConfig) -> [String]
     private let lock = Mutex(())
 
     init(configPath: String, interface: InterfaceConfig, engine: GatewayEngine, sessions: SessionService,
-         routes: InterfaceRoutes, log: Logger) {
+         routes: InterfaceRoutes, log: Logger, applyListeners: @escaping @Sendable (InterfaceConfig) -> [String] = { _ in [] }) {
         self.configPath = configPath
         self.interface = interface
         self.engine = engine
         self.sessions = sessions
         self.routes = routes
         self.log = log
+        self.applyListeners = applyListeners
     }
 
     /// The whole config again: peers applied like `wg syncconf`, disabled/expired peers to the
-    /// watchdog, the policy reloaded. A config with errors changes nothing. `applied` is false
+    /// watchdog, `StatusListen`/`MetricsListen` moved, the policy reloaded. A config with errors changes nothing. `applied` is false
     /// when the config or the policy was refused (the metrics count it as a reload error).
     func reload() -> (reply: ControlResponse, applied: Bool) {
         lock.withLock { _ in
@@ -50,6 +54,7 @@ final class PeerConfigSync: Sendable {
                 warnings.append("\(configPath): [Interface] Name, ListenPort or Address changed: they apply at the next restart")
             }
             let diff = applyPeersLocked(next)
+            warnings += applyListeners(next.interface)
             let policyReply = engine.reloadPolicy(directory: interface.policyDirectory)
             warnings += policyReply.warnings.map(\.description)
             if !policyReply.succeeded { warnings += policyReply.errors.map { "policy: \($0) (the running policy is kept)" } }

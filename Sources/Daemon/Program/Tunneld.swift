@@ -232,11 +232,11 @@ public enum Tunneld {
 
         let addressTexts = iface.addresses.map(\.description)
         // StatusListen: each peer's own status page (off unless configured; started below).
-        let statusPage = iface.statusListen.map { _ in StatusPageServer(engine: engine, sessions: sessions) }
+        let statusPage = StatusPageServer(engine: engine, sessions: sessions)
         let statusReply: @Sendable () -> StatusReply = {
             var s = engine.statusReply(interface: tun.name, addresses: addressTexts, listenPort: bind.port, version: version,
                                        storeQueueDrops: sessions.history.droppedRecords, store: sessions.storeHealth())
-            s.statusPage = statusPage?.counters
+            s.statusPage = statusPage.counters
             s.shared = sessions.sharedHealth()
             return s
         }
@@ -248,8 +248,24 @@ public enum Tunneld {
         defer { systemd.stopping() }
         // The whole config again (issue 15), and `wg set` written back to it: one owner of the
         // running peers' record (PeerConfigSync), routes synced after each change.
+        // StatusListen and MetricsListen: started below, moved or stopped by every reload.
+        let metricsListen = ReloadableListener(key: "MetricsListen")
+        let applyListeners: @Sendable (InterfaceConfig) -> [String] = { next in
+            var warnings: [String] = []
+            if let problem = StatusPageServer.addressProblem(next) {
+                warnings.append("\(problem); the status page is unchanged")
+            } else {
+                let change = statusPage.apply(next.statusListen, device: tun.name)
+                if let w = Self.listenerChanged(change, key: "StatusListen", what: "status page", log: log,
+                                                url: { "http://\($0)/ to each peer, inside the tunnel" }) { warnings.append(w) }
+            }
+            let change = metricsListen.apply(next.metricsListen) { e throws(SystemError) in try metrics.listen(on: e, log: log) }
+            if let w = Self.listenerChanged(change, key: "MetricsListen", what: "metrics", log: log,
+                                            url: { "http://\($0)/metrics" }) { warnings.append(w) }
+            return warnings
+        }
         let peerSync = PeerConfigSync(configPath: configPath, interface: iface, engine: engine, sessions: sessions,
-                                      routes: routes, log: log)
+                                      routes: routes, log: log, applyListeners: applyListeners)
         let reloadConfig: @Sendable () -> ControlResponse = {
             systemd.reloading()
             defer { systemd.reloaded() }
@@ -308,28 +324,13 @@ public enum Tunneld {
             set: { peerSync.uapiSet($0, listenPort: bind.port) },
             log: { log.warning("uapi: \($0)") })
         defer { uapi.stop() }
-        // MetricsListen: Prometheus /metrics over HTTP (off unless configured).
-        var metricsListener: HTTPListener?
-        if let endpoint = iface.metricsListen {
-            do {
-                metricsListener = try metrics.listen(on: endpoint, log: log)
-                log.info("metrics: serving http://\(endpoint)/metrics")
-            } catch {
-                log.error("metrics: cannot listen on \(endpoint) (MetricsListen): \(error); check that no other process "
-                    + "uses the port and that the address is on this host; running without /metrics")
-            }
+        // MetricsListen (Prometheus /metrics) and StatusListen (each peer's own page): off unless
+        // configured; a listener that cannot bind is logged and the daemon runs without it.
+        _ = applyListeners(iface)
+        defer {
+            metricsListen.stop()
+            statusPage.stop()
         }
-        defer { metricsListener?.stop() }
-        if let endpoint = iface.statusListen, let statusPage {
-            do {
-                try statusPage.start(on: endpoint, device: tun.name)
-                log.info("status page: serving http://\(endpoint)/ to each peer, inside the tunnel")
-            } catch {
-                log.error("status page: cannot listen on \(endpoint) (StatusListen): \(error); check that no other process "
-                    + "uses the port; running without the status page")
-            }
-        }
-        defer { statusPage?.stop() }
         if let failed = HookRunner.run(.postUp, iface, name: tun.name, configPath: configPath, log: log) {
             log.error(failed)
             return 1
@@ -356,6 +357,30 @@ public enum Tunneld {
 }
 
 extension Tunneld {
+    /// Logs what a listener's `apply` did (`what`: "metrics"; `url` renders where it serves) and
+    /// returns the warning for a reload's reply when it could not listen where the config says.
+    static func listenerChanged(_ change: ReloadableListener.Change, key: String, what: String, log: Logger,
+                                url: (Endpoint) -> String) -> String?
+    {
+        switch change {
+        case .unchanged:
+            return nil
+        case .started(let e):
+            log.info("\(what): serving \(url(e))")
+        case .moved(let from, let to):
+            log.notice("\(what): moved from \(from) to \(to) (\(key)); serving \(url(to))")
+        case .stopped(let e):
+            log.notice("\(what): stopped serving on \(e) (\(key) is off)")
+        case .failed(let wanted, let error, let keeping):
+            let message = "\(what): cannot listen on \(wanted) (\(key)): \(error); check that no other process uses the "
+                + "port and that the address is on this host; "
+                + (keeping.map { "still serving on \($0)" } ?? "running without the \(what)")
+            log.error(message)
+            return message
+        }
+        return nil
+    }
+
     /// The engine's tunables from `[Interface]` (host learning: `QUIC`, `HostWait`, `DNSTTLFloor`,
     /// `DNSTTLCeiling`; see tunneld.conf(5)).
     static func gatewayOptions(_ iface: InterfaceConfig) -> GatewayOptions {

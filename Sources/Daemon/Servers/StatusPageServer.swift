@@ -25,8 +25,8 @@ public final class StatusPageServer: Sendable {
     let page: @Sendable (GatewayPeer) -> PeerStatusPage
     private let requests = Atomic<UInt64>(0)
     private let refused = Atomic<UInt64>(0)
-    private let listener = Mutex<HTTPListener?>(nil)
-    private let endpoint = Mutex<Endpoint?>(nil)
+    /// Where it listens (`StatusListen`, moved by reloads).
+    let listening = ReloadableListener(key: "StatusListen")
 
     /// A server over `registry` building pages with `page`; ``start(on:device:limits:)`` makes it listen.
     public init(registry: PeerRegistry, page: @escaping @Sendable (GatewayPeer) -> PeerStatusPage) {
@@ -73,9 +73,9 @@ public final class StatusPageServer: Sendable {
         }
     }
 
-    /// Requests and refusals since the start (`tunnelctl status`); nil before ``start(on:device:limits:)``.
+    /// Requests and refusals since the start (`tunnelctl status`); nil while it does not listen.
     public var counters: StatusPageCounters? {
-        guard let e = endpoint.withLock({ $0 }) else { return nil }
+        guard let e = listening.endpoint else { return nil }
         return StatusPageCounters(address: e.address.description, port: e.port, requests: requests.load(ordering: .relaxed),
                                   refused: refused.load(ordering: .relaxed))
     }
@@ -84,19 +84,20 @@ public final class StatusPageServer: Sendable {
     /// for connections that arrive on `device` only (the tunnel interface: from any other
     /// interface the port is closed, although the address is local; nil: any interface, tests).
     public func start(on endpoint: Endpoint, device: String?, limits: HTTPLimits = HTTPLimits()) throws(SystemError) {
-        let l = try HTTPListener(endpoint: endpoint, device: device, limits: limits) { [self] request in respond(to: request) }
-        listener.withLock { $0 = l }
-        self.endpoint.withLock { $0 = l.endpoint }
+        if case .failed(_, let error, _) = apply(endpoint, device: device, limits: limits) { throw error }
+    }
+
+    /// Listens on `endpoint` (nil: off), moving or stopping the listener when it changed (start-up
+    /// and every reload: `StatusListen`); `addressProblem` must have passed for the config.
+    @discardableResult
+    public func apply(_ endpoint: Endpoint?, device: String?, limits: HTTPLimits = HTTPLimits()) -> ReloadableListener.Change {
+        listening.apply(endpoint) { e throws(SystemError) in
+            try HTTPListener(endpoint: e, device: device, limits: limits) { [self] request in respond(to: request) }
+        }
     }
 
     /// Stops listening (idempotent); returns after the last request was answered.
-    public func stop() {
-        let l = listener.withLock { l in
-            defer { l = nil }
-            return l
-        }
-        l?.stop()
-    }
+    public func stop() { listening.stop() }
 
     /// Why `StatusListen` cannot be served on `iface` (its address is none of the interface's
     /// `Address`es), as the message tunneld exits with; nil when it can (or is off).
