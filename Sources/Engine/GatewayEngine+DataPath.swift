@@ -219,7 +219,7 @@ extension GatewayEngine {
                     // between (it dropped the keys): then nothing goes back.
                     if admission?.handshakeCompleted(peer: peer) == false {
                         counters.drop(.peerRefused)
-                        observer?.noteRefusal(peer: peer.rawValue, reason: 0)
+                        noteRefusal(peer)
                         break
                     }
                     observer?.noteHandshake(peer: peer.rawValue)
@@ -245,7 +245,7 @@ extension GatewayEngine {
                 case .refused(let peer):
                     counters.drop(.peerRefused)
                     admission?.handshakeRefused(peer: peer)
-                    observer?.noteRefusal(peer: peer.rawValue, reason: 0)
+                    noteRefusal(peer)
                 case .data, .keepalive, .cookieStored, .drop:
                     break
                 }
@@ -513,6 +513,13 @@ extension GatewayEngine {
     }
 
     // MARK: shared steps
+
+    /// A refused handshake for the live ring, with the admission's reason (nothing when no
+    /// observer is attached).
+    func noteRefusal(_ peer: PeerHandle) {
+        guard let observer else { return }
+        observer.noteRefusal(peer: peer.rawValue, reason: (admission?.refusalCode(peer: peer) ?? .unknown).rawValue)
+    }
 
     /// Inbound thread, idle: writes the packets released by flows that stopped waiting for their
     /// host (decided by the timer or by a reply the outbound thread read).

@@ -23,4 +23,10 @@ public protocol HandshakeAdmission: AnyObject, Sendable {
     /// An initiation from `peer` was refused: the device refuses the peer (`setRefused`) or
     /// ``admitInitiation(peer:)`` said no.
     func handshakeRefused(peer: PeerHandle)
+    /// Why `peer` is refused now (after a refusal above), for the live ring's refusal event.
+    func refusalCode(peer: PeerHandle) -> RefusalCode
+}
+
+extension HandshakeAdmission {
+    public func refusalCode(peer: PeerHandle) -> RefusalCode { .unknown }
 }

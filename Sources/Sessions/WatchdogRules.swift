@@ -62,8 +62,10 @@ public enum WatchdogRules {
         case quota
         /// As refusal rows and `explain PEER` say it.
         public var text: String { self == .quota ? "quota pause" : "free-limit pause" }
-        /// As journal events say it (`REASON=`).
-        public var eventReason: String { self == .quota ? "quota-pause" : "free-pause" }
+        /// As the live ring carries it.
+        public var refusalCode: RefusalCode { self == .quota ? .quotaPause : .freePause }
+        /// As journal events say it (`REASON=`; the code's name, as `tunnelctl watch` prints it).
+        public var eventReason: String { refusalCode.name }
     }
 
     /// True when the bytes used in a window reach one of the quotas of `limits` (up: what the

@@ -492,8 +492,9 @@ struct WatchRecordJSON: Encodable {
     @Nullable var flowId: UInt64? = nil
     /// Packet records: where the packet is in the capture files; null when not captured.
     @Nullable var capture: CaptureRef? = nil
-    /// Refusal records: the daemon's reason code.
+    /// Refusal records: the daemon's reason code and its name.
     @Nullable var reasonCode: UInt64? = nil
+    @Nullable var reason: String? = nil
 
     /// `rules` is the running policy's rule table (`PolicyShowJSON.ruleTable`); nil when
     /// tunnelctl could not ask the daemon (then a rule's `rule` and `default` are null).
@@ -506,6 +507,7 @@ struct WatchRecordJSON: Encodable {
         switch r.kind {
         case .refusal:
             reasonCode = r.detail
+            reason = RefusalCode.name(ofRaw: r.detail)
             return
         case .handshake:
             return

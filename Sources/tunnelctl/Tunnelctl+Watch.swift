@@ -223,7 +223,7 @@ extension Tunnelctl {
         var s = "\(timeText(r.timeNanoseconds)) \(r.kind)"
         switch r.kind {
         case .refusal:
-            return s + " \(peerText(r)) reason \(r.detail)"
+            return s + " \(peerText(r)) reason \(RefusalCode.name(ofRaw: r.detail))"
         case .handshake:
             return s + " \(peerText(r))"
         default:

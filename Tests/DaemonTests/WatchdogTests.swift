@@ -80,6 +80,24 @@ final class CaptureSink: WatchdogSink, Sendable {
         #expect(sink.take().first == .windowPut(peer: "alice", WindowDates(allowedUntil: t0 + 71_000, reconnectAt: t0 + 101_000)))
     }
 
+    /// The live ring's refusal events carry why (`tunnelctl watch`: `reason free-pause`).
+    @Test func refusalCodeSaysWhy() {
+        let (w, _, _) = make()
+        #expect(w.refusalCode(alice, now: t0) == .unknown)  // nothing refuses her yet
+        #expect(w.handshakeCompleted(alice, now: t0))
+        w.tick(now: t0 + 20_000)
+        #expect(w.refusalCode(alice, now: t0 + 21_000) == .freePause)
+        #expect(w.refusalCode(alice, now: t0 + 50_000) == .unknown)  // the pause is over
+        #expect(w.refusalCode(bob, now: t0) == .unknown)
+        w.setRestrictions(["bob": .disabled, "alice": .expires(at: t0 + 22_000)], now: t0 + 21_000)
+        #expect(w.refusalCode(bob, now: t0 + 21_000) == .disabled)
+        #expect(w.refusalCode(alice, now: t0 + 21_000) == .freePause)  // not expired yet: still her pause
+        #expect(w.refusalCode(alice, now: t0 + 22_000) == .expired)  // expiry wins over the pause
+        #expect(WatchdogRules.PauseReason.quota.refusalCode == .quotaPause)
+        #expect(RefusalCode.allCases.map(\.name) == ["refused", "free-pause", "quota-pause", "disabled", "expired"])
+        #expect(RefusalCode.name(ofRaw: 99) == "code 99")
+    }
+
     @Test func reconnectInsideTheWindowKeepsItsEnd() {
         let (w, _, sink) = make()
         _ = w.handshakeCompleted(alice, now: t0)

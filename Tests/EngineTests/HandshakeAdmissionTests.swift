@@ -24,6 +24,8 @@ final class FakeAdmission: HandshakeAdmission {
 
     func handshakeRefused(peer: PeerHandle) { calls.withLock { $0.append("refused \(peer.rawValue)") } }
 
+    func refusalCode(peer: PeerHandle) -> RefusalCode { .disabled }
+
     var log: [String] { calls.withLock { $0 } }
 }
 
@@ -37,7 +39,7 @@ final class FakeObserver: PacketObserving {
     func endBatch() {}
     func tick() {}
     func noteHandshake(peer: UInt32) { events.withLock { $0.append("handshake \(peer)") } }
-    func noteRefusal(peer: UInt32, reason: UInt64) { events.withLock { $0.append("refusal \(peer)") } }
+    func noteRefusal(peer: UInt32, reason: UInt64) { events.withLock { $0.append("refusal \(peer) \(reason)") } }
     var log: [String] { events.withLock { $0 } }
 }
 
@@ -55,7 +57,7 @@ final class FakeObserver: PacketObserving {
         try h.alice.sendInitiation()
         #expect(try h.receiveFromGateway(timeout: 300) == nil, "no response datagram")
         #expect(admission.log == ["admit \(alice) false", "refused \(alice)"])
-        #expect(observer.log == ["refusal \(alice)"])
+        #expect(observer.log == ["refusal \(alice) 3"])  // the admission's code (disabled)
         #expect(h.engine.counters.count(.peerRefused) == 1)
         #expect(h.engine.device.status(of: PeerHandle(rawValue: alice))?.endpoint == nil, "no state taken from it")
 
@@ -64,7 +66,7 @@ final class FakeObserver: PacketObserving {
         let again = try h.client(privateKey: EngineHarness.clientKey, address: IPAddress(v4: 0xC000_0202))
         try again.handshake()
         #expect(admission.log.suffix(2) == ["admit \(alice) true", "completed \(alice)"])
-        #expect(observer.log == ["refusal \(alice)", "handshake \(alice)"])
+        #expect(observer.log == ["refusal \(alice) 3", "handshake \(alice)"])
         let out = TestPackets.udp(from: "10.99.0.2", 40000, to: "198.19.0.2", 53)
         try again.sendPacket(out)
         #expect(h.tun.waitWritten(count: 1) == [out])

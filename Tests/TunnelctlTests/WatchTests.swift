@@ -197,7 +197,7 @@ import Testing
         #expect(screen.contains("TOP FLOWS"))
         #expect(screen.contains("10.99.0.2:40000 > 10.1.0.1:5201"))
         #expect(screen.contains("NEW FLOWS\n  2025-11-29T12:00:00.123456789Z flow-open out alice tcp"))
-        #expect(screen.contains("refusal bob reason 1"))
+        #expect(screen.contains("refusal bob reason free-pause"))
         #expect(screen.contains("[fd00::2]:5353 > [2001:db8::53]:53 len 80 block"))
         view.tick()
         #expect(view.render(nowNanoseconds: 0).contains("(no traffic)"))

@@ -85,12 +85,18 @@ LAST_REPLY=$(grep 'bytes from' "$TV_DIR/alice-ping.log" | tail -1 | sed -n 's/^\
 check "alice's traffic stopped by the window end + 1 s (last reply $LAST_REPLY, end $END)" \
   python3 -c "import sys; sys.exit(0 if '$LAST_REPLY' and float('$LAST_REPLY') <= $END + 1.0 else 1)"
 check "alice cannot get through now" alice_blocked
+# The live ring through the pause: the refused retries, each with the watchdog's reason.
+$CTL watch --blocked --peer alice >"$TV_DIR/watch-pause.txt" 2>"$TV_DIR/watch-pause.err" &
+WATCH_PID=$!
+TV_PIDS+=("$WATCH_PID")
 check_output "tunnelctl session alice: paused, time left" '^alice \(free\): paused, can reconnect in [0-9]+s \(at [0-9:]+ [^)]+\)' $CTL session alice
 check "bob (premium) reconnected after the restart and is unaffected by alice's pause" wait_for 20 bob_ping
 # wireguard-go notices the dead session after ~15 s (keepalive + rekey timeouts), then retries
 # its handshake every ~5 s: look when a few retries were refused.
 while python3 -c "import sys,time; sys.exit(0 if time.time() < $END + 24 else 1)"; do sleep 0.5; done
 check_output "tunnelctl explain alice: refused, attempts > 1 while the client retries" 'attempts +([2-9]|[1-9][0-9]+) handshakes refused' $CTL explain alice
+kill "$WATCH_PID" 2>/dev/null; wait "$WATCH_PID" 2>/dev/null
+check_output "tunnelctl watch showed the refused retries with their reason" '^[0-9T:.-]+Z refusal alice reason free-pause$' cat "$TV_DIR/watch-pause.txt"
 check_exit "explain alice exits 0 (refused)" 0 $CTL explain alice
 check_output "tunnelctl refusals: one coalesced session row" 'alice +session +pause after window' $CTL refusals --peer alice
 check_output "the session row ended 'free-limit'" 'free-limit' store_sql "SELECT end_reason FROM sessions WHERE peer = 'alice' AND ended_at IS NOT NULL ORDER BY id DESC LIMIT 1"

@@ -239,6 +239,24 @@ public final class Watchdog: Sendable {
         }
     }
 
+    /// Why `handle`'s handshakes are refused at `now` (the live ring's refusal events): disabled or
+    /// expired first, else the pause it is in and what ended its window; `.unknown` when neither.
+    public func refusalCode(_ handle: PeerHandle, now: Int64) -> RefusalCode {
+        let dir = peers.current
+        return state.withLock { s in
+            guard let p = dir[handle] else { return .unknown }
+            switch Watchdog.restricted(s, p, now: now) {
+            case .disabled?: return .disabled
+            case .expired?: return .expired
+            default: break
+            }
+            if case .paused = WatchdogRules.phase(now: now, limits: limits(s, p), window: s.windows[p.name]) {
+                return pauseReason(s, p).refusalCode
+            }
+            return .unknown
+        }
+    }
+
     /// With a shared store: a connect that would open a window asks the authority first, outside
     /// the lock (one atomic statement on the shared database, bounded in time). The window it
     /// answers with is adopted — ours if we opened it, another gateway's if the peer's window or

@@ -25,4 +25,8 @@ public final class WatchdogAdmission: HandshakeAdmission {
     public func handshakeRefused(peer: PeerHandle) {
         watchdog.handshakeRefused(peer, now: time.now())
     }
+
+    public func refusalCode(peer: PeerHandle) -> RefusalCode {
+        watchdog.refusalCode(peer, now: time.now())
+    }
 }
