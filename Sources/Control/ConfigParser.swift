@@ -152,8 +152,7 @@ struct ConfigParser {
         }
         var classes: [PeerTier: LimitSettings] = [:]
         for section in sections { if let t = section.tier { classes[t] = buildLimits(section) } }
-        let tiers = TierClasses(freeSessionMs: interface.freeSession.milliseconds, freePauseMs: interface.freePause.milliseconds,
-                                classes: classes)
+        let tiers = interface.tierClasses(classes)
         var peers: [PeerConfig] = []
         var peerLines: [Int] = []
         for section in sections where !section.isInterface && section.tier == nil {

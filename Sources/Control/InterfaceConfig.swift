@@ -99,3 +99,12 @@ public struct InterfaceConfig: Hashable, Sendable {
     /// `RuntimeDirectory/live.ring`.
     public var ringPath: String { runtimeDirectory + "/live.ring" }
 }
+
+extension InterfaceConfig {
+    /// The tier classes of this `[Interface]` with `classes` (the `[Tier]` sections): `free`'s
+    /// window is `FreeSession` then `FreePause`. The one place those two keys become a tier; the
+    /// watchdog, `session`, `explain` and the status page all resolve through the result.
+    public func tierClasses(_ classes: [PeerTier: LimitSettings] = [:]) -> TierClasses {
+        TierClasses(freeSessionMs: freeSession.milliseconds, freePauseMs: freePause.milliseconds, classes: classes)
+    }
+}

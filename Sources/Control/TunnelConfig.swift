@@ -23,7 +23,7 @@ public struct TunnelConfig: Hashable, Sendable {
     {
         self.interface = interface
         self.peers = peers
-        self.tiers = tiers ?? TierClasses(freeSessionMs: interface.freeSession.milliseconds, freePauseMs: interface.freePause.milliseconds)
+        self.tiers = tiers ?? interface.tierClasses()
         self.warnings = warnings
         self.notes = notes
     }

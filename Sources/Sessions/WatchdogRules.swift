@@ -125,35 +125,27 @@ public enum WatchdogRules {
     }
 }
 
-extension WatchdogConfig {
-    /// The limits of a predefined tier under these settings (`free`: `FreeSession` then
-    /// `FreePause`; every other tier here: none). The daemon resolves real peers through
-    /// `TierClasses`; this is the same answer for a config without `[Tier]` sections.
-    public func limits(_ tier: PeerTier) -> PeerLimits {
-        TierClasses(freeSessionMs: freeSessionMs, freePauseMs: freePauseMs).resolve(tier: tier)
-    }
-}
-
 extension WatchdogRules {
     /// `phase` for a predefined tier without `[Tier]` sections (`free` windowed, others unlimited).
     public static func phase(now: Int64, tier: PeerTier, window: WindowDates?) -> WatchdogPhase {
         phase(now: now, limits: tier == .free ? PeerLimits(sessionMs: 1, pauseMs: 0) : .unlimited, window: window)
     }
 
-    /// `onConnect` for a predefined tier under `config`.
-    public static func onConnect(now: Int64, tier: PeerTier, window: WindowDates?, config: WatchdogConfig) -> ConnectDecision {
-        onConnect(now: now, limits: config.limits(tier), window: window)
+    /// `onConnect` for a tier of `tiers` (no peer overrides).
+    public static func onConnect(now: Int64, tier: PeerTier, window: WindowDates?, tiers: TierClasses) -> ConnectDecision {
+        onConnect(now: now, limits: tiers.resolve(tier: tier), window: window)
     }
 
-    /// `newWindow` for the free tier under `config`.
-    public static func newWindow(now: Int64, config: WatchdogConfig) -> WindowDates {
-        newWindow(now: now, limits: config.limits(.free))
+    /// `newWindow` for the free tier of `tiers`.
+    public static func newWindow(now: Int64, tiers: TierClasses) -> WindowDates {
+        newWindow(now: now, limits: tiers.resolve(tier: .free))
     }
 
-    /// `onTick` for a predefined tier under `config`.
+    /// `onTick` for a tier of `tiers` (no peer overrides) under `config`.
     public static func onTick(now: Int64, tier: PeerTier, window: WindowDates?, sessionLastHandshake: Int64?,
-                              config: WatchdogConfig) -> TickDecision
+                              tiers: TierClasses, config: WatchdogConfig) -> TickDecision
     {
-        onTick(now: now, limits: config.limits(tier), window: window, sessionLastHandshake: sessionLastHandshake, config: config)
+        onTick(now: now, limits: tiers.resolve(tier: tier), window: window, sessionLastHandshake: sessionLastHandshake,
+               config: config)
     }
 }

@@ -12,7 +12,8 @@ import WireGuard
 /// Two gateways' watchdogs over one shared store (issue 19): one window across gateways, the
 /// pause honoured everywhere, quota use summed, tier changes shared, an outage reconciled.
 @Suite struct SharedSyncTests {
-    static let cfg = WatchdogConfig(freeSessionMs: 20_000, freePauseMs: 30_000, idleMs: 180_000, intervalMs: 1_000)
+    static let tiers = TierClasses(freeSessionMs: 20_000, freePauseMs: 30_000)
+    static let cfg = WatchdogConfig(idleMs: 180_000, intervalMs: 1_000)
     static let alice = PeerHandle(rawValue: 1)
     let t0: Int64 = 1_000_000
 
@@ -32,7 +33,7 @@ import WireGuard
         init(_ name: String, _ store: MemorySharedState, quota: UInt64? = nil, journal: String? = nil, chunkRows: Int = 5_000) {
             var peer = GatewayPeer(handle: SharedSyncTests.alice, name: "alice", publicKey: PublicKey([UInt8](repeating: 1, count: 32))!, tier: .free)
             if let quota { peer.limitSettings.quota = .value(quota) }
-            let peers = PeerRegistry([peer], tiers: TierClasses(freeSessionMs: SharedSyncTests.cfg.freeSessionMs, freePauseMs: SharedSyncTests.cfg.freePauseMs))
+            let peers = PeerRegistry([peer], tiers: TierClasses(freeSessionMs: SharedSyncTests.tiers.freeSessionMs, freePauseMs: SharedSyncTests.tiers.freePauseMs))
             let box = box
             let log = Logger(minimum: .info) { level, m in box.logLines.withLock { $0.append("<\(level.rawValue)>\(m)") } }
             sync = SharedSync(gateway: name, backend: "memory", log: log, quotas: quotas, handle: { peers.current.named($0)?.handle },

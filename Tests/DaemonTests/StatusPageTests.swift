@@ -137,7 +137,7 @@ import WireGuard
 
     @Test func builtFromTheWatchdogView() throws {
         let peers = registry()
-        let cfg = WatchdogConfig(freeSessionMs: 20_000, freePauseMs: 30_000, idleMs: 180_000, intervalMs: 1_000)
+        let cfg = WatchdogConfig(idleMs: 180_000, intervalMs: 1_000)
         let w = Watchdog(config: cfg, peers: peers, device: FakeWatchdogDevice(), sink: CaptureSink())
         let t0 = Self.now
         let alice = try #require(peers.current.named("alice"))

@@ -29,7 +29,8 @@ final class CaptureSink: WatchdogSink, Sendable {
 }
 
 @Suite struct WatchdogTests {
-    static let cfg = WatchdogConfig(freeSessionMs: 20_000, freePauseMs: 30_000, idleMs: 180_000, intervalMs: 1_000)
+    static let tiers = TierClasses(freeSessionMs: 20_000, freePauseMs: 30_000)
+    static let cfg = WatchdogConfig(idleMs: 180_000, intervalMs: 1_000)
     let alice = PeerHandle(rawValue: 1)
     let bob = PeerHandle(rawValue: 2)
     let t0: Int64 = 1_000_000
@@ -41,7 +42,7 @@ final class CaptureSink: WatchdogSink, Sendable {
         let peers = PeerRegistry([
             GatewayPeer(handle: alice, name: "alice", publicKey: PublicKey([UInt8](repeating: 1, count: 32))!, tier: .free),
             GatewayPeer(handle: bob, name: "bob", publicKey: PublicKey([UInt8](repeating: 2, count: 32))!, tier: .premium),
-        ], tiers: TierClasses(freeSessionMs: Self.cfg.freeSessionMs, freePauseMs: Self.cfg.freePauseMs))
+        ], tiers: TierClasses(freeSessionMs: Self.tiers.freeSessionMs, freePauseMs: Self.tiers.freePauseMs))
         let w = Watchdog(config: Self.cfg, peers: peers, device: dev, sink: sink, windows: windows, overrides: overrides)
         peers.onChange { [w, t0] old, new in w.peersChanged(from: old, to: new, now: t0 + 100) }
         return (w, dev, sink)

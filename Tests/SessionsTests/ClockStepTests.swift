@@ -10,7 +10,8 @@ import Testing
     static let session: Int64 = 20_000
     static let pause: Int64 = 40_000
     static let interval: Int64 = 1_000
-    static let cfg = WatchdogConfig(freeSessionMs: session, freePauseMs: pause, idleMs: 180_000, intervalMs: interval)
+    static let tiers = TierClasses(freeSessionMs: session, freePauseMs: pause)
+    static let cfg = WatchdogConfig(idleMs: 180_000, intervalMs: interval)
     static let hour: Int64 = 3_600_000
     static let year: Int64 = 365 * 86_400_000
 
@@ -52,7 +53,7 @@ import Testing
                     }
                     let now = clock.now(bootMs: boot)
                     let d = WatchdogRules.onTick(now: now, tier: .free, window: window, sessionLastHandshake: lastHandshake,
-                                                 config: cfg)
+                                                 tiers: tiers, config: cfg)
                     if let w = d.openWindow { window = w; opened.append(boot); connectedMs.append(0) }
                     if d.endSession != nil { lastHandshake = nil; pausedAt.append(boot) }
                     nextTick = boot + interval
@@ -60,7 +61,7 @@ import Testing
                 let now = clock.now(bootMs: boot)
                 if lastHandshake == nil {
                     // Checked at arrival (admission before the response), not at the next tick.
-                    switch WatchdogRules.onConnect(now: now, tier: .free, window: window, config: cfg) {
+                    switch WatchdogRules.onConnect(now: now, tier: .free, window: window, tiers: tiers) {
                     case .openWindow(let w):
                         window = w
                         opened.append(boot)

@@ -5,7 +5,8 @@ import Testing
 /// The window rules under limits (issue 16): quota crossing, an early end and its pause, a
 /// window with no time limit, idleness exactly at the boundary.
 @Suite struct LimitRulesTests {
-    static let cfg = WatchdogConfig(freeSessionMs: 20_000, freePauseMs: 30_000, idleMs: 180_000, intervalMs: 1_000)
+    static let tiers = TierClasses(freeSessionMs: 20_000, freePauseMs: 30_000)
+    static let cfg = WatchdogConfig(idleMs: 180_000, intervalMs: 1_000)
 
     @Test func quotaReachedAtExactlyTheQuota() {
         let l = PeerLimits(sessionMs: 60_000, pauseMs: 30_000, quotaBytes: 1000, quotaUpBytes: 300)

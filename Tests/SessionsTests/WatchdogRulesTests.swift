@@ -6,7 +6,8 @@ import Testing
 
 /// DESIGN.md §6, rule by rule, on the pure core with injected times (ms).
 @Suite struct WatchdogRulesTests {
-    static let cfg = WatchdogConfig(freeSessionMs: 900_000, freePauseMs: 2_700_000, idleMs: 180_000, intervalMs: 5_000)
+    static let tiers = TierClasses(freeSessionMs: 900_000, freePauseMs: 2_700_000)
+    static let cfg = WatchdogConfig(idleMs: 180_000, intervalMs: 5_000)
     static let t0: Int64 = 1_767_225_600_000
     static let w = WindowDates(allowedUntil: t0 + 900_000, reconnectAt: t0 + 3_600_000)
 
@@ -27,7 +28,7 @@ import Testing
         (Int64(1_000_000), .premium, true, .admitUnlimited),    // premium ignores a stale window
     ])
     func connect(_ offset: Int64, _ tier: PeerTier, _ hasWindow: Bool, _ want: ConnectDecision) {
-        let got = WatchdogRules.onConnect(now: Self.t0 + offset, tier: tier, window: hasWindow ? Self.w : nil, config: Self.cfg)
+        let got = WatchdogRules.onConnect(now: Self.t0 + offset, tier: tier, window: hasWindow ? Self.w : nil, tiers: Self.tiers)
         #expect(got == want)
     }
 
@@ -53,10 +54,10 @@ import Testing
     {
         let now = Self.t0 + offset
         let d = WatchdogRules.onTick(now: now, tier: tier, window: hasWindow ? Self.w : nil,
-                                     sessionLastHandshake: last.map { Self.t0 + $0 }, config: Self.cfg)
+                                     sessionLastHandshake: last.map { Self.t0 + $0 }, tiers: Self.tiers, config: Self.cfg)
         #expect(d.refuse == refuse)
         #expect(d.endSession == end)
-        #expect(d.openWindow == (opens ? WatchdogRules.newWindow(now: now, config: Self.cfg) : nil))
+        #expect(d.openWindow == (opens ? WatchdogRules.newWindow(now: now, tiers: Self.tiers) : nil))
     }
 
     // Backward clock step (documented in WatchdogRules): the stored end is kept, never extended,
@@ -64,13 +65,13 @@ import Testing
     @Test func backwardStepNeverExtendsOrRenews() {
         for back in [Int64(1), 60_000, 900_000, 10_000_000] {
             let inWindow = Self.t0 + 600_000 - back
-            if case .resume(let got) = WatchdogRules.onConnect(now: inWindow, tier: .free, window: Self.w, config: Self.cfg) {
+            if case .resume(let got) = WatchdogRules.onConnect(now: inWindow, tier: .free, window: Self.w, tiers: Self.tiers) {
                 #expect(got.allowedUntil == Self.w.allowedUntil)
             } else {
                 Issue.record("stepping back \(back) ms inside the window must resume it")
             }
             let inPause = Self.t0 + 2_000_000 - back
-            let d = WatchdogRules.onConnect(now: inPause, tier: .free, window: Self.w, config: Self.cfg)
+            let d = WatchdogRules.onConnect(now: inPause, tier: .free, window: Self.w, tiers: Self.tiers)
             switch d {
             case .resume(let got), .refuse(let got): #expect(got == Self.w)
             default: Issue.record("stepping back \(back) ms in the pause opened \(d)")
@@ -81,7 +82,7 @@ import Testing
     // §6.4 forward step / suspend: the wall clock decides, so a jump past the window ends it.
     @Test func forwardStepEndsTheWindow() {
         let d = WatchdogRules.onTick(now: Self.w.allowedUntil + 1, tier: .free, window: Self.w,
-                                     sessionLastHandshake: Self.w.allowedUntil - 10_000, config: Self.cfg)
+                                     sessionLastHandshake: Self.w.allowedUntil - 10_000, tiers: Self.tiers, config: Self.cfg)
         #expect(d.refuse && d.endSession == .freeLimit)
     }
 

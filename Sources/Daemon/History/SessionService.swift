@@ -108,10 +108,7 @@ public final class SessionService: @unchecked Sendable {
         if let (label, detail) = startMarker { history.record(.marker(at: now, label: label, detail: detail)) }
         // The free window of this interface (tunneld then installs the config's tier classes,
         // which carry the same FreeSession/FreePause).
-        var tiers = engine.registry.tierClasses
-        tiers.freeSessionMs = interface.freeSession.milliseconds
-        tiers.freePauseMs = interface.freePause.milliseconds
-        engine.registry.setTierClasses(tiers)
+        engine.registry.setTierClasses(interface.tierClasses(engine.registry.tierClasses.classes))
         let registry = engine.registry
         let clockTime = time
         let sync = connect.map { connect in
@@ -122,9 +119,7 @@ public final class SessionService: @unchecked Sendable {
         shared = sync
         let events = WatchdogEvents(history, log: log, peers: engine.registry)
         watchdog = Watchdog(
-            config: WatchdogConfig(
-                freeSessionMs: interface.freeSession.milliseconds, freePauseMs: interface.freePause.milliseconds,
-                intervalMs: interface.watchdogInterval.milliseconds),
+            config: WatchdogConfig(intervalMs: interface.watchdogInterval.milliseconds),
             peers: engine.registry, device: engine, sink: sync.map { SharedWindowSink(events, sync: $0) } ?? events,
             windows: windows, overrides: overrides, used: used, quotas: engine.quotas)
         if let sync { watchdog.setAuthority(sync) }
