@@ -12,17 +12,14 @@ source scripts/lib/topology.sh
 source scripts/lib/check.sh
 RUNS=${RUNS:-3}
 RATES=${RATES:-"1000000 10000000 100000000"}
-TV_WG_B=tvwb$TV_ID
-cleanup() { rm -f "/var/run/wireguard/$TV_WG_B.sock"; tv_cleanup; }
-trap cleanup EXIT
-BOB_TUN=10.99.0.3
+trap tv_cleanup EXIT
+BOB_TUN=$TV_BOB_TUN
 mbit() { python3 -c 'import json,sys
 d=json.load(sys.stdin)["end"]; s=d.get("sum_received") or d.get("sum"); print("%.3f" % (s["bits_per_second"]/1e6))'; }
 
 tv_topology_up
 tv_tunneld_config e2e premium
-BOB_PRIV=$(wg genkey); BOB_PUB=$(echo "$BOB_PRIV" | wg pubkey); echo "$BOB_PRIV" >"$TV_DIR/bob.key"; chmod 600 "$TV_DIR/bob.key"
-printf '\n[Peer]\nName = bob\nPublicKey = %s\nAllowedIPs = %s/32\nTier = premium\n' "$BOB_PUB" $BOB_TUN >>"$TV_DIR/tunneld.conf"
+tv_bob_peer premium
 IDLE=""
 for i in $(seq 1 100); do
   printf '\n[Peer]\nName = idle%d\nPublicKey = %s\nAllowedIPs = 10.98.%d.%d/32\nTier = premium\n' \
@@ -36,14 +33,7 @@ restart() {
 }
 restart "" || exit 1
 tv_client_up 0; TV_PIDS+=("$TV_WG_C_PID")
-tv_spawn "$TV_NS_C" "$TV_DIR/bob-wireguard-go.log" env WG_PROCESS_FOREGROUND=1 wireguard-go -f "$TV_WG_B" >/dev/null
-for _ in $(seq 50); do [ -S "/var/run/wireguard/$TV_WG_B.sock" ] && break; sleep 0.1; done
-tv_in "$TV_NS_C" wg set "$TV_WG_B" private-key "$TV_DIR/bob.key" peer "$TV_G_PUB" endpoint $TV_GW_UNDERLAY:$TV_PORT allowed-ips 0.0.0.0/0 persistent-keepalive 1
-tv_in "$TV_NS_C" ip addr add $BOB_TUN/32 dev "$TV_WG_B"
-tv_in "$TV_NS_C" ip link set "$TV_WG_B" mtu 1420 up
-tv_in "$TV_NS_C" ip rule add from $BOB_TUN table 77
-tv_in "$TV_NS_C" ip route add default dev "$TV_WG_B" table 77
-tv_in "$TV_NS_C" sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0 "net.ipv4.conf.$TV_WG_B.rp_filter=0"
+tv_bob_up 1
 tv_in "$TV_NS_C" wg set "$TV_WG_C" peer "$TV_G_PUB" persistent-keepalive 1
 tv_spawn "$TV_NS_S" "$TV_DIR/iperf3.log" iperf3 -s -p 5201 >/dev/null
 tv_wait_tunnel >/dev/null 2>&1

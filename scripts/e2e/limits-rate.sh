@@ -10,11 +10,9 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/lib/topology.sh
 source scripts/lib/check.sh
-TV_WG_B=tvwb$TV_ID
-tv_limits_cleanup() { rm -f "/var/run/wireguard/$TV_WG_B.sock"; tv_cleanup; }
-trap tv_limits_cleanup EXIT
+trap tv_cleanup EXIT
 CTL="$TV_TUNNELCTL --config $TV_DIR/tunneld.conf"
-BOB_TUN=10.99.0.3
+BOB_TUN=$TV_BOB_TUN
 RATE=${LIMITS_RATE:-10000000}
 setlimits() { python3 scripts/e2e/lib/setlimits.py "$TV_DIR/tunneld.conf" "$1"; }
 
@@ -32,28 +30,12 @@ drop_count() { $CTL status 2>/dev/null | grep -Eo "$1[^0-9]*[0-9]+" | grep -Eo '
 
 tv_topology_up
 tv_tunneld_config e2e premium
-BOB_PRIV=$(wg genkey); BOB_PUB=$(echo "$BOB_PRIV" | wg pubkey); echo "$BOB_PRIV" >"$TV_DIR/bob.key"; chmod 600 "$TV_DIR/bob.key"
-cat >>"$TV_DIR/tunneld.conf" <<CONF
-
-[Peer]
-Name = bob
-PublicKey = $BOB_PUB
-AllowedIPs = $BOB_TUN/32
-Tier = premium
-CONF
+tv_bob_peer premium
 setlimits "alice:rateUp=$RATE,rateDown=$RATE"
 tv_gateway_tunneld_up && TV_PIDS+=("$TV_GW_PID") || { tv_bad "tunneld starts"; tv_summary; exit 1; }
 tv_client_up 0
 TV_PIDS+=("$TV_WG_C_PID")
-tv_spawn "$TV_NS_C" "$TV_DIR/bob-wireguard-go.log" env WG_PROCESS_FOREGROUND=1 wireguard-go -f "$TV_WG_B" >/dev/null
-for _ in $(seq 50); do [ -S "/var/run/wireguard/$TV_WG_B.sock" ] && break; sleep 0.1; done
-tv_in "$TV_NS_C" wg set "$TV_WG_B" private-key "$TV_DIR/bob.key" \
-    peer "$TV_G_PUB" endpoint $TV_GW_UNDERLAY:$TV_PORT allowed-ips 0.0.0.0/0
-tv_in "$TV_NS_C" ip addr add $BOB_TUN/32 dev "$TV_WG_B"
-tv_in "$TV_NS_C" ip link set "$TV_WG_B" mtu 1420 up
-tv_in "$TV_NS_C" ip rule add from $BOB_TUN table 77
-tv_in "$TV_NS_C" ip route add default dev "$TV_WG_B" table 77
-tv_in "$TV_NS_C" sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0 "net.ipv4.conf.$TV_WG_B.rp_filter=0"
+tv_bob_up
 tv_spawn "$TV_NS_S" "$TV_DIR/netserver.log" python3 scripts/e2e/lib/netserver.py >/dev/null
 tv_spawn "$TV_NS_S" "$TV_DIR/iperf3.log" iperf3 -s -p 5201 >/dev/null
 sleep 0.5

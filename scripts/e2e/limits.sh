@@ -10,13 +10,11 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/lib/topology.sh
 source scripts/lib/check.sh
-TV_WG_B=tvwb$TV_ID
-tv_limits_cleanup() { rm -f "/var/run/wireguard/$TV_WG_B.sock"; tv_cleanup; }
-trap tv_limits_cleanup EXIT
+trap tv_cleanup EXIT
 CTL="$TV_TUNNELCTL --config $TV_DIR/tunneld.conf"
 TV_WATCHDOG=1s
 export TV_WATCHDOG
-BOB_TUN=10.99.0.3
+BOB_TUN=$TV_BOB_TUN
 QUOTA=$((20 * 1024 * 1024))
 SLACK=$((128 * 1024))  # one batch of 64 packets of up to 1420 bytes is 90 KiB; both directions' batches
 
@@ -33,34 +31,20 @@ gateway_up() { tv_gateway_tunneld_up && TV_PIDS+=("$TV_GW_PID"); }
 
 tv_topology_up
 tv_tunneld_config e2e trial
-BOB_PRIV=$(wg genkey); BOB_PUB=$(echo "$BOB_PRIV" | wg pubkey); echo "$BOB_PRIV" >"$TV_DIR/bob.key"; chmod 600 "$TV_DIR/bob.key"
 cat >>"$TV_DIR/tunneld.conf" <<CONF
 
 [Tier trial]
 Quota = 20MiB
 Pause = 1h
-
-[Peer]
-Name = bob
-PublicKey = $BOB_PUB
-AllowedIPs = $BOB_TUN/32
-Tier = premium
-IdleTimeout = 5s
 CONF
+tv_bob_peer premium
+echo "IdleTimeout = 5s" >>"$TV_DIR/tunneld.conf"  # bob's own key (his section is the last)
 check_output "tunneld --check-config accepts [Tier trial] and a per-peer IdleTimeout" 'OK|ok' \
   "$TV_TUNNELD" --check-config --config "$TV_DIR/tunneld.conf"
 gateway_up || { tv_bad "tunneld starts"; tv_summary; exit 1; }
 tv_client_up 0
 TV_PIDS+=("$TV_WG_C_PID")
-tv_spawn "$TV_NS_C" "$TV_DIR/bob-wireguard-go.log" env WG_PROCESS_FOREGROUND=1 wireguard-go -f "$TV_WG_B" >/dev/null
-for _ in $(seq 50); do [ -S "/var/run/wireguard/$TV_WG_B.sock" ] && break; sleep 0.1; done
-tv_in "$TV_NS_C" wg set "$TV_WG_B" private-key "$TV_DIR/bob.key" \
-    peer "$TV_G_PUB" endpoint $TV_GW_UNDERLAY:$TV_PORT allowed-ips 0.0.0.0/0
-tv_in "$TV_NS_C" ip addr add $BOB_TUN/32 dev "$TV_WG_B"
-tv_in "$TV_NS_C" ip link set "$TV_WG_B" mtu 1420 up
-tv_in "$TV_NS_C" ip rule add from $BOB_TUN table 77
-tv_in "$TV_NS_C" ip route add default dev "$TV_WG_B" table 77
-tv_in "$TV_NS_C" sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0 "net.ipv4.conf.$TV_WG_B.rp_filter=0"
+tv_bob_up
 tv_spawn "$TV_NS_S" "$TV_DIR/iperf3-server.log" iperf3 -s -B $TV_SRV
 sleep 0.5
 

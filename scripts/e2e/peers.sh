@@ -12,9 +12,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/lib/topology.sh
 source scripts/lib/check.sh
-TV_WG_B=tvwb$TV_ID
-tv_peers_cleanup() { rm -f "/var/run/wireguard/$TV_WG_B.sock"; tv_cleanup; }
-trap tv_peers_cleanup EXIT
+trap tv_cleanup EXIT  # also removes bob's UAPI socket ($TV_WG_B, topology.sh)
 CTL="$TV_TUNNELCTL --config $TV_DIR/tunneld.conf"
 TV_WATCHDOG=1s; export TV_WATCHDOG
 store_sql() { python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1], timeout=10); [print("|".join(map(str,r))) for r in c.execute(sys.argv[2])]' "$TV_DIR/state/state.db" "$1"; }

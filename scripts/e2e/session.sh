@@ -9,13 +9,11 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/lib/topology.sh
 source scripts/lib/check.sh
-TV_WG_B=tvwb$TV_ID
-tv_session_cleanup() { rm -f "/var/run/wireguard/$TV_WG_B.sock"; tv_cleanup; }
-trap tv_session_cleanup EXIT
+trap tv_cleanup EXIT
 CTL="$TV_TUNNELCTL --config $TV_DIR/tunneld.conf"
 TV_FREE_SESSION=20s TV_FREE_PAUSE=30s TV_WATCHDOG=1s
 export TV_FREE_SESSION TV_FREE_PAUSE TV_WATCHDOG
-BOB_TUN=10.99.0.3
+BOB_TUN=$TV_BOB_TUN
 
 now_s() { date +%s.%N; }
 # allowed_until of alice (epoch seconds, float) from `tunnelctl session alice --json`.
@@ -33,28 +31,12 @@ gateway_up() { tv_gateway_tunneld_up && TV_PIDS+=("$TV_GW_PID"); }
 
 tv_topology_up
 tv_tunneld_config e2e free
-BOB_PRIV=$(wg genkey); BOB_PUB=$(echo "$BOB_PRIV" | wg pubkey); echo "$BOB_PRIV" >"$TV_DIR/bob.key"; chmod 600 "$TV_DIR/bob.key"
-cat >>"$TV_DIR/tunneld.conf" <<CONF
-
-[Peer]
-Name = bob
-PublicKey = $BOB_PUB
-AllowedIPs = $BOB_TUN/32
-Tier = premium
-CONF
+tv_bob_peer premium
 gateway_up || { tv_bad "tunneld starts"; tv_summary; exit 1; }
 tv_client_up 0
 TV_PIDS+=("$TV_WG_C_PID")  # spawned in $(…) by tv_client_up: remember it for the cleanup
 # bob: a second wireguard-go interface; packets from $BOB_TUN use it (policy routing).
-tv_spawn "$TV_NS_C" "$TV_DIR/bob-wireguard-go.log" env WG_PROCESS_FOREGROUND=1 wireguard-go -f "$TV_WG_B" >/dev/null
-for _ in $(seq 50); do [ -S "/var/run/wireguard/$TV_WG_B.sock" ] && break; sleep 0.1; done
-tv_in "$TV_NS_C" wg set "$TV_WG_B" private-key "$TV_DIR/bob.key" \
-    peer "$TV_G_PUB" endpoint $TV_GW_UNDERLAY:$TV_PORT allowed-ips 0.0.0.0/0
-tv_in "$TV_NS_C" ip addr add $BOB_TUN/32 dev "$TV_WG_B"
-tv_in "$TV_NS_C" ip link set "$TV_WG_B" mtu 1420 up
-tv_in "$TV_NS_C" ip rule add from $BOB_TUN table 77
-tv_in "$TV_NS_C" ip route add default dev "$TV_WG_B" table 77
-tv_in "$TV_NS_C" sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0 "net.ipv4.conf.$TV_WG_B.rp_filter=0"
+tv_bob_up
 
 echo "session: window"
 check "alice's traffic flows (handshake opens her window)" tv_wait_tunnel

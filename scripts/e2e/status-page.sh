@@ -13,13 +13,11 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/lib/topology.sh
 source scripts/lib/check.sh
-TV_WG_B=tvwb$TV_ID
-tv_status_cleanup() { rm -f "/var/run/wireguard/$TV_WG_B.sock"; tv_cleanup; }
-trap tv_status_cleanup EXIT
+trap tv_cleanup EXIT
 CTL="$TV_TUNNELCTL --config $TV_DIR/tunneld.conf"
 TV_FREE_SESSION=10m TV_FREE_PAUSE=1h TV_WATCHDOG=1s
 export TV_FREE_SESSION TV_FREE_PAUSE TV_WATCHDOG
-BOB_TUN=10.99.0.3
+BOB_TUN=$TV_BOB_TUN
 PAGE=http://$TV_GW_TUN/
 JSON=http://$TV_GW_TUN/status.json
 
@@ -57,15 +55,7 @@ spoofed_drops() {
 tv_topology_up
 tv_tunneld_config e2e free
 sed -i "/^Address = /a StatusListen = $TV_GW_TUN:80" "$TV_DIR/tunneld.conf"
-BOB_PRIV=$(wg genkey); BOB_PUB=$(echo "$BOB_PRIV" | wg pubkey); echo "$BOB_PRIV" >"$TV_DIR/bob.key"; chmod 600 "$TV_DIR/bob.key"
-cat >>"$TV_DIR/tunneld.conf" <<CONF
-
-[Peer]
-Name = bob
-PublicKey = $BOB_PUB
-AllowedIPs = $BOB_TUN/32
-Tier = premium
-CONF
+tv_bob_peer premium
 
 echo "status-page: StatusListen must be an address of the interface"
 sed "s/^StatusListen = .*/StatusListen = 10.99.0.77:80/" "$TV_DIR/tunneld.conf" >"$TV_DIR/bad.conf"
@@ -77,15 +67,7 @@ check_output "and says which key, which value and what to write instead" \
 gateway_up || { tv_bad "tunneld starts"; tv_summary; exit 1; }
 tv_client_up 0
 TV_PIDS+=("$TV_WG_C_PID")  # spawned in $(…) by tv_client_up: remember it for the cleanup
-tv_spawn "$TV_NS_C" "$TV_DIR/bob-wireguard-go.log" env WG_PROCESS_FOREGROUND=1 wireguard-go -f "$TV_WG_B" >/dev/null
-for _ in $(seq 50); do [ -S "/var/run/wireguard/$TV_WG_B.sock" ] && break; sleep 0.1; done
-tv_in "$TV_NS_C" wg set "$TV_WG_B" private-key "$TV_DIR/bob.key" \
-    peer "$TV_G_PUB" endpoint $TV_GW_UNDERLAY:$TV_PORT allowed-ips 0.0.0.0/0
-tv_in "$TV_NS_C" ip addr add $BOB_TUN/32 dev "$TV_WG_B"
-tv_in "$TV_NS_C" ip link set "$TV_WG_B" mtu 1420 up
-tv_in "$TV_NS_C" ip rule add from $BOB_TUN table 77
-tv_in "$TV_NS_C" ip route add default dev "$TV_WG_B" table 77
-tv_in "$TV_NS_C" sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0 "net.ipv4.conf.$TV_WG_B.rp_filter=0"
+tv_bob_up
 
 echo "status-page: each peer sees its own page"
 check "alice's tunnel is up" tv_wait_tunnel

@@ -12,6 +12,8 @@ TV_ID=${TV_ID:-$$}
 TV_NS_C=tvc$TV_ID; TV_NS_G=tvg$TV_ID; TV_NS_S=tvs$TV_ID
 TV_WG_C=tvwc$TV_ID          # client's wireguard-go interface
 TV_IF_G=tvg$TV_ID            # gateway's tunnel interface (tunneld or wireguard-go)
+TV_WG_B=tvwb$TV_ID          # bob's wireguard-go interface (a second client; tv_bob_peer, tv_bob_up)
+TV_BOB_TUN=10.99.0.3
 TV_GW_UNDERLAY=198.18.0.1; TV_C_UNDERLAY=198.18.0.2
 TV_GW_LAN=198.19.0.1; TV_SRV=198.19.0.2; TV_GW_LAN6=fd98::1; TV_SRV6=fd98::2
 TV_GW_TUN=10.99.0.1; TV_C_TUN=10.99.0.2; TV_GW_TUN6=fd99::1; TV_C_TUN6=fd99::2
@@ -43,7 +45,7 @@ tv_cleanup() {
   for p in "${TV_PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
   TV_PIDS=()
   for ns in "$TV_NS_C" "$TV_NS_G" "$TV_NS_S"; do ip netns del "$ns" 2>/dev/null || true; done
-  rm -f "/var/run/wireguard/$TV_WG_C.sock" "/var/run/wireguard/$TV_IF_G.sock"
+  rm -f "/var/run/wireguard/$TV_WG_C.sock" "/var/run/wireguard/$TV_IF_G.sock" "/var/run/wireguard/$TV_WG_B.sock"
   rm -rf "/dev/shm/tunnelvision-run-$TV_ID"
   [ -n "${TV_KEEP_DIR:-}" ] || rm -rf "$TV_DIR"
 }
@@ -97,6 +99,34 @@ tv_client_up() {
   tv_in "$TV_NS_C" ip link set "$TV_WG_C" mtu 1420 up
   tv_in "$TV_NS_C" ip route add 198.19.0.0/24 dev "$TV_WG_C"
   tv_in "$TV_NS_C" ip -6 route add fd98::/64 dev "$TV_WG_C"
+}
+
+# bob, a second client in the client namespace: his own key ($TV_DIR/bob.key, public key in
+# TV_BOB_PUB) and wireguard-go interface ($TV_WG_B) with address $TV_BOB_TUN. Packets from that
+# address leave by his interface (policy routing, table 77), so `ping -I $TV_BOB_TUN` and
+# `curl --interface $TV_BOB_TUN` are bob's.
+# tv_bob_peer [TIER]: his key, and his [Peer] (Name = bob, Tier TIER, default premium) appended
+# to $TV_DIR/tunneld.conf.
+tv_bob_peer() {
+  local tier=${1:-premium} priv
+  priv=$(wg genkey); TV_BOB_PUB=$(echo "$priv" | wg pubkey)
+  echo "$priv" >"$TV_DIR/bob.key"; chmod 600 "$TV_DIR/bob.key"
+  printf '\n[Peer]\nName = bob\nPublicKey = %s\nAllowedIPs = %s/32\nTier = %s\n' "$TV_BOB_PUB" $TV_BOB_TUN "$tier" \
+    >>"$TV_DIR/tunneld.conf"
+}
+# tv_bob_up [KEEPALIVE]: starts his interface (persistent keepalive, default 0 = off).
+tv_bob_up() {
+  local keepalive=${1:-0}
+  tv_spawn "$TV_NS_C" "$TV_DIR/bob-wireguard-go.log" env WG_PROCESS_FOREGROUND=1 wireguard-go -f "$TV_WG_B"
+  for _ in $(seq 50); do [ -S "/var/run/wireguard/$TV_WG_B.sock" ] && break; sleep 0.1; done
+  tv_in "$TV_NS_C" wg set "$TV_WG_B" private-key "$TV_DIR/bob.key" \
+      peer "$TV_G_PUB" endpoint $TV_GW_UNDERLAY:$TV_PORT allowed-ips 0.0.0.0/0 persistent-keepalive "$keepalive"
+  tv_in "$TV_NS_C" ip addr add $TV_BOB_TUN/32 dev "$TV_WG_B"
+  tv_in "$TV_NS_C" ip link set "$TV_WG_B" mtu 1420 up
+  tv_in "$TV_NS_C" ip rule add from $TV_BOB_TUN table 77
+  tv_in "$TV_NS_C" ip route add default dev "$TV_WG_B" table 77
+  tv_in "$TV_NS_C" sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0 \
+      "net.ipv4.conf.$TV_WG_B.rp_filter=0"
 }
 
 # The rival gateway: wireguard-go in the gateway namespace with the same keys and addresses.
