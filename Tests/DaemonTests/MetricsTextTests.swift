@@ -19,7 +19,9 @@ import Testing
             status: status,
             peers: [
                 .init(name: "alice", tier: .free, rxBytes: 1000, txBytes: 2000, rxPackets: 10, txPackets: 20,
-                      lastHandshakeMs: 1_700_000_000_250, session: .connected, remainingMs: 12_500, refusals: 0),
+                      lastHandshakeMs: 1_700_000_000_250, session: .connected, remainingMs: 12_500, refusals: 0,
+                      limits: PeerLimits(sessionMs: 1_800_000, quotaBytes: 1 << 30, quotaUpBytes: 100 << 20),
+                      quotaUsed: ByteUse(up: 12 << 20, down: 300 << 20)),
                 .init(name: "bob", tier: .premium, session: .paused, refusals: 3),
             ],
             rules: [
@@ -49,6 +51,8 @@ import Testing
             "tunnelvision_peer_last_handshake_timestamp_seconds gauge",
             "tunnelvision_peer_session_remaining_seconds gauge",
             "tunnelvision_peer_refusals_total counter",
+            "tunnelvision_peer_quota_bytes gauge",
+            "tunnelvision_peer_quota_used_bytes gauge",
             "tunnelvision_peer_session_state gauge",
             "tunnelvision_rule_hits_total counter",
             "tunnelvision_policy_generation gauge",
@@ -102,6 +106,10 @@ import Testing
             #"tunnelvision_peer_last_handshake_timestamp_seconds{peer="bob",tier="premium"} 0"#,
             #"tunnelvision_peer_session_remaining_seconds{peer="alice",tier="free"} 12.5"#,
             #"tunnelvision_peer_refusals_total{peer="bob",tier="premium"} 3"#,
+            #"tunnelvision_peer_quota_bytes{peer="alice",tier="free",direction="total"} 1073741824"#,
+            #"tunnelvision_peer_quota_bytes{peer="alice",tier="free",direction="up"} 104857600"#,
+            #"tunnelvision_peer_quota_used_bytes{peer="alice",tier="free",direction="up"} 12582912"#,
+            #"tunnelvision_peer_quota_used_bytes{peer="alice",tier="free",direction="down"} 314572800"#,
             #"tunnelvision_peer_session_state{peer="bob",tier="premium",state="paused"} 1"#,
             #"tunnelvision_peer_session_state{peer="bob",tier="premium",state="connected"} 0"#,
             #"tunnelvision_rule_hits_total{rule="10-base.rules:3",name="say \"hi\"\\now\n"} 9"#,
@@ -116,6 +124,9 @@ import Testing
         ] {
             #expect(lines.contains(expected), "missing: \(expected)")
         }
+        // Only the quotas configured, and use only for a peer with a quota.
+        #expect(!text.contains(#"tunnelvision_peer_quota_bytes{peer="alice",tier="free",direction="down"}"#))
+        #expect(!text.contains(#"tunnelvision_peer_quota_used_bytes{peer="bob""#))
         // Only a connected free peer has seconds left.
         #expect(!text.contains(#"tunnelvision_peer_session_remaining_seconds{peer="bob""#))
         #expect(text.hasSuffix("\n"))

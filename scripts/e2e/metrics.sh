@@ -18,6 +18,7 @@ curl_g() { tv_in "$TV_NS_G" curl -sS --max-time 5 "$@"; }
 tv_topology_up
 tv_tunneld_config e2e free
 sed -i "s/^\[Interface\]$/[Interface]\nMetricsListen = 127.0.0.1:9586/" "$TV_DIR/tunneld.conf"
+python3 scripts/e2e/lib/setlimits.py "$TV_DIR/tunneld.conf" "alice:quota=1TiB"  # the quota metrics (never reached by the iperf3 runs below)
 tv_gateway_tunneld_up || { tv_bad "tunneld starts"; tv_summary; exit 1; }
 tv_client_up 0
 check "alice's traffic flows" tv_wait_tunnel
@@ -31,6 +32,9 @@ check_output "alice's received bytes are counted" 'tunnelvision_peer_receive_byt
 check_output "alice's packets are counted" 'tunnelvision_peer_transmit_packets_total\{peer="alice",tier="free"\} [1-9]' cat "$TV_DIR/scrape.txt"
 check_output "alice is connected" 'tunnelvision_peer_session_state\{peer="alice",tier="free",state="connected"\} 1' cat "$TV_DIR/scrape.txt"
 check_output "a free session shows its seconds left" 'tunnelvision_peer_session_remaining_seconds\{peer="alice",tier="free"\} [1-9]' cat "$TV_DIR/scrape.txt"
+check_output "alice's quota is shown" 'tunnelvision_peer_quota_bytes\{peer="alice",tier="free",direction="total"\} 1099511627776$' cat "$TV_DIR/scrape.txt"
+check_output "and what her window used of it, up" 'tunnelvision_peer_quota_used_bytes\{peer="alice",tier="free",direction="up"\} [1-9]' cat "$TV_DIR/scrape.txt"
+check_output "and down" 'tunnelvision_peer_quota_used_bytes\{peer="alice",tier="free",direction="down"\} [1-9]' cat "$TV_DIR/scrape.txt"
 check_output "the block rule's hit is counted with file:line" 'tunnelvision_rule_hits_total\{rule="[^"]*10-e2e.rules:5",name=""\} [1-9]' cat "$TV_DIR/scrape.txt"
 check_output "policy-block drops are counted" 'tunnelvision_drops_total\{reason="policy-block"\} [1-9]' cat "$TV_DIR/scrape.txt"
 check_output "handshakes are counted" '^tunnelvision_handshakes_total [1-9]' cat "$TV_DIR/scrape.txt"

@@ -21,11 +21,17 @@ public struct MetricsSnapshot: Sendable, Equatable {
         public var remainingMs: Int64?
         /// Handshakes refused since the daemon started.
         public var refusals: UInt64
+        /// The limits tunneld enforces on the peer (nil: not resolved yet).
+        public var limits: PeerLimits?
+        /// Bytes used in the current window, live from the data path's meter (peers with a quota).
+        public var quotaUsed: ByteUse?
         /// A peer from its fields.
         public init(name: String, tier: PeerTier, rxBytes: UInt64 = 0, txBytes: UInt64 = 0, rxPackets: UInt64 = 0,
                     txPackets: UInt64 = 0, lastHandshakeMs: Int64? = nil, session: PeerSessionState = .disconnected,
-                    remainingMs: Int64? = nil, refusals: UInt64 = 0)
+                    remainingMs: Int64? = nil, refusals: UInt64 = 0, limits: PeerLimits? = nil, quotaUsed: ByteUse? = nil)
         {
+            self.limits = limits
+            self.quotaUsed = quotaUsed
             self.name = name
             self.tier = tier
             self.rxBytes = rxBytes

@@ -36,6 +36,24 @@ public enum MetricsText {
             out.family(name, kind, help)
             for p in s.peers { if let v = value(p) { out.sample(name, [("peer", p.name), ("tier", p.tier.rawValue)], v) } }
         }
+        // Byte quotas (peers with a Quota, QuotaUp or QuotaDown): what the window may carry and
+        // what it carried so far, by direction (up: sent by the peer, down: sent to it).
+        out.family("tunnelvision_peer_quota_bytes", .gauge,
+                   "The peer's byte quota per window (direction total, up or down; only the ones configured).")
+        for p in s.peers {
+            guard let l = p.limits else { continue }
+            for (direction, q) in [("total", l.quotaBytes), ("up", l.quotaUpBytes), ("down", l.quotaDownBytes)] {
+                if let q { out.sample("tunnelvision_peer_quota_bytes", [("peer", p.name), ("tier", p.tier.rawValue), ("direction", direction)], Double(q)) }
+            }
+        }
+        out.family("tunnelvision_peer_quota_used_bytes", .gauge,
+                   "Bytes the peer's current window carried, by direction (up, down); peers with a quota only.")
+        for p in s.peers {
+            guard let u = p.quotaUsed else { continue }
+            for (direction, v) in [("up", u.up), ("down", u.down)] {
+                out.sample("tunnelvision_peer_quota_used_bytes", [("peer", p.name), ("tier", p.tier.rawValue), ("direction", direction)], Double(v))
+            }
+        }
         out.family("tunnelvision_peer_session_state", .gauge,
                    "The peer's session state: 1 for the state it is in (connected, disconnected, paused), 0 for the others.")
         for p in s.peers {

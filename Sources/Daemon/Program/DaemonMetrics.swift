@@ -43,7 +43,7 @@ public final class DaemonMetrics: Sendable {
             return MetricsSnapshot.Peer(
                 name: p.name, tier: p.tier, rxBytes: p.rxBytes, txBytes: p.txBytes, rxPackets: packets.rx,
                 txPackets: packets.tx, lastHandshakeMs: p.lastHandshakeMs, session: p.session, remainingMs: remaining,
-                refusals: view?.refusals ?? 0)
+                refusals: view?.refusals ?? 0, limits: p.limits, quotaUsed: p.quotaUsed)
         }
         let flows = engine.flowTableSnapshot
         var store = MetricsSnapshot.Store()
