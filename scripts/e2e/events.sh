@@ -5,7 +5,12 @@
 # session-end REASON=free-limit), its handshakes during the pause are refused many times but
 # logged once (refusal); a tier change (tier-change); `tunnelctl peer add|disable|remove` (peer-add,
 # peer-disable, peer-remove); a policy reload and a refused one (policy-reload, RULE=file:line:col).
-# Needs root; ~35 s.
+# EVENTS_VIA=journal (scripts/e2e/journal.sh) runs the same checks through libsystemd's
+# sd_journal_sendv: tunneld starts in a mount namespace of its own where /run/systemd is a tmpfs
+# and journal-capture.py listens on /run/systemd/journal/socket (the native protocol), with
+# JOURNAL_STREAM naming its stderr file as systemd does; each event must then arrive there as one
+# entry with its fields (and PRIORITY, SYSLOG_IDENTIFIER=tunneld), none fall back to stderr, and the
+# text lines carry no time of their own. Needs root; ~35 s.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/lib/topology.sh
@@ -13,15 +18,34 @@ source scripts/lib/check.sh
 trap tv_cleanup EXIT
 CTL="$TV_TUNNELCTL --config $TV_DIR/tunneld.conf"
 LOG=$TV_DIR/tunneld.log
+VIA=${EVENTS_VIA:-stderr}
+EVLOG=$LOG; [ "$VIA" = journal ] && EVLOG=$TV_DIR/journal.txt
 TV_FREE_SESSION=5s TV_FREE_PAUSE=60s TV_WATCHDOG=1s
 export TV_FREE_SESSION TV_FREE_PAUSE TV_WATCHDOG
-ev() { grep "TUNNELVISION_EVENT=$1 " "$LOG" || grep "TUNNELVISION_EVENT=$1\$" "$LOG"; }
-one() { local n; n=$(grep -c "TUNNELVISION_EVENT=$1\( \|$\)" "$LOG"); [ "$n" = 1 ] || { echo "$n lines:"; ev "$1"; return 1; }; }
+ev() { grep "TUNNELVISION_EVENT=$1 " "$EVLOG" || grep "TUNNELVISION_EVENT=$1\$" "$EVLOG"; }
+one() { local n; n=$(grep -c "TUNNELVISION_EVENT=$1\( \|$\)" "$EVLOG"); [ "$n" = 1 ] || { echo "$n lines:"; ev "$1"; return 1; }; }
+# tunneld with a journal of our own (EVENTS_VIA=journal): see the header.
+journal_tunneld_up() {
+  : >"$LOG"
+  local stream; stream=$(stat -c %d:%i "$LOG")
+  tv_spawn "$TV_NS_G" "$LOG" unshare -m --propagation private sh -c '
+    mount -t tmpfs -o mode=0755 tvjournal /run/systemd && mkdir /run/systemd/journal || exit 1
+    python3 scripts/e2e/lib/journal-capture.py /run/systemd/journal/socket "$1" 2>"$1.err" &
+    for _ in $(seq 50); do [ -e "$1.ready" ] && break; sleep 0.1; done
+    exec env JOURNAL_STREAM="$2" "$3" --config "$4" --foreground' sh "$EVLOG" "$stream" "$TV_TUNNELD" "$TV_DIR/tunneld.conf"
+  TV_GW_PID=$TV_LAST_PID
+  for _ in $(seq 100); do [ -S "$TV_DIR/run/control.sock" ] && return 0; sleep 0.1; done
+  tv_log "tunneld did not start:"; cat "$LOG" "$EVLOG.err" >&2; return 1
+}
 
 tv_topology_up
 tv_tunneld_config e2e free
 sed -i "s/^\[Interface\]$/[Interface]\nPublicEndpoint = $TV_GW_UNDERLAY:$TV_PORT/" "$TV_DIR/tunneld.conf"
-tv_gateway_tunneld_up || { tv_bad "tunneld starts"; tv_summary; exit 1; }
+if [ "$VIA" = journal ]; then
+  journal_tunneld_up || { tv_bad "tunneld starts (with the test journal)"; tv_summary; exit 1; }
+else
+  tv_gateway_tunneld_up || { tv_bad "tunneld starts"; tv_summary; exit 1; }
+fi
 tv_client_up 1
 TV_PIDS+=("$TV_WG_C_PID")
 
@@ -29,7 +53,7 @@ echo "events: a free session, its window end, the refusals of the pause"
 check "alice connects" tv_wait_tunnel
 tv_spawn "$TV_NS_C" "$TV_DIR/ping.log" ping -i 0.5 -W1 $TV_SRV   # keeps the client re-handshaking during the pause
 check_output "session-start with PEER and TIER" 'peer alice: session started \(free\) TUNNELVISION_EVENT=session-start PEER=alice TIER=free$' ev session-start
-wait_for 15 grep -q 'TUNNELVISION_EVENT=window-end' "$LOG" >/dev/null
+wait_for 15 grep -q 'TUNNELVISION_EVENT=window-end' "$EVLOG" >/dev/null
 check_output "window-end with its reconnect time" 'TUNNELVISION_EVENT=window-end PEER=alice TIER=free REASON=free-limit RECONNECT_AT=20[0-9-]+T' ev window-end
 check_output "session-end with REASON=free-limit" 'TUNNELVISION_EVENT=session-end PEER=alice TIER=free REASON=free-limit$' ev session-end
 attempts() { $CTL refusals --json | python3 -c 'import json,sys; print(sum(r.get("count",1) for r in json.load(sys.stdin)))'; }
@@ -57,6 +81,21 @@ check_output "policy-reload (refused) names the rule file:line:column" \
 for e in session-start window-end tier-change peer-add peer-disable peer-remove; do
   check "$e appears once" one "$e"
 done
-check_output "text lines carry their UTC time (no journald)" '^<[0-7]>20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z interface' head -1 "$LOG"
+if [ "$VIA" = journal ]; then
+  echo "events: through the journal"
+  check "no event fell back to stderr" bash -c "! grep -q TUNNELVISION_EVENT= '$LOG'"
+  check "every datagram parsed as a journal entry" bash -c "! grep -q '^UNPARSABLE' '$EVLOG'"
+  check_output "each entry names tunneld and a priority" '^ok [1-9][0-9]*$' python3 -c '
+import json, sys
+n = 0
+for l in open(sys.argv[1]):
+    f = dict(json.loads(l)); n += 1
+    if f.get("SYSLOG_IDENTIFIER") != "tunneld" or not f.get("PRIORITY", "").isdigit() or not f.get("MESSAGE"):
+        print("bad entry", f); sys.exit(1)
+print("ok", n)' "$EVLOG.json"
+  check_output "text lines carry no time of their own (journald stamps them)" '^<[0-7]>interface' head -1 "$LOG"
+else
+  check_output "text lines carry their UTC time (no journald)" '^<[0-7]>20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z interface' head -1 "$LOG"
+fi
 
 tv_summary
