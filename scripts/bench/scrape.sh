@@ -2,9 +2,13 @@
 # Issue 17's scrape bar: iperf3 through tunneld with and without 1,000 scrapes of /metrics during
 # the run ("no throughput change beyond noise"), in the same run, alternating A B B A … so drift
 # cancels. The gateway (tunneld, every thread, its HTTP listener included) gets CPU 1; the
-# wireguard-go client, both iperf3s and the scraper CPU 0: in a deployment Prometheus scrapes from
-# another machine, so what is measured is tunneld's own cost of answering, on the core that
-# forwards. Two scrape modes per round:
+# wireguard-go client and both iperf3s CPU 0 (the client is the bottleneck there). In a deployment
+# Prometheus scrapes from another machine, so what is measured is tunneld's own cost of answering,
+# on the core that forwards: the scraper runs on CPU 1 as SCHED_IDLE (only in time no other thread
+# of that core wants), so its own CPU (Python, the HTTP client) takes nothing from tunneld or the
+# client, while tunneld's HTTP thread and the snapshot it reads compete at normal priority. A run
+# where the scraper fell behind says so (`1000@Ns`: all answered after N s).
+# Two scrape modes per round:
 #   flat   1,000 scrapes back to back over one keep-alive connection (≈ 250/s here: 3,700× the
 #          rate of a Prometheus that scrapes every 15 s)
 #   paced  1,000 scrapes spread over the run (1000 / SECS per second)
@@ -33,7 +37,7 @@ tv_spawn "$TV_NS_S" "$TV_DIR/iperf3-server.log" taskset -c 0 iperf3 -s -B $TV_SR
 sleep 0.5
 echo "== $(date -u +%FT%TZ) on $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); release build; ${SECS} s runs, $ROUNDS rounds"
 
-scrape() { tv_in "$TV_NS_G" taskset -c 0 python3 scripts/e2e/lib/scrape.py 127.0.0.1 9586 /metrics "$@"; }
+scrape() { tv_in "$TV_NS_G" taskset -c 1 chrt --idle 0 python3 scripts/e2e/lib/scrape.py 127.0.0.1 9586 /metrics "$@"; }
 ticks() { awk '{print $14+$15}' "/proc/$TV_GW_PID/stat"; }
 HZ=$(getconf CLK_TCK)
 
