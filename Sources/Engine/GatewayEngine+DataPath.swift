@@ -647,6 +647,7 @@ extension GatewayEngine {
             if let ended = t.ended { events.flowEnded(ended) }
             events.flowDecided(table[t.handle], peer: peer, verdict: v, policy: policy, opened: t.opened, host: host)
         }
+        if let host { self.observer?.noteFlowHost(flowID: entry.id, peer: peer, verdict: v.action, host: host) }
         return v.action
     }
 
@@ -712,6 +713,7 @@ extension GatewayEngine {
         table.setVerdict(handle, generation: policy.generation, action: v.action.rawValue, ruleIndex: v.ruleIndex)
         events?.flowDecided(table[handle], peer: record.peer, verdict: v, policy: policy, opened: record.opened,
                             host: host)
+        if let host { observer?.noteFlowHost(flowID: table[handle].id, peer: record.peer, verdict: v.action, host: host) }
     }
 
     /// The verdict of a flow whose own payload gave no name: with the DNS names its peer looked

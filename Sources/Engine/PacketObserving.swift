@@ -24,8 +24,15 @@ public protocol PacketObserving: AnyObject, Sendable {
     func noteRefusal(peer: UInt32, reason: UInt64)
     /// A peer completed a handshake.
     func noteHandshake(peer: UInt32)
+    /// Flow `flowID` of `peer` was decided `verdict` knowing its host (the live ring's
+    /// `flow-host` record). Under the flow lock, on a data-path or the timer thread.
+    func noteFlowHost(flowID: UInt64, peer: UInt32, verdict: Verdict, host: String)
     /// The timer thread's periodic call (capture rotation and flushing).
     func tick()
+}
+
+extension PacketObserving {
+    public func noteFlowHost(flowID: UInt64, peer: UInt32, verdict: Verdict, host: String) {}
 }
 
 /// "No peer" for observer calls (the same value the live ring writes).

@@ -14,6 +14,9 @@ public struct LiveEventKind: RawRepresentable, Hashable, Sendable, CustomStringC
     public static let refusal = LiveEventKind(rawValue: 3)
     /// A peer completed a WireGuard handshake.
     public static let handshake = LiveEventKind(rawValue: 4)
+    /// A flow's host became known (SNI, HTTP Host, QUIC SNI or its DNS name): `LiveRecord.hostName`,
+    /// `verdict` the flow's. Sent once per flow, when its verdict is decided with a host.
+    public static let flowHost = LiveEventKind(rawValue: 5)
 
     public var description: String {
         switch self {
@@ -22,6 +25,7 @@ public struct LiveEventKind: RawRepresentable, Hashable, Sendable, CustomStringC
         case .flowClose: "flow-close"
         case .refusal: "refusal"
         case .handshake: "handshake"
+        case .flowHost: "flow-host"
         default: "kind-\(rawValue)"
         }
     }

@@ -33,7 +33,13 @@ extension LiveRecord {
     func encode(into slot: UnsafeMutableRawPointer) {
         slot.storeBytes(of: timeNanoseconds.littleEndian, toByteOffset: Slot.time, as: UInt64.self)
         slot.storeBytes(of: flowID.littleEndian, toByteOffset: Slot.flowID, as: UInt64.self)
-        if ipVersion == 6 {
+        if kind == .flowHost {
+            // No addresses: the four words hold host bytes 0–31 (LiveRecord+Host), as they are.
+            slot.storeBytes(of: sourceHigh.littleEndian, toByteOffset: Slot.source, as: UInt64.self)
+            slot.storeBytes(of: sourceLow.littleEndian, toByteOffset: Slot.source + 8, as: UInt64.self)
+            slot.storeBytes(of: destinationHigh.littleEndian, toByteOffset: Slot.destination, as: UInt64.self)
+            slot.storeBytes(of: destinationLow.littleEndian, toByteOffset: Slot.destination + 8, as: UInt64.self)
+        } else if ipVersion == 6 {
             slot.storeBytes(of: sourceHigh.bigEndian, toByteOffset: Slot.source, as: UInt64.self)
             slot.storeBytes(of: sourceLow.bigEndian, toByteOffset: Slot.source + 8, as: UInt64.self)
             slot.storeBytes(of: destinationHigh.bigEndian, toByteOffset: Slot.destination, as: UInt64.self)
@@ -81,7 +87,13 @@ extension LiveRecord {
         timeNanoseconds = u64(Slot.time)
         flowID = u64(Slot.flowID)
         ipVersion = u8(Slot.ipVersion)
-        if ipVersion == 6 {
+        kind = LiveEventKind(rawValue: u8(Slot.kind))
+        if kind == .flowHost {
+            sourceHigh = u64(Slot.source)
+            sourceLow = u64(Slot.source + 8)
+            destinationHigh = u64(Slot.destination)
+            destinationLow = u64(Slot.destination + 8)
+        } else if ipVersion == 6 {
             sourceHigh = be64(Slot.source)
             sourceLow = be64(Slot.source + 8)
             destinationHigh = be64(Slot.destination)
@@ -95,7 +107,6 @@ extension LiveRecord {
         sourcePort = u16(Slot.sourcePort)
         destinationPort = u16(Slot.destinationPort)
         length = u32(Slot.length)
-        kind = LiveEventKind(rawValue: u8(Slot.kind))
         direction = Direction(rawValue: u8(Slot.direction))  // nil: a byte no tunneld writes
         ipProtocol = u8(Slot.ipProtocol)
         tcpFlags = u8(Slot.tcpFlags)

@@ -492,6 +492,8 @@ struct WatchRecordJSON: Encodable {
     @Nullable var flowId: UInt64? = nil
     /// Packet records: where the packet is in the capture files; null when not captured.
     @Nullable var capture: CaptureRef? = nil
+    /// Flow-host records: the flow's host (a name cut at 64 bytes ends in "…").
+    @Nullable var host: String? = nil
     /// Refusal records: the daemon's reason code and its name.
     @Nullable var reasonCode: UInt64? = nil
     @Nullable var reason: String? = nil
@@ -510,6 +512,11 @@ struct WatchRecordJSON: Encodable {
             reason = RefusalCode.name(ofRaw: r.detail)
             return
         case .handshake:
+            return
+        case .flowHost:
+            host = r.hostName
+            flowId = r.flowID
+            verdict = r.verdict
             return
         default:
             break

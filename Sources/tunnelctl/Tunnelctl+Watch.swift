@@ -226,6 +226,8 @@ extension Tunnelctl {
             return s + " \(peerText(r)) reason \(RefusalCode.name(ofRaw: r.detail))"
         case .handshake:
             return s + " \(peerText(r))"
+        case .flowHost:
+            return s + " \(peerText(r)) host \(r.hostName ?? "") \(r.verdict?.name ?? "?") flow \(r.flowID)"
         default:
             break
         }

@@ -229,6 +229,26 @@ import WireGuard
         #expect(strict.engine.counters.count(.quicUnknownBlocked) == 1)
     }
 
+    /// The live ring learns each flow's host once, when the flow is decided with it (`flow-host`
+    /// records, `tunnelctl watch`), with the verdict it got.
+    @Test func decidedHostsReachTheObserver() throws {
+        let observer = FakeObserver()
+        var options = GatewayOptions()
+        options.hostPendingTimeoutMs = 5_000
+        let h = try EngineHarness(rules: Self.rules, options: options) { $0.observer = observer }
+        try h.handshake()
+        let alice = try #require(h.engine.peer(named: "alice")).handle.rawValue
+        try Self.synThen(h)
+        let hello = Self.segment(TestPackets.tlsClientHello(serverName: "allowed.test", size: 400), at: 0)
+        try h.sendPacket(hello)
+        #expect(h.tun.waitWritten(count: 1) == [hello])
+        try Self.synThen(h, sport: 40001)
+        try h.sendPacket(Self.segment(TestPackets.tlsClientHello(serverName: "Blocked.Test", size: 400), at: 0, sport: 40001))
+        #expect(h.tun.waitWritten(count: 1, timeoutMilliseconds: 300).isEmpty)
+        let hosts = observer.log.filter { $0.hasPrefix("host ") }
+        #expect(hosts == ["host \(alice) allow allowed.test", "host \(alice) block blocked.test"])
+    }
+
     // MARK: held packets are the peer's packets: metered and shaped when released
 
     /// SYN, then a ClientHello naming `name` in three segments: the first two are held, the third

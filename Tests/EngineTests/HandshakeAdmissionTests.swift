@@ -40,6 +40,9 @@ final class FakeObserver: PacketObserving {
     func tick() {}
     func noteHandshake(peer: UInt32) { events.withLock { $0.append("handshake \(peer)") } }
     func noteRefusal(peer: UInt32, reason: UInt64) { events.withLock { $0.append("refusal \(peer) \(reason)") } }
+    func noteFlowHost(flowID: UInt64, peer: UInt32, verdict: Verdict, host: String) {
+        events.withLock { $0.append("host \(peer) \(verdict) \(host)") }
+    }
     var log: [String] { events.withLock { $0 } }
 }
 

@@ -29,6 +29,32 @@ import Testing
         #expect(consumer.generation == producer.generation)
     }
 
+    /// A flow-host record carries its host through the slot: up to 64 bytes, a longer name cut
+    /// and marked; other kinds have none.
+    @Test func flowHostRecordsCarryTheHost() throws {
+        let dir = TemporaryDirectory()
+        let producer = try RingProducer(directory: dir.path, slotCount: 8)
+        let consumer = try RingConsumer(path: producer.path)
+        let long = String(repeating: "a", count: 60) + ".example.com"  // 72 bytes
+        let names = ["allowed.test", "", String(repeating: "x", count: 64), long]
+        var sent: [LiveRecord] = []
+        for (i, name) in names.enumerated() {
+            var r = LiveRecord.flowHost(flowID: UInt64(100 + i), peerIndex: 2, verdict: i == 3 ? .block : .allow, host: name)
+            r.timeNanoseconds = 1_000 + UInt64(i)
+            #expect(producer.publish(r))
+            sent.append(r)
+        }
+        producer.endBatch()
+        let got = consumer.read()
+        #expect(got == sent)
+        #expect(got.map(\.kind) == Array(repeating: LiveEventKind.flowHost, count: 4))
+        #expect(got.map { $0.hostName } == ["allowed.test", "", String(repeating: "x", count: 64), String(long.prefix(64)) + "…"])
+        #expect(got.map(\.hostTruncated) == [false, false, false, true])
+        #expect(got[3].verdict == .block && got[3].flowID == 103 && got[3].peerIndex == 2)
+        #expect(LiveEventKind.flowHost.description == "flow-host")
+        #expect(sampleRecord(1).hostName == nil)
+    }
+
     @Test func batchPublishIsReadInOrder() throws {
         let dir = TemporaryDirectory()
         let producer = try RingProducer(directory: dir.path, slotCount: 16)

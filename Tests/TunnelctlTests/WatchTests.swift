@@ -105,6 +105,15 @@ import Testing
         c.detail = 123_456
         c.detail2 = 99
         out.append(c)
+        var fh = LiveRecord.flowHost(flowID: 7, peerIndex: 1, verdict: .allow, host: "allowed.test")
+        fh.timeNanoseconds = t0 + 1_200_000
+        fh.peerName = LivePeerName("alice")
+        out.append(fh)
+        var fb = LiveRecord.flowHost(flowID: 9, peerIndex: 1, verdict: .block,
+                                     host: "a-very-long-tracking-subdomain-name-0123456789.ads.example.com.cdn.test")
+        fb.timeNanoseconds = t0 + 1_300_000
+        fb.peerName = LivePeerName("alice")
+        out.append(fb)
         var u = out[1]
         u.kind = LiveEventKind(rawValue: 9)
         u.verdict = Verdict(rawValue: 7)
@@ -185,9 +194,9 @@ import Testing
     @Test func filters() {
         let all = Self.recorded
         let peer = Tunnelctl.WatchOptions(ringPath: "", peer: "alice")
-        #expect(all.filter(peer.accepts).map(\.flowID) == [7, 7, 7, 9, 7, 7])
+        #expect(all.filter(peer.accepts).map(\.flowID) == [7, 7, 7, 9, 7, 7, 9, 7])
         let blocked = Tunnelctl.WatchOptions(ringPath: "", blockedOnly: true)
-        #expect(all.filter(blocked.accepts).map(\.kind) == [.packet, .packet, .refusal, LiveEventKind(rawValue: 9)])
+        #expect(all.filter(blocked.accepts).map(\.kind) == [.packet, .packet, .refusal, .flowHost, LiveEventKind(rawValue: 9)])
     }
 
     @Test func liveViewShowsTopFlowsNewFlowsAndBlocks() {

@@ -58,6 +58,11 @@ tls() {
 # http HOST: the status code of GET / with that Host header (000: no answer within 3 s).
 http() { tv_in "$TV_NS_C" curl -s -o /dev/null -w '%{http_code}\n' --max-time 3 -H "Host: $1" http://$TV_SRV:8080/; }
 
+# The live feed from here on: each decided flow's host arrives as a flow-host record.
+$CTL watch --json >"$TV_DIR/watch.jsonl" 2>"$TV_DIR/watch.err" &
+WATCH_PID=$!
+TV_PIDS+=("$WATCH_PID")
+sleep 0.5
 echo "hosts: TLS SNI"
 check_output "openssl s_client -servername allowed.test completes the handshake" '^handshake$' tls allowed.test
 check_output "openssl s_client -servername blocked.test is blocked (same address and port)" '^no-handshake$' tls blocked.test
@@ -87,6 +92,19 @@ quic_arrived() { [ "$(grep -c got "$TV_DIR/quic.log")" -ge 1 ]; }
 check "a QUIC Initial naming quic-ok.test does" wait_for 3 quic_arrived
 
 echo "hosts: visible to the operator"
+kill "$WATCH_PID" 2>/dev/null; wait "$WATCH_PID" 2>/dev/null
+flow_host() {  # flow_host HOST VERDICT: watch saw a flow-host record of alice's for HOST with VERDICT
+  python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    if r["kind"] == "flow-host" and r["host"] == sys.argv[2] and r["verdict"] == sys.argv[3] and r["peer"] == "alice" and r["flowId"]:
+        print("seen"); break' "$TV_DIR/watch.jsonl" "$1" "$2"
+}
+check_output "tunnelctl watch shows allowed.test's flow with its host (flow-host, allow)" '^seen$' flow_host allowed.test allow
+check_output "… and blocked.test's, blocked" '^seen$' flow_host blocked.test block
+check_output "… and ads.example.com's (HTTP Host)" '^seen$' flow_host ads.example.com block
+check_output "… and the flow to the address tracker.test resolved to (its DNS name)" '^seen$' flow_host tracker.test block
 check_output "tunnelctl status counts host learning" 'host learning: pending [1-9]' $CTL status
 check_output "status --json has the counters" '"dns-answers" : [1-9]' $CTL status --json
 for h in allowed.test blocked.test rejected.test ads.example.com tracker.test quic-blocked.test quic-ok.test; do

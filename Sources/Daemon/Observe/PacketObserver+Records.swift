@@ -115,12 +115,9 @@ extension PacketObserver {
         hasQueued.store(false, ordering: .relaxed)
         queued.withLock { q in
             for e in q.events {
-                var r = LiveRecord()
+                var r = e.record
                 r.timeNanoseconds = wallNanoseconds
-                r.kind = e.kind
-                r.peerIndex = e.peer
-                r.peerName = peerNames[e.peer] ?? .none
-                r.detail = e.detail
+                r.peerName = peerNames[r.peerIndex] ?? .none
                 ring.publish(r)
             }
             q.events.removeAll(keepingCapacity: true)

@@ -162,6 +162,13 @@ public final class PacketObserver: @unchecked Sendable {
         enqueue(QueuedEvent(kind: .handshake, peer: peer, detail: 0))
     }
 
+    /// A flow was decided knowing its host; published as a `flow-host` event (only while
+    /// something watches: one record per flow with a host, never per packet).
+    public func noteFlowHost(flowID: UInt64, peer: UInt32, verdict: Verdict, host: String) {
+        guard ring?.hasConsumer ?? false else { return }
+        enqueue(QueuedEvent(LiveRecord.flowHost(flowID: flowID, peerIndex: peer, verdict: verdict, host: host)))
+    }
+
     /// The capture file being written now (nil: none); pruning must keep it.
     public var captureSequenceInUse: UInt32? {
         let s = activeSequence.load(ordering: .acquiring)
@@ -199,9 +206,16 @@ public struct CaptureSettingsChange: Sendable, Equatable {
 
 /// An event seen outside the flow lock.
 struct QueuedEvent {
-    var kind: LiveEventKind
-    var peer: UInt32
-    var detail: UInt64
+    /// The record to publish; its time and peer name are filled in then.
+    var record: LiveRecord
+    init(_ record: LiveRecord) { self.record = record }
+    init(kind: LiveEventKind, peer: UInt32, detail: UInt64) {
+        var r = LiveRecord()
+        r.kind = kind
+        r.peerIndex = peer
+        r.detail = detail
+        record = r
+    }
 }
 
 /// A bounded queue of events seen outside the flow lock (the rest are dropped and counted).
