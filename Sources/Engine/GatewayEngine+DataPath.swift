@@ -385,13 +385,15 @@ extension GatewayEngine {
                         counters.drop(.policyBlock)
                     case .reject:
                         counters.drop(.policyReject)
+                        let resetOpener = hostGate.takeRejectOpener()
                         let t = toTun.count
-                        guard t < toTun.capacity else { continue }
-                        if let len = buildRejection(answering: packet, parsed, into: toTun.slot(t)) {
+                        if t < toTun.capacity, let len = buildRejection(answering: packet, parsed, into: toTun.slot(t)) {
                             toTun.offsets[t] = 0
                             toTun.lengths[t] = len
                             toTun.count = t + 1
                         }
+                        // The reply decided its peer's pending flow: the peer gets a RST in its place.
+                        if resetOpener { sendPeer[i] = resetInPlace(rd, slot: i, parsed) ? UInt32(peer) : 0 }
                     }
                 }
                 // Held packets a decision here released wait for the inbound thread, which owns
@@ -699,6 +701,9 @@ extension GatewayEngine {
         }
         hostGate.finish(slot, verdict: v.action)
         settlePending(table, handle, record: record, verdict: v, host: host, source: source, policy: policy)
+        // A reply (the server spoke first) decided `reject`: it is answered, and the peer that
+        // opened the flow, waiting on it, is reset too (the outbound loop builds that RST).
+        if isReply, v.action == .reject, p.proto == .tcp { hostGate.rejectOpener = true }
         observer?.packet(ObservedBytes(packet), p, handle: handle, entry: table[handle], opened: false,
                          action: v.action, peer: peer, fromPeer: fromPeer)
         return v.action
@@ -778,6 +783,20 @@ extension GatewayEngine {
             return try ReplyBuilder.unreachable(answering: packet, parsed: p, reason: reason, into: out)
         } catch {
             return nil
+        }
+    }
+
+    /// Replaces the TCP segment in `batch`'s slot `k` (plaintext at its offset) by the RST that
+    /// stands in for it on its way (`ReplyBuilder.tcpReset(continuing:)`), at 16 bytes of
+    /// headroom as `sealOutbound` expects; false when none can be built (the slot is then unused).
+    func resetInPlace(_ batch: PacketBatch, slot k: Int, _ p: ParsedPacket) -> Bool {
+        withUnsafeTemporaryAllocation(byteCount: 64, alignment: 8) { tmp in
+            guard let len = try? ReplyBuilder.tcpReset(continuing: UnsafeRawBufferPointer(batch.packet(k)), parsed: p, into: tmp)
+            else { return false }
+            (batch.slot(k).baseAddress! + 16).copyMemory(from: tmp.baseAddress!, byteCount: len)
+            batch.offsets[k] = 16
+            batch.lengths[k] = len
+            return true
         }
     }
 

@@ -77,6 +77,15 @@ final class HostGate: @unchecked Sendable {
     private var releaseHead = 0
     /// True when `releaseQueue` holds packets to write.
     var hasReleased: Bool { releaseHead < releaseQueue.count }
+    /// A reply just decided its pending TCP flow `reject` (`pendingPacket`): the thread handling
+    /// that reply answers its sender and also resets the peer that opened the flow
+    /// (`takeRejectOpener`). Flow lock held.
+    var rejectOpener = false
+    /// Whether the reply being handled must also reset the flow's opener (and clears it).
+    func takeRejectOpener() -> Bool {
+        defer { rejectOpener = false }
+        return rejectOpener
+    }
 
     init(options: GatewayOptions, counters: GatewayCounters, flowCapacity: Int, mtu: Int) {
         self.options = options

@@ -65,6 +65,41 @@ public enum ReplyBuilder {
         return length
     }
 
+    /// A RST that stands in for the TCP segment `packet` (parsed as `parsed`) on its way: from
+    /// its source to its destination, sequence SEG.SEQ — the first byte the receiver has not
+    /// seen, since the segment itself is dropped — and, when the segment has ACK, ACK with its
+    /// SEG.ACK (RFC 9293 §3.10.7.3: a RST in the window resets the connection). Used when a
+    /// reply decides a flow `reject`: the reply's sender gets `tcpReset(answering:)`, the peer
+    /// that opened the flow this one instead of the reply. Not for a RST or a fragment.
+    public static func tcpReset(
+        continuing packet: UnsafeRawBufferPointer, parsed: ParsedPacket, into out: UnsafeMutableRawBufferPointer
+    ) throws(PacketError) -> Int {
+        guard parsed.proto == .tcp, parsed.hasTransportHeader else { throw .mustNotAnswer("not a TCP segment") }
+        guard !parsed.tcpFlags.contains(.rst) else { throw .mustNotAnswer("a RST is not stood in for") }
+        guard !parsed.fragment.isFragment else { throw .mustNotAnswer("a fragment") }
+        try checkUnicast(parsed)
+        let ipLength = parsed.version == 4 ? 20 : 40
+        let length = ipLength + 20
+        guard out.count >= length else { throw .bufferTooSmall(needed: length) }
+        let hasACK = parsed.tcpFlags.contains(.ack)
+        writeIPHeader(out, parsed: parsed, proto: .tcp, payloadLength: 20, forward: true)
+        let t = ipLength
+        out.setBE16(parsed.sourcePort, at: t)
+        out.setBE16(parsed.destinationPort, at: t + 2)
+        out.setBE32(parsed.tcpSequence, at: t + 4)
+        out.setBE32(hasACK ? parsed.tcpAcknowledgment : 0, at: t + 8)
+        out[t + 12] = 5 << 4
+        out[t + 13] = (hasACK ? [.rst, .ack] : TCPFlags.rst).rawValue
+        out.setBE16(0, at: t + 14)
+        out.setBE16(0, at: t + 16)
+        out.setBE16(0, at: t + 18)
+        var c = InternetChecksum()
+        c.addPseudoHeader(source: parsed.source, destination: parsed.destination, proto: .tcp, length: 20)
+        c.add(UnsafeRawBufferPointer(rebasing: out[t..<(t + 20)]))
+        out.setBE16(c.finalized, at: t + 16)
+        return length
+    }
+
     /// Parses `packet` and answers it with a RST (see the other overload).
     public static func tcpReset(
         answering packet: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer
@@ -152,8 +187,11 @@ public enum ReplyBuilder {
 
     /// Writes a 20-byte IPv4 or 40-byte IPv6 header from `parsed.destination` to `parsed.source`.
     static func writeIPHeader(
-        _ out: UnsafeMutableRawBufferPointer, parsed: ParsedPacket, proto: IPProtocol, payloadLength: Int
+        _ out: UnsafeMutableRawBufferPointer, parsed: ParsedPacket, proto: IPProtocol, payloadLength: Int,
+        forward: Bool = false
     ) {
+        // A reply goes from the packet's destination to its source; `forward`, the same way.
+        let (from, to) = forward ? (parsed.source, parsed.destination) : (parsed.destination, parsed.source)
         if parsed.version == 4 {
             out[0] = 0x45
             out[1] = 0
@@ -163,18 +201,18 @@ public enum ReplyBuilder {
             out[8] = replyTTL
             out[9] = proto.rawValue
             out.setBE16(0, at: 10)
-            out.setBE32(parsed.destination.v4, at: 12)
-            out.setBE32(parsed.source.v4, at: 16)
+            out.setBE32(from.v4, at: 12)
+            out.setBE32(to.v4, at: 16)
             out.setBE16(InternetChecksum.checksum(UnsafeRawBufferPointer(rebasing: out[0..<20])), at: 10)
         } else {
             out.setBE32(0x6000_0000, at: 0)
             out.setBE16(UInt16(payloadLength), at: 4)
             out[6] = proto.rawValue
             out[7] = replyTTL
-            out.setBE64(parsed.destination.high, at: 8)
-            out.setBE64(parsed.destination.low, at: 16)
-            out.setBE64(parsed.source.high, at: 24)
-            out.setBE64(parsed.source.low, at: 32)
+            out.setBE64(from.high, at: 8)
+            out.setBE64(from.low, at: 16)
+            out.setBE64(to.high, at: 24)
+            out.setBE64(to.low, at: 32)
         }
     }
 }

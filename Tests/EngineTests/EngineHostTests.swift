@@ -198,6 +198,25 @@ import WireGuard
         #expect(h.tun.waitWritten(count: 1) == [data])
     }
 
+    /// A reply that decides its pending flow `reject` (the server spoke first, no host to read):
+    /// the server gets a RST answering it, and the peer, whose connection waits, a RST standing
+    /// in for the reply (before: only the server was answered, the client hung until it timed out).
+    @Test func rejectDecidedByAReplyResetsBothSides() throws {
+        let h = try Self.harness("default allow\nallow host ok.test port 2525\nreject proto tcp port 2525\n")
+        try Self.synThen(h, port: 2525)
+        let banner = TestPackets.tcp(from: Self.server, 2525, to: Self.alice, 40000, seq: 5000, ack: 1000, flags: Self.psh,
+                                     payload: Array("220 mail\r\n".utf8))
+        h.tun.inject(banner)
+        let toServer = try #require(h.tun.waitWritten(count: 1).first)
+        let s = try toServer.withUnsafeBytes { try PacketParser.parse($0) }
+        #expect(s.tcpFlags.contains(.rst) && s.destination == IPAddress(Self.server) && s.destinationPort == 2525)
+        let toAlice = try #require(try h.receivePacket())
+        let a = try toAlice.withUnsafeBytes { try PacketParser.parse($0) }
+        #expect(a.tcpFlags.contains(.rst) && a.source == IPAddress(Self.server) && a.destination == IPAddress(Self.alice))
+        #expect(a.sourcePort == 2525 && a.destinationPort == 40000 && a.tcpSequence == 5000)
+        #expect(h.engine.counters.count(.policyReject) == 1)
+    }
+
     static func hex(_ s: String) -> [UInt8] {
         var out: [UInt8] = []
         var it = s.makeIterator()

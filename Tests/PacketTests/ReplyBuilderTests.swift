@@ -78,6 +78,32 @@ func checksumsVerify(_ bytes: [UInt8]) throws -> Bool {
         #expect(p.tcpAcknowledgment == 0xFFFF_FFFE &+ 7)
     }
 
+    /// A RST standing in for a segment on its way: same direction, SEQ = SEG.SEQ (the byte the
+    /// receiver expects next), ACK with SEG.ACK when the segment had it.
+    @Test func resetContinuingASegment() throws {
+        func cont(_ packet: [UInt8]) -> Result<[UInt8], PacketError> {
+            buildReply(packet) { p, o throws(PacketError) in
+                try ReplyBuilder.tcpReset(continuing: p, parsed: try PacketParser.parse(p), into: o)
+            }
+        }
+        let banner = T.ipv4(proto: 6, src: "198.19.0.9", dst: "10.99.0.2",
+                            payload: T.tcp(sport: 25, dport: 40000, seq: 5000, ack: 1000, flags: [.ack, .psh], data: Array("220 mail\r\n".utf8)))
+        let reply = try cont(banner).get()
+        let p = try parsed(reply)
+        #expect(p.source == IPAddress("198.19.0.9") && p.destination == IPAddress("10.99.0.2"))
+        #expect(p.sourcePort == 25 && p.destinationPort == 40000)
+        #expect(p.tcpFlags == [.rst, .ack] && p.tcpSequence == 5000 && p.tcpAcknowledgment == 1000)
+        #expect(p.totalLength == 40 && p.payloadLength == 0)
+        #expect(try checksumsVerify(reply))
+        let v6 = T.ipv6(proto: 6, src: "2001:db8::1", dst: "fd99::2", payload: T.tcp(sport: 22, dport: 50000, seq: 7, flags: .psh, data: [1]))
+        let r6 = try parsed(try cont(v6).get())
+        #expect(r6.version == 6 && r6.source == IPAddress("2001:db8::1") && r6.destination == IPAddress("fd99::2"))
+        #expect(r6.tcpFlags == .rst && r6.tcpSequence == 7 && r6.tcpAcknowledgment == 0)
+        #expect(try checksumsVerify(try cont(v6).get()))
+        let r = T.ipv4(proto: 6, src: "198.19.0.9", dst: "10.99.0.2", payload: T.tcp(sport: 1, dport: 2, flags: [.rst, .ack]))
+        #expect(cont(r) == .failure(.mustNotAnswer("a RST is not stood in for")))
+    }
+
     @Test func resetRefusals() {
         let r = T.ipv4(proto: 6, src: "10.99.0.2", dst: "192.0.2.10", payload: T.tcp(sport: 1, dport: 2, flags: [.rst, .ack]))
         #expect(rst(r) == .failure(.mustNotAnswer("a RST is never answered")))

@@ -22,6 +22,8 @@ default in block
 allow in proto icmp,icmpv6 reason "e2e: the server may ping the client"
 block host blocked.test, ads.example.com, tracker.test, quic-blocked.test reason "e2e: blocked host"
 reject host rejected.test reason "e2e: rejected host"
+allow host ok.test port 2526 reason "e2e: a named flow to the banner server"
+reject proto tcp port 2526 reason "e2e: the banner port without a name"
 RULES
 tv_tunneld_config "$TV_DIR/hostpolicy"
 tv_gateway_tunneld_up || { tv_bad "tunneld starts"; tv_summary; exit 1; }
@@ -40,6 +42,8 @@ tv_spawn "$TV_NS_S" "$TV_DIR/http.log" python3 -m http.server 8080 --bind $TV_SR
 tv_spawn "$TV_NS_S" "$TV_DIR/dns.log" $TOOLS dns-server $TV_SRV tracker.test $TRACKER
 tv_spawn "$TV_NS_S" "$TV_DIR/udp.log" $TOOLS udp-sink $TV_SRV 443 "$TV_DIR/quic.log"
 tv_spawn "$TV_NS_S" "$TV_DIR/netserver.log" python3 scripts/e2e/lib/netserver.py
+tv_spawn "$TV_NS_S" "$TV_DIR/banner.log" $TOOLS banner-server $TV_SRV 2526
+wait_for 5 grep -q ready "$TV_DIR/banner.log" >/dev/null
 wait_for 5 grep -q ready "$TV_DIR/dns.log" >/dev/null
 wait_for 5 grep -q ready "$TV_DIR/udp.log" >/dev/null
 wait_for 5 grep -q ready "$TV_DIR/netserver.log" >/dev/null
@@ -70,6 +74,9 @@ check_output "openssl s_client -servername blocked.test is blocked (same address
 echo "hosts: reject"
 check_output "-servername allowed.test passes on the second server" '^handshake$' tls allowed.test 4434
 check_output "-servername rejected.test is answered with a TCP RST" '^reset$' tls rejected.test 4434
+
+check_output "a server that speaks first decides the flow reject: the client is reset, not left waiting" '^reset$' \
+  tv_in "$TV_NS_C" $TOOLS banner-client $TV_SRV 2526 4
 
 echo "hosts: HTTP Host"
 check_output "curl -H 'Host: www.example.com' gets 200" '^200$' http www.example.com

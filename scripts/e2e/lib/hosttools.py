@@ -70,6 +70,46 @@ def echo(host, port, secs):
         print("reset")
 
 
+def banner_server(addr, port):
+    """A server that speaks first (like SMTP or SSH): each connection gets a banner line."""
+    import threading
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((addr, port)); s.listen(16)
+    print("ready", flush=True)
+    def serve(c):
+        try:
+            c.sendall(b"220 banner\r\n")
+            c.settimeout(10)
+            while c.recv(100):
+                pass
+        except OSError:
+            pass
+        finally:
+            c.close()
+    while True:
+        c, _ = s.accept()
+        threading.Thread(target=serve, args=(c,), daemon=True).start()
+
+
+def banner_client(host, port, secs):
+    """Connects and waits for the banner: prints banner, reset, closed or timeout."""
+    try:
+        c = socket.create_connection((host, port), timeout=secs)
+    except ConnectionRefusedError:
+        print("refused"); return
+    except (socket.timeout, TimeoutError):
+        print("timeout"); return
+    c.settimeout(secs)
+    try:
+        data = c.recv(100)
+        print("banner" if data.startswith(b"220") else "closed")
+    except (socket.timeout, TimeoutError):
+        print("timeout")
+    except ConnectionResetError:
+        print("reset")
+
+
 def udp_sink(addr, port, log):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.bind((addr, port))
@@ -149,6 +189,10 @@ elif cmd == "resolve":
     resolve(sys.argv[2], sys.argv[3])
 elif cmd == "echo":
     echo(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]))
+elif cmd == "banner-server":
+    banner_server(sys.argv[2], int(sys.argv[3]))
+elif cmd == "banner-client":
+    banner_client(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]))
 elif cmd == "udp-sink":
     udp_sink(sys.argv[2], int(sys.argv[3]), sys.argv[4])
 elif cmd == "quic-initial":
