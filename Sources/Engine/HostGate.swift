@@ -55,6 +55,8 @@ final class HostGate: @unchecked Sendable {
     private(set) var cache: AddressNameCache!
     private let dns = DNSAnswers()
     private var quicReader: QUICInitialReader?
+    /// DNS over TCP answers that span segments (prepared with the rest).
+    private var dnsStreams: DNSStreamAssembler?
     private var pool: FirstFlightPool!
     private var scratch = UnsafeMutableRawBufferPointer(start: nil, count: 0)
     private var records: [Record] = []
@@ -114,6 +116,7 @@ final class HostGate: @unchecked Sendable {
                                  ttlCeiling: max(options.dnsTTLFloor, options.dnsTTLCeiling), hashSeed: random.next())
         pool = FirstFlightPool(count: p)
         quicReader = QUICInitialReader()
+        dnsStreams = DNSStreamAssembler()
         scratch = .allocate(byteCount: 16384, alignment: 16)
         let placeholder = PolicyQuery(direction: .out, proto: .tcp, source: IPAddress(v4: 0), destination: IPAddress(v4: 0),
                                       sourcePort: 0, destinationPort: 0, peer: .unknown, tier: nil, host: nil, minuteOfWeek: 0)
@@ -141,6 +144,10 @@ final class HostGate: @unchecked Sendable {
     /// port 53). Call only for such packets.
     func learnDNS(_ p: ParsedPacket, _ packet: UnsafeRawBufferPointer, peer: UInt32, nowMs: Int64) {
         prepare()
+        if p.proto == .tcp {
+            learnDNSOverTCP(p, packet, peer: peer, nowMs: nowMs)
+            return
+        }
         switch dns.parse(response: p, in: packet) {
         case .answered?:
             cache.learn(peer: peer, from: dns, now: nowMs)
@@ -150,6 +157,29 @@ final class HostGate: @unchecked Sendable {
         case nil:
             break
         }
+    }
+
+    /// A segment of a DNS-over-TCP answer: its messages, once whole (`DNSStreamAssembler`), are
+    /// read like UDP answers; one that cannot be assembled (a gap, longer than 16 KiB, pushed
+    /// out by other connections) counts as `dns-malformed`.
+    private func learnDNSOverTCP(_ p: ParsedPacket, _ packet: UnsafeRawBufferPointer, peer: UInt32, nowMs: Int64) {
+        guard p.hasTransportHeader, p.sourcePort == 53, p.payloadOffset <= p.totalLength, p.totalLength <= packet.count,
+              let streams = dnsStreams else { return }
+        let closing = p.tcpFlags.contains(.fin) || p.tcpFlags.contains(.rst)
+        let payload = UnsafeRawBufferPointer(rebasing: packet[p.payloadOffset..<p.totalLength])
+        if payload.isEmpty && !closing { return }  // a bare ACK
+        let key = DNSStreamAssembler.Key(peer: peer, server: p.source, serverPort: p.sourcePort, client: p.destination,
+                                         clientPort: p.destinationPort)
+        let problem = streams.feed(key, sequence: p.tcpSequence, payload: payload, closing: closing) { m in
+            switch dns.parse(m) {
+            case .answered:
+                cache.learn(peer: peer, from: dns, now: nowMs)
+                counters.host(.dnsAnswers)
+            case .failed:
+                counters.host(.dnsMalformed)
+            }
+        }
+        if problem != nil { counters.host(.dnsMalformed) }
     }
 
     /// The names `peer` looked up for `address` (empty when nothing was learned).
@@ -162,6 +192,7 @@ final class HostGate: @unchecked Sendable {
     func forget(peer: UInt32) {
         guard ready else { return }
         cache.forget(peer: peer)
+        dnsStreams?.forget(peer: peer)
     }
 
     // MARK: Per-flow state

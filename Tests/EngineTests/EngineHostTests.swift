@@ -133,6 +133,28 @@ import WireGuard
         #expect(h.engine.counters.count(.timeouts) == 1)
     }
 
+    /// A DNS-over-TCP answer cut over two segments (RFC 7766) is reassembled and teaches the
+    /// name (before, each piece counted as malformed and nothing was learned).
+    @Test func dnsOverTCPAnswerSplitOverSegmentsTeachesTheName() throws {
+        let h = try Self.harness()
+        let resolver = "198.19.0.53"
+        try h.sendPacket(TestPackets.tcp(from: Self.alice, 40100, to: resolver, 53, seq: 99, flags: Self.syn))
+        #expect(h.tun.waitWritten(count: 1).count == 1)
+        let answer = TestPackets.dnsResponse(name: "tracker.test", address: "198.19.0.77")
+        let framed = [UInt8(answer.count >> 8), UInt8(answer.count & 0xFF)] + answer
+        for (offset, piece) in [(0, Array(framed[0..<7])), (7, Array(framed[7...]))] {
+            let seg = TestPackets.tcp(from: resolver, 53, to: Self.alice, 40100, seq: 5000 + UInt32(offset), ack: 100,
+                                      flags: Self.psh, payload: piece)
+            h.tun.inject(seg)
+            #expect(try h.receivePacket() == seg)
+        }
+        #expect(h.engine.counters.count(.dnsAnswers) == 1)
+        #expect(h.engine.counters.count(.dnsMalformed) == 0)
+        try h.sendPacket(TestPackets.udp(from: Self.alice, 40054, to: "198.19.0.77", 9999))
+        #expect(h.tun.waitWritten(count: 1, timeoutMilliseconds: 300).isEmpty)
+        #expect(h.engine.counters.count(.policyBlock) == 1)
+    }
+
     @Test func dnsLearnedNameBlocksALaterFlow() throws {
         let h = try Self.harness()
         // alice asks the resolver; its answer for tracker.test comes back through the gateway.

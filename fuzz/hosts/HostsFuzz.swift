@@ -6,6 +6,7 @@
 //
 // The first input byte picks the target (mod 6); the rest is the input.
 import COpenSSL
+import Core
 
 nonisolated(unsafe) let dns = DNSAnswers(maxChain: 4, maxAnswers: 16)
 nonisolated(unsafe) let cache = AddressNameCache(capacity: 32, bytesPerAddress: 300, ttlFloor: 1, ttlCeiling: 100)
@@ -13,6 +14,7 @@ nonisolated(unsafe) let flight = FirstFlightBuffer(capacity: 4096)
 nonisolated(unsafe) let quic = QUICInitialReader()
 nonisolated(unsafe) let crypto = FirstFlightBuffer()
 nonisolated(unsafe) var clock: Int64 = 0
+nonisolated(unsafe) let streams = DNSStreamAssembler(streams: 1, maxMessage: 65_535)
 nonisolated(unsafe) let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 16)
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -39,6 +41,7 @@ func checkName(_ n: UnsafeRawBufferPointer) {
 }
 
 func fuzzDNS(_ m: UnsafeRawBufferPointer, tcp: Bool) {
+    if tcp { fuzzTCPStream(m) }
     let outcome = tcp ? dns.parse(tcpPayload: m) : dns.parse(m)
     guard outcome == .answered else {
         precondition(dns.answerCount == 0 || dns.answerCount <= dns.maxAnswers)
@@ -58,6 +61,34 @@ func fuzzDNS(_ m: UnsafeRawBufferPointer, tcp: Bool) {
         }
         precondition(names <= 300 / 10)
     }
+}
+
+/// DNS over TCP cut into pieces (in order, as segments): the assembler must hand out exactly the
+/// length-prefixed messages the input holds read whole, and forget the connection at its end.
+func fuzzTCPStream(_ input: UnsafeRawBufferPointer) {
+    var want: [[UInt8]] = []
+    var i = 0
+    while i + 2 <= input.count {
+        let n = Int(input[i]) << 8 | Int(input[i + 1])
+        guard i + 2 + n <= input.count else { break }
+        want.append(Array(input[(i + 2)..<(i + 2 + n)]))
+        i += 2 + n
+    }
+    let key = DNSStreamAssembler.Key(peer: 1, server: IPAddress(v4: 1), serverPort: 53, client: IPAddress(v4: 2), clientPort: 9)
+    var got: [[UInt8]] = []
+    var at = 0
+    var x = UInt32(truncatingIfNeeded: input.count) | 1
+    while at < input.count {
+        x = x &* 1_103_515_245 &+ 12345
+        let len = min(input.count - at, 1 + Int(x >> 20) % 40)
+        let last = at + len == input.count
+        let problem = streams.feed(key, sequence: 7 &+ UInt32(at), payload: UnsafeRawBufferPointer(rebasing: input[at..<(at + len)]),
+                                   closing: last) { got.append(Array($0)) }
+        precondition(problem == nil, "in-order segments within the bound: nothing dropped")
+        at += len
+    }
+    precondition(got == want, "messages differ from the input read whole")
+    precondition(streams.active == 0, "the closing segment forgets the connection")
 }
 
 /// Feeds the input as pieces in a scrambled order; once all are in, the extractors must say

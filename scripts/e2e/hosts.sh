@@ -11,16 +11,18 @@ trap tv_cleanup EXIT
 TOOLS="python3 scripts/e2e/lib/hosttools.py"
 CTL="$TV_TUNNELCTL --config $TV_DIR/tunneld.conf"
 TRACKER=198.19.0.3   # a second server address: the one the DNS server answers for tracker.test
+TRACKER2=198.19.0.4  # a third: what it answers for tcp-tracker.test (asked over TCP)
 
 tv_topology_up
 tv_in "$TV_NS_S" ip addr add $TRACKER/24 dev vs$TV_ID
+tv_in "$TV_NS_S" ip addr add $TRACKER2/24 dev vs$TV_ID
 mkdir -p "$TV_DIR/hostpolicy"
 cat >"$TV_DIR/hostpolicy/10-hosts.rules" <<'RULES'
 # End-to-end policy for host rules.
 default allow
 default in block
 allow in proto icmp,icmpv6 reason "e2e: the server may ping the client"
-block host blocked.test, ads.example.com, tracker.test, quic-blocked.test reason "e2e: blocked host"
+block host blocked.test, ads.example.com, tracker.test, tcp-tracker.test, quic-blocked.test reason "e2e: blocked host"
 reject host rejected.test reason "e2e: rejected host"
 allow host ok.test port 2526 reason "e2e: a named flow to the banner server"
 reject proto tcp port 2526 reason "e2e: the banner port without a name"
@@ -39,7 +41,7 @@ for port in 4433 4434; do
 done
 mkdir -p "$TV_DIR/www"; echo "hello from the server" >"$TV_DIR/www/index.html"
 tv_spawn "$TV_NS_S" "$TV_DIR/http.log" python3 -m http.server 8080 --bind $TV_SRV --directory "$TV_DIR/www"
-tv_spawn "$TV_NS_S" "$TV_DIR/dns.log" $TOOLS dns-server $TV_SRV tracker.test $TRACKER
+tv_spawn "$TV_NS_S" "$TV_DIR/dns.log" $TOOLS dns-server $TV_SRV tracker.test $TRACKER tcp-tracker.test $TRACKER2
 tv_spawn "$TV_NS_S" "$TV_DIR/udp.log" $TOOLS udp-sink $TV_SRV 443 "$TV_DIR/quic.log"
 tv_spawn "$TV_NS_S" "$TV_DIR/netserver.log" python3 scripts/e2e/lib/netserver.py
 tv_spawn "$TV_NS_S" "$TV_DIR/banner.log" $TOOLS banner-server $TV_SRV 2526
@@ -88,6 +90,11 @@ check_output "the client resolves tracker.test through the tunnel" "^answer $TRA
 check_output "plain TCP to the answered address is blocked by 'block host tracker.test'" '^timeout$' \
   tv_in "$TV_NS_C" $TOOLS echo $TRACKER 7004 3
 check_output "plain TCP to another address still passes" '^echoed$' tv_in "$TV_NS_C" $TOOLS echo $TV_SRV 7004 3
+check_output "plain TCP to $TRACKER2 passes before any lookup" '^echoed$' tv_in "$TV_NS_C" $TOOLS echo $TRACKER2 7004 3
+check_output "the client resolves tcp-tracker.test over TCP (the answer cut over two segments)" "^answer $TRACKER2\$" \
+  tv_in "$TV_NS_C" $TOOLS resolve-tcp $TV_SRV tcp-tracker.test
+check_output "plain TCP to the address learned over TCP is blocked by 'block host tcp-tracker.test'" '^timeout$' \
+  tv_in "$TV_NS_C" $TOOLS echo $TRACKER2 7004 3
 
 echo "hosts: QUIC Initial SNI"
 : >"$TV_DIR/quic.log"

@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
 """Helpers for scripts/e2e/hosts.sh (host rules on live traffic).
 
-  dns-server ADDR NAME IP        answer A queries for NAME with IP (TTL 300) on ADDR:53/udp; others NXDOMAIN
-  resolve SERVER NAME            ask SERVER:53 for NAME's A record; prints "answer IP" or "no-answer"
+  dns-server ADDR NAME IP [NAME IP …]
+                                 answer A queries for each NAME with its IP (TTL 300) on ADDR:53, UDP and
+                                 TCP (RFC 7766; each TCP answer written in two segments, cut inside the
+                                 message, so a reader must reassemble it); others NXDOMAIN
+  resolve SERVER NAME            ask SERVER:53/udp for NAME's A record; prints "answer IP" or "no-answer"
+  resolve-tcp SERVER NAME        the same over TCP
   echo HOST PORT SECS            connect, send a line, wait for it back: "echoed", "timeout", "refused", "reset"
   udp-sink ADDR PORT LOG         append "got N" to LOG for every datagram to ADDR:PORT
   quic-initial HOST PORT SNI     send a QUIC v1 client Initial (RFC 9000 §17.2.2, RFC 9001 §5) whose
@@ -17,23 +21,70 @@ def dns_name(name):
     return b"".join(bytes([len(l)]) + l.encode() for l in name.rstrip(".").split(".")) + b"\0"
 
 
-def dns_server(addr, name, ip):
+def dns_answer(q, names):
+    """The reply to query q (None when q is not a query we can read)."""
+    if len(q) < 12 or b"\0" not in q[12:]:
+        return None
+    qid = q[:2]
+    end = q.index(b"\0", 12) + 5
+    question = q[12:end]
+    ip = names.get(question[:-4].lower()) if question[-4:] == b"\0\x01\0\x01" else None
+    if ip is None:
+        return qid + b"\x81\x83" + struct.pack(">HHHH", 1, 0, 0, 0) + question
+    ans = b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 300, 4) + socket.inet_aton(ip)
+    return qid + b"\x81\x80" + struct.pack(">HHHH", 1, 1, 0, 0) + question + ans
+
+
+def recv_exact(conn, n):
+    """n bytes from conn (MSG_WAITALL does not wait on a socket with a timeout in Python)."""
+    b = b""
+    while len(b) < n:
+        d = conn.recv(n - len(b))
+        if not d:
+            raise OSError("closed early")
+        b += d
+    return b
+
+
+def dns_tcp(conn, names):
+    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    conn.settimeout(5)
+    try:
+        n = struct.unpack(">H", recv_exact(conn, 2))[0]
+        r = dns_answer(recv_exact(conn, n), names)
+        if r is not None:
+            msg = struct.pack(">H", len(r)) + r
+            conn.sendall(msg[:9])        # the length and part of the header: one segment ...
+            time.sleep(0.1)
+            conn.sendall(msg[9:])        # ... the rest, the answer record among it, another
+            time.sleep(0.5)
+    except (OSError, struct.error):
+        pass
+    conn.close()
+
+
+def dns_server(addr, pairs):
+    import threading
+    names = {dns_name(pairs[i].lower()): pairs[i + 1] for i in range(0, len(pairs) - 1, 2)}
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.bind((addr, 53))
+    t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    t.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    t.bind((addr, 53))
+    t.listen(8)
+
+    def accept():
+        while True:
+            c, _ = t.accept()
+            threading.Thread(target=dns_tcp, args=(c, names), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
     print("ready", flush=True)
-    want = dns_name(name.lower())
     while True:
         q, peer = s.recvfrom(2048)
-        if len(q) < 12:
-            continue
-        qid = q[:2]
-        end = q.index(b"\0", 12) + 5
-        question = q[12:end]
-        if question[:-4].lower() == want and question[-4:] == b"\0\x01\0\x01":
-            ans = b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 300, 4) + socket.inet_aton(ip)
-            s.sendto(qid + b"\x81\x80" + struct.pack(">HHHH", 1, 1, 0, 0) + question + ans, peer)
-        else:
-            s.sendto(qid + b"\x81\x83" + struct.pack(">HHHH", 1, 0, 0, 0) + question, peer)
+        r = dns_answer(q, names)
+        if r is not None:
+            s.sendto(r, peer)
 
 
 def resolve(server, name):
@@ -47,6 +98,22 @@ def resolve(server, name):
         print("no-answer")
         return
     if struct.unpack(">H", r[6:8])[0] >= 1 and len(r) >= 4:
+        print("answer " + socket.inet_ntoa(r[-4:]))
+    else:
+        print("no-answer")
+
+
+def resolve_tcp(server, name):
+    q = b"\x4e\x22\x01\x00" + struct.pack(">HHHH", 1, 0, 0, 0) + dns_name(name) + b"\0\x01\0\x01"
+    try:
+        c = socket.create_connection((server, 53), timeout=3)
+        c.sendall(struct.pack(">H", len(q)) + q)
+        n = struct.unpack(">H", recv_exact(c, 2))[0]
+        r = recv_exact(c, n)
+    except (OSError, struct.error):
+        print("no-answer")
+        return
+    if len(r) == n and struct.unpack(">H", r[6:8])[0] >= 1:
         print("answer " + socket.inet_ntoa(r[-4:]))
     else:
         print("no-answer")
@@ -184,9 +251,11 @@ def send_quic(host, port, sni):
 
 cmd = sys.argv[1]
 if cmd == "dns-server":
-    dns_server(sys.argv[2], sys.argv[3], sys.argv[4])
+    dns_server(sys.argv[2], sys.argv[3:])
 elif cmd == "resolve":
     resolve(sys.argv[2], sys.argv[3])
+elif cmd == "resolve-tcp":
+    resolve_tcp(sys.argv[2], sys.argv[3])
 elif cmd == "echo":
     echo(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]))
 elif cmd == "banner-server":
