@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
@@ -158,3 +159,7 @@ int tv_signal_default(int signo) {
 int tv_unshare_network(void) {
     return unshare(CLONE_NEWNET) < 0 ? -errno : 0;
 }
+
+int tv_malloc_tune(void) { return mallopt(M_MMAP_THRESHOLD, 128 * 1024) == 1 ? 0 : -1; }
+
+int tv_malloc_trim(void) { return malloc_trim(0); }

@@ -121,3 +121,15 @@ extension Sys {
         _ = try shim("unshare(CLONE_NEWNET)") { tv_unshare_network() }
     }
 }
+
+extension Sys {
+    /// The daemon's heap policy (`tv_malloc_tune`): large buffers are always their own mappings, so
+    /// the temporaries of a start or reload with thousands of peers leave no resident pages behind.
+    /// Once, at start.
+    public static func tuneHeap() { _ = tv_malloc_tune() }
+
+    /// Gives free heap pages back to the kernel (`malloc_trim(0)`) after a start or reload that
+    /// allocated and freed a lot. Costs a walk of the heap's free lists (milliseconds); not for the
+    /// data path.
+    public static func trimHeap() { _ = tv_malloc_trim() }
+}

@@ -36,7 +36,7 @@ struct CookieChecker {
                             random: any RandomSource) -> [UInt8]
     {
         if secret == nil || now &- secretSetAt > WireGuardProtocol.cookieRefreshTime {
-            secret = SecretBuffer(random.bytes(32))
+            secret = SecretBuffer.copy(of: random.bytes(32))
             secretSetAt = now
         }
         let tau = cookie(for: source)

@@ -9,8 +9,18 @@ struct HandshakeState {
     var initiationSent = false
     /// Our index for the pending initiation (registered in the index table while `initiationSent`).
     var localIndex: UInt32 = 0
-    /// Bytes 0..<32 chaining key, 32..<64 hash, 64..<96 ephemeral private key.
-    let secrets = SecretBuffer(count: 96)
+    /// Bytes 0..<32 chaining key, 32..<64 hash, 64..<96 ephemeral private key; allocated the
+    /// first time we initiate (a gateway mostly responds, and most of 10,000 configured peers
+    /// never see an initiation from it), kept and wiped after.
+    private(set) var secrets: SecretBuffer?
+
+    /// ``secrets``, allocated if this is the first initiation.
+    mutating func pendingSecrets() -> SecretBuffer {
+        if let s = secrets { return s }
+        let s = SecretBuffer.zeroed(count: 96)
+        secrets = s
+        return s
+    }
     /// The newest TAI64N accepted from this peer; older or equal ones are replays.
     var lastTimestamp = TAI64N.zero
     /// When we last accepted an initiation from this peer (flood limit).
@@ -22,6 +32,6 @@ struct HandshakeState {
     mutating func clearPending() {
         initiationSent = false
         localIndex = 0
-        secrets.clear()
+        secrets?.clear()
     }
 }

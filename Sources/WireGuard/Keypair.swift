@@ -27,7 +27,7 @@ final class Keypair: Sendable {
     init(send: [UInt8], receive: [UInt8], created: UInt64, isInitiator: Bool, localIndex: UInt32,
          remoteIndex: UInt32)
     {
-        keys = SecretBuffer(count: 64)
+        keys = SecretBuffer.zeroed(count: 64)
         keys.write(send, at: 0)
         keys.write(receive, at: 32)
         replay = Mutex(ReplayWindow())

@@ -7,10 +7,8 @@ struct PeerState {
     var presharedKey: SecretBuffer
     /// `DH(our static private, peer static public)`, precomputed; zeros if the key is invalid.
     let staticStatic: SecretBuffer
-    /// `HASH(LABEL_MAC1 ‖ peer public)` for mac1 on messages we send to the peer.
-    let mac1Key: [UInt8]
-    /// `HASH(LABEL_COOKIE ‖ peer public)` for decrypting cookie replies from the peer.
-    let cookieKey: [UInt8]
+    // mac1 and cookie keys for this peer are derived from its public key when a handshake message
+    // is sent or a cookie reply arrives (`addMACsLocked`, `receiveCookieReply`), not stored.
     /// Persistent keepalive interval in nanoseconds (0 = off).
     var persistentKeepalive: UInt64
     /// Where the peer was last heard from (or configured).

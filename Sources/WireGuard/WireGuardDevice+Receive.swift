@@ -156,7 +156,7 @@ extension WireGuardDevice {
             st.previous = nil
             st.endpoint = source
             var out = built.message
-            addMACsLocked(&out, &st, now: now)
+            addMACsLocked(&out, &st, peer: peer, now: now)
             st.timers.anyAuthenticatedPacketTraversal(now: now, persistentInterval: st.persistentKeepalive)
             st.timers.anyAuthenticatedPacketReceived()
             st.timers.sessionDerived(now: now)
@@ -185,11 +185,12 @@ extension WireGuardDevice {
         let peer = entry.peer
         let privateKey = self.privateKey.read(0, 32)
         let outcome: Result<Void, DropReason>? = peer.state.withLock { st in
-            guard st.handshake.initiationSent, st.handshake.localIndex == receiver, !st.removed else {
+            guard st.handshake.initiationSent, st.handshake.localIndex == receiver, !st.removed,
+                  let secrets = st.handshake.secrets
+            else {
                 return .failure(.unexpectedResponse)
             }
             if st.refused { return nil }
-            let secrets = st.handshake.secrets
             let consumed = Noise.consumeResponse(
                 msg, localEphemeralPrivate: secrets.read(64, 32), localStaticPrivate: privateKey,
                 presharedKey: st.presharedKey.read(0, 32),
@@ -218,7 +219,7 @@ extension WireGuardDevice {
             st.current = keypair
             st.handshake.initiationSent = false
             st.handshake.localIndex = 0
-            st.handshake.secrets.clear()
+            secrets.clear()
             st.endpoint = source
             st.lastHandshake = now
             st.timers.anyAuthenticatedPacketTraversal(now: now, persistentInterval: st.persistentKeepalive)
@@ -241,7 +242,7 @@ extension WireGuardDevice {
         guard let entry = indices.withLock({ $0.lookup(receiver) }) else { return count(.unknownReceiverIndex) }
         let ok = entry.peer.state.withLock { st -> Bool in
             guard let lastMAC1 = st.lastMAC1,
-                let cookie = AEAD.xopen(key: st.cookieKey, nonce: Array(msg[8..<32]), ciphertext: Array(msg[32..<64]),
+                let cookie = AEAD.xopen(key: MACs.cookieKey(entry.peer.publicKey.bytes), nonce: Array(msg[8..<32]), ciphertext: Array(msg[32..<64]),
                                         ad: lastMAC1)
             else { return false }
             st.cookie = cookie

@@ -52,13 +52,14 @@ extension WireGuardDevice {
             }
             st.handshake.initiationSent = true
             st.handshake.localIndex = localIndex
-            st.handshake.secrets.write(built.state.chainKey, at: 0)
-            st.handshake.secrets.write(built.state.hash, at: 32)
-            st.handshake.secrets.write(ephemeral, at: 64)
+            let secrets = st.handshake.pendingSecrets()
+            secrets.write(built.state.chainKey, at: 0)
+            secrets.write(built.state.hash, at: 32)
+            secrets.write(ephemeral, at: 64)
             built.state.wipe()
             st.handshake.lastSentHandshake = now
             var msg = built.message
-            addMACsLocked(&msg, &st, now: now)
+            addMACsLocked(&msg, &st, peer: peer, now: now)
             st.timers.anyAuthenticatedPacketTraversal(now: now, persistentInterval: st.persistentKeepalive)
             st.timers.anyAuthenticatedPacketSent(now: now)
             st.timers.handshakeInitiated(now: now, jitter: jitter())

@@ -15,6 +15,29 @@ import WireGuard
                     allowedIPs: prefixes.map { IPPrefix($0)! }, tier: tier)
     }
 
+    /// A peer's limit settings and resolved limits sit behind one shared reference (issue 15's
+    /// memory bar: 10,000 peers in ≤ 64 MB); inlined, a GatewayPeer was 384 bytes. Peers with the
+    /// same limits resolve to the same values, and a per-peer override stays that peer's own.
+    @Test func limitsAreSharedNotInlined() throws {
+        #expect(MemoryLayout<GatewayPeer>.size <= 128)
+        var trial = LimitSettings()
+        try trial.set("Quota", "1GiB")
+        let tiers = TierClasses(classes: [PeerTier(rawValue: "trial")!: trial])
+        var own = Self.peer(3, "carol", ["10.0.0.3/32"], tier: PeerTier(rawValue: "trial")!)
+        try own.limitSettings.set("Rate", "5Mbit")
+        let r = PeerRegistry([Self.peer(1, "alice", ["10.0.0.1/32"], tier: PeerTier(rawValue: "trial")!),
+                              Self.peer(2, "bob", ["10.0.0.2/32"], tier: PeerTier(rawValue: "trial")!), own], tiers: tiers)
+        let d = r.current
+        let (a, b, c) = (d.named("alice")!, d.named("bob")!, d.named("carol")!)
+        #expect(a.limits.quotaBytes == 1 << 30 && b.limits == a.limits)
+        #expect(c.limits.quotaBytes == 1 << 30 && c.limits.rateUpBitsPerSecond == 5_000_000)
+        #expect(a.limitSettings.isEmpty && !c.limitSettings.isEmpty)
+        // A change to one peer's settings leaves the others' alone.
+        r.setTierClasses(TierClasses())
+        #expect(r.current.named("alice")!.limits.quotaBytes == nil)
+        #expect(r.current.named("carol")!.limits.rateUpBitsPerSecond == 5_000_000)
+    }
+
     @Test func aPrefixTakenOverLeavesTheOldOwnersListAndRoute() {
         let r = PeerRegistry([Self.peer(1, "alice", ["10.0.0.0/24", "fd00::/64"])])
         r.put(Self.peer(2, "bob", ["10.0.0.0/24"]))

@@ -224,7 +224,7 @@ struct CryptoVectorTests {
     }
 
     @Test func secretBufferZeroes() {
-        let s = SecretBuffer([1, 2, 3, 4])
+        let s = SecretBuffer.copy(of: [1, 2, 3, 4])
         #expect(!s.isZero)
         s.clear()
         #expect(s.isZero)

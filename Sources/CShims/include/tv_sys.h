@@ -96,4 +96,14 @@ int tv_signal_default(int signo);
 /// root-only tests that must not touch the host's network). 0 or -errno.
 int tv_unshare_network(void);
 
+/// Heap policy for a long-running daemon (glibc): allocations from 128 KiB up are always their own
+/// mappings (mallopt M_MMAP_THRESHOLD; fixing it stops glibc's dynamic threshold from moving large
+/// temporary buffers — a config parse, an array that grows — into the heap, where their pages stay
+/// resident after free). Call once, early. 0, or -1 when glibc refused.
+int tv_malloc_tune(void);
+
+/// Returns free heap pages to the kernel (glibc malloc_trim(0)): after work that allocated and freed
+/// a lot (a start or reload with thousands of peers). 1 when memory was released, 0 otherwise.
+int tv_malloc_trim(void);
+
 #endif

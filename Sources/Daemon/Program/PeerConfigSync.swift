@@ -128,6 +128,7 @@ final class PeerConfigSync: Sendable {
         let diff = engine.applyConfigPeers(config.peers)
         sessions.configPeersChanged(config.peers)
         routes.sync(engine.registry.current)
+        Sys.trimHeap()  // the reload's temporaries (a parse of every peer) back to the kernel
         return diff
     }
 

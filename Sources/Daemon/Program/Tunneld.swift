@@ -30,6 +30,7 @@ public enum Tunneld {
 
     /// Runs the daemon with `arguments` (without the program name); returns the exit status.
     public static func main(_ arguments: [String]) -> Int32 {
+        Sys.tuneHeap()
         var configPath = TunnelConfig.defaultPath
         var checkOnly = false
         var verbose = false
@@ -338,7 +339,9 @@ public enum Tunneld {
         up = true
         log.notice("tunneld \(version) up: interface \(tun.name), \(config.peers.count) peer(s), "
             + "policy generation \(engine.policy.generation) (\(policy.1.rules.count) rules)")
-        // Interface up, routes set, control, UAPI and metrics sockets listening: ready.
+        // Interface up, routes set, control, UAPI and metrics sockets listening: ready. The start's
+        // temporaries (parsing and diffing thousands of peers) go back to the kernel first.
+        Sys.trimHeap()
         systemd.ready()
 
         let wake = try EventNotifier()
