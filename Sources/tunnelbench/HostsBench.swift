@@ -159,7 +159,7 @@ enum HostsBench {
         // key derivation + header protection + a full GCM pass).
         var fresh = packets[0]
         var counter: UInt32 = 0
-        measure("QUIC Initial, new DCID each (HKDF via OpenSSL HMAC + decrypt)", count: rounds * 20) {
+        measure("QUIC Initial, new DCID each (HKDF via libsodium HMAC-SHA256 + decrypt)", count: rounds * 20) {
             counter &+= 1
             fresh[6] = UInt8(truncatingIfNeeded: counter)
             fresh[7] = UInt8(truncatingIfNeeded: counter >> 8)

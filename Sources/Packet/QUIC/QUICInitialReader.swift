@@ -1,4 +1,5 @@
 import COpenSSL
+import CSodium
 import Core
 /// Reads the ClientHello that a QUIC client sends in its Initial packets (RFC 9000 §17.2.2,
 /// RFC 9001 §5, RFC 9369 for v2), so a UDP flow's server name is known like a TLS flow's:
@@ -11,11 +12,11 @@ import Core
 /// 5. CRYPTO frames go into the flow's `FirstFlightBuffer` at their offsets (in any order, over
 ///    several packets and coalesced packets), which `TLSClientHello` reads.
 ///
-/// All cryptography is OpenSSL libcrypto (HMAC-SHA256 for HKDF's two steps, AES-128-ECB,
-/// AES-128-GCM). The cipher and MAC contexts and every buffer are created once in `init`. Reading
-/// a packet of a connection whose keys are known allocates nothing; deriving keys for a new DCID
-/// (once per connection, kept in a small cache of recent DCIDs) costs only what OpenSSL's
-/// `EVP_MAC_init` allocates when it is keyed afresh.
+/// All cryptography is vetted libraries': OpenSSL libcrypto for AES-128-ECB and AES-128-GCM,
+/// libsodium's HMAC-SHA256 (`crypto_auth_hmacsha256_*`, its state on our side) for HKDF's two
+/// steps. The cipher contexts and every buffer are created once in `init`; nothing is allocated
+/// per packet, neither for a connection whose keys are known nor for deriving a new DCID's keys
+/// (OpenSSL's `EVP_MAC_init` allocated 5 times per HMAC key, 25 per new connection).
 ///
 /// What it cannot see: the packet number is taken as sent (the client's first Initials carry
 /// small numbers, so truncation does not matter); Initials sent after the server chose a new
@@ -36,12 +37,9 @@ public final class QUICInitialReader {
 
     private let ecb: OpaquePointer?
     private let gcm: OpaquePointer?
-    /// HMAC-SHA256, keyed afresh for each HKDF step (RFC 5869 is two HMAC uses): one context
-    /// reused, so a new connection's key derivation does not make OpenSSL fetch and allocate
-    /// a KDF per step.
-    private let mac: OpaquePointer?
-    private let params: UnsafeMutablePointer<OSSL_PARAM>
-    private let paramNames: UnsafeMutablePointer<CChar>  // "mode\0digest\0salt\0key\0info\0SHA256\0"
+    /// HMAC-SHA256's state (libsodium), keyed afresh for each HKDF step (RFC 5869 is two HMAC
+    /// uses); preallocated, so a new connection's key derivation allocates nothing.
+    private let mac: UnsafeMutablePointer<crypto_auth_hmacsha256_state>
     private let scratch: UnsafeMutableRawPointer
     private let work: UnsafeMutableRawPointer  // salts, PRKs, labels, sample, mask
     private var cacheDCID: UnsafeMutablePointer<UInt8>  // cacheSize × 21 (length, bytes)
@@ -60,10 +58,8 @@ public final class QUICInitialReader {
         gcm = EVP_CIPHER_CTX_new()
         let ecbCipher = EVP_CIPHER_fetch(nil, "AES-128-ECB", nil)
         let gcmCipher = EVP_CIPHER_fetch(nil, "AES-128-GCM", nil)
-        let hmac = EVP_MAC_fetch(nil, "HMAC", nil)
-        mac = hmac.flatMap { EVP_MAC_CTX_new($0) }
-        EVP_MAC_free(hmac)
-        var ready = ecb != nil && gcm != nil && ecbCipher != nil && gcmCipher != nil
+        mac = .allocate(capacity: 1)
+        var ready = sodium_init() >= 0 && ecb != nil && gcm != nil && ecbCipher != nil && gcmCipher != nil
         let zero = [UInt8](repeating: 0, count: 16)
         if ready {
             ready = EVP_EncryptInit_ex2(ecb, ecbCipher, zero, nil, nil) == 1 && EVP_CIPHER_CTX_set_padding(ecb, 0) == 1
@@ -72,16 +68,6 @@ public final class QUICInitialReader {
         // The contexts keep their own references to the ciphers and the MAC.
         EVP_CIPHER_free(ecbCipher)
         EVP_CIPHER_free(gcmCipher)
-        params = .allocate(capacity: 6)
-        let names = Array("mode\0digest\0salt\0key\0info\0SHA256\0".utf8CString)
-        paramNames = .allocate(capacity: names.count)
-        paramNames.initialize(from: names, count: names.count)
-        // The MAC's digest is set once.
-        if ready {
-            params[0] = OSSL_PARAM_construct_utf8_string(paramNames + 5, paramNames + 26, 0)
-            params[1] = OSSL_PARAM_construct_end()
-            ready = mac != nil && EVP_MAC_CTX_set_params(mac, params) == 1
-        }
         isReady = ready
         scratch = .allocate(byteCount: QUICInitialReader.scratchSize, alignment: 16)
         work = .allocate(byteCount: 512, alignment: 16)
@@ -99,9 +85,8 @@ public final class QUICInitialReader {
     deinit {
         EVP_CIPHER_CTX_free(ecb)
         EVP_CIPHER_CTX_free(gcm)
-        EVP_MAC_CTX_free(mac)
-        params.deallocate()
-        paramNames.deallocate()
+        sodium_memzero(mac, MemoryLayout<crypto_auth_hmacsha256_state>.size)
+        mac.deallocate()
         scratch.deallocate()
         work.deallocate()
         cacheDCID.deallocate()
@@ -329,17 +314,14 @@ public final class QUICInitialReader {
         return (key, iv, hp)
     }
 
-    private func name(_ offset: Int) -> UnsafeMutablePointer<CChar> { paramNames + offset }
-
-    /// HMAC-SHA256(key, a ‖ b) into `out` (32 bytes), with the one reused MAC context.
+    /// HMAC-SHA256(key, a ‖ b) into `out` (32 bytes), with the one preallocated state.
     private func hmac(key: UnsafeRawPointer, _ keyLength: Int, _ a: UnsafeRawPointer, _ aLength: Int,
                       _ b: UnsafeRawPointer?, _ bLength: Int, into out: UnsafeMutableRawPointer) -> Bool
     {
-        var written = 0
-        return EVP_MAC_init(mac, key.assumingMemoryBound(to: UInt8.self), keyLength, nil) == 1
-            && EVP_MAC_update(mac, a.assumingMemoryBound(to: UInt8.self), aLength) == 1
-            && (b == nil || EVP_MAC_update(mac, b!.assumingMemoryBound(to: UInt8.self), bLength) == 1)
-            && EVP_MAC_final(mac, out.assumingMemoryBound(to: UInt8.self), &written, 32) == 1 && written == 32
+        crypto_auth_hmacsha256_init(mac, key.assumingMemoryBound(to: UInt8.self), keyLength) == 0
+            && crypto_auth_hmacsha256_update(mac, a.assumingMemoryBound(to: UInt8.self), UInt64(aLength)) == 0
+            && (b == nil || crypto_auth_hmacsha256_update(mac, b!.assumingMemoryBound(to: UInt8.self), UInt64(bLength)) == 0)
+            && crypto_auth_hmacsha256_final(mac, out.assumingMemoryBound(to: UInt8.self)) == 0
     }
 
     /// HKDF-Extract (RFC 5869 §2.2): HMAC-SHA256(salt, IKM), 32 bytes.
