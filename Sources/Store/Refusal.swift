@@ -21,4 +21,7 @@ public struct Refusal: Hashable, Sendable {
     public var firstAt: Int64
     /// Latest attempt, Unix epoch ms.
     public var lastAt: Int64
+    /// Flow refusals: the host the flow was known by (SNI, HTTP Host, QUIC SNI or the DNS name of
+    /// its destination) — the newest one named in this row's attempts; empty when none was.
+    public var host: String = ""
 }

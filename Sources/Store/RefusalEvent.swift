@@ -26,6 +26,8 @@ public struct RefusalEvent: Sendable {
     public var dst: IPAddress
     /// Destination port (0 without ports).
     public var dstPort: UInt16
+    /// Flow refusals: the host the flow was known by, when it was (docs/hosts.md).
+    public var host: String? = nil
 
     /// A refused handshake of `peer` during the pause after the window ending at `windowEnd`.
     public static func session(peer: String, windowEnd: Int64, at: Int64, reason: String = "free-limit pause",
@@ -36,8 +38,8 @@ public struct RefusalEvent: Sendable {
 
     /// A flow of `peer` refused by `rule`.
     public static func flow(peer: String, rule: String, reason: String, proto: UInt8, dst: IPAddress,
-                            dstPort: UInt16, at: Int64, count: Int64 = 1) -> RefusalEvent {
+                            dstPort: UInt16, at: Int64, count: Int64 = 1, host: String? = nil) -> RefusalEvent {
         RefusalEvent(kind: .flow, peer: peer, at: at, count: count, reason: reason, rule: rule, windowEnd: 0,
-                     proto: proto, dst: dst, dstPort: dstPort)
+                     proto: proto, dst: dst, dstPort: dstPort, host: host)
     }
 }

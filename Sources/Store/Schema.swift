@@ -17,7 +17,7 @@ public enum Schema {
     }
 
     /// All migrations in order; `migrations[i].version == i + 1`.
-    public static let migrations: [Migration] = [v1, v2, v3, v4, v5]
+    public static let migrations: [Migration] = [v1, v2, v3, v4, v5, v6]
 
     /// The version this build writes and understands.
     public static var currentVersion: Int { migrations.count }
@@ -216,6 +216,13 @@ public enum Schema {
             BEGIN INSERT INTO ship_queue (family, row_id, inserted) VALUES (3, NEW.id, 1); END;
         CREATE TRIGGER markers_ship_update AFTER UPDATE ON markers WHEN EXISTS (SELECT 1 FROM ship_target)
             BEGIN INSERT INTO ship_queue (family, row_id, inserted) VALUES (3, NEW.id, 0); END;
+        """)
+
+    /// Version 6: the host a refused flow was known by (issue 14, docs/hosts.md): SNI, HTTP Host,
+    /// QUIC SNI or the DNS name of its destination; '' when none was learned (and for session
+    /// rows). A row coalesces one destination per hour and keeps the newest host named.
+    static let v6 = Migration(version: 6, summary: "refusals carry the flow's host", sql: """
+        ALTER TABLE refusals ADD COLUMN host TEXT NOT NULL DEFAULT '';
         """)
 
     /// Brings the store at `connection` up to `target` (default: current). Returns the version

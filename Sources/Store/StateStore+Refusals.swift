@@ -2,13 +2,14 @@ import Core
 /// Refusals: coalesced upserts (DESIGN.md §6.3) and the CLI's listing.
 extension StateStore {
     static let upsertRefusalSQL = """
-        INSERT INTO refusals (kind, peer, rule, flow_key, reason, window, count, first_at, last_at)
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)
+        INSERT INTO refusals (kind, peer, rule, flow_key, reason, window, count, first_at, last_at, host)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9)
         ON CONFLICT (kind, peer, window, rule, flow_key) DO UPDATE SET
           count = count + excluded.count,
           first_at = min(first_at, excluded.first_at),
           last_at = max(last_at, excluded.last_at),
-          reason = excluded.reason
+          reason = excluded.reason,
+          host = CASE WHEN excluded.host <> '' THEN excluded.host ELSE host END
         """
 
     /// Adds `event` to its coalesced row (creating it on the first attempt).
@@ -28,6 +29,7 @@ extension StateStore {
         s.bind(5, e.reason)
         s.bind(7, max(1, e.count))
         s.bind(8, e.at)
+        s.bind(9, e.kind == .flow ? (e.host ?? "") : "")
         try s.run()
     }
 
@@ -59,11 +61,11 @@ extension StateStore {
         return out
     }
 
-    static let refusalColumns = "id, kind, peer, rule, flow_key, reason, window, count, first_at, last_at"
+    static let refusalColumns = "id, kind, peer, rule, flow_key, reason, window, count, first_at, last_at, host"
 
     static func refusal(from s: Statement) -> Refusal {
         Refusal(id: s.int64(0), kind: RefusalKind(rawValue: s.text(1)) ?? .flow, peer: s.text(2),
                 rule: s.text(3), flowKey: s.text(4), reason: s.text(5), window: s.int64(6),
-                count: s.int64(7), firstAt: s.int64(8), lastAt: s.int64(9))
+                count: s.int64(7), firstAt: s.int64(8), lastAt: s.int64(9), host: s.text(10))
     }
 }

@@ -105,6 +105,8 @@ struct RefusalRow: Encodable {
     @Nullable var proto: IPProtocol?
     @Nullable var dst: String?
     @Nullable var dstPort: UInt16?
+    /// Flow refusals: the host the flow was known by (the newest in this row); null when none.
+    @Nullable var host: String?
     var reason: String
     /// Session: the end of the window; flow: the start of the one-hour period.
     var window: JSONTime
@@ -124,6 +126,7 @@ struct RefusalRow: Encodable {
         proto = key?.proto
         dst = key?.dst.description
         dstPort = key?.dstPort
+        host = r.host.isEmpty ? nil : r.host
         reason = r.reason
         window = JSONTime(ms: r.window)
         count = r.count

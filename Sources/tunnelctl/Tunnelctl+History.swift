@@ -35,7 +35,8 @@ extension Tunnelctl {
         let shared = store?.shared == true
         var table = [["LAST"] + (shared ? ["GATEWAY"] : []) + ["PEER", "KIND", "WHAT", "RULE", "COUNT", "FIRST", "REASON"]]
         for r in rows {
-            let what = r.kind == .session ? "pause after window ending \(clockText(r.window))" : r.flowKey
+            let what = r.kind == .session ? "pause after window ending \(clockText(r.window))"
+                : r.flowKey + (r.host.isEmpty ? "" : " host \(r.host)")
             table.append([dateTimeText(r.lastAt)] + (shared ? [r.gateway ?? "-"] : []) + [r.peer, r.kind.rawValue, what, r.rule.isEmpty ? "-" : r.rule, String(r.count),
                           dateTimeText(r.firstAt), r.reason])
         }

@@ -91,7 +91,8 @@ extension Tunnelctl {
             let r = g.row
             current = g.gateway
             let times = r.count == 1 ? "once" : "\(r.count) times, last \(dateTimeText(r.lastAt))"
-            let what = r.kind == .session ? "session refused: \(r.reason)" : "\(r.flowKey) refused by \(r.rule): \(r.reason)"
+            let what = r.kind == .session ? "session refused: \(r.reason)"
+                : "\(r.flowKey)\(r.host.isEmpty ? "" : " host \(r.host)") refused by \(r.rule): \(r.reason)"
             add(3, "refusal", r.firstAt, r.id, r.peer, "\(what) (\(times))", refusal: RefusalRow(r, rules: rules, gateway: g.gateway))
         }
         let sessions = try store.historySessions(since: since, peer: peer, gateway: gateway, limit: limit)

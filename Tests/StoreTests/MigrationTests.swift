@@ -147,6 +147,29 @@ import Testing
         #expect(try MigrationTests.objects(StateStore(path: fresh.db)) == MigrationTests.objects(store))
     }
 
+    /// v6 adds `refusals.host`: a store at v5 keeps its refusal rows (host '') and their
+    /// coalescing, and new attempts can name a host.
+    @Test func fromV5RefusalsGainAHost() throws {
+        let dir = TempDir()
+        defer { withExtendedLifetime(dir) {} }
+        do {
+            let c = try Connection(path: dir.db)
+            _ = try Schema.migrate(c, to: 5)
+            try c.execute("""
+                INSERT INTO refusals (kind, peer, rule, flow_key, reason, window, count, first_at, last_at)
+                VALUES ('flow', 'alice', '50-ads.rules:2', 'tcp 192.0.2.7:443', 'ads', 0, 3, 100, 200)
+                """)
+        }
+        let store = try StateStore(path: dir.db)
+        #expect(try store.schemaVersion == 6)
+        let before = try #require(try store.refusals(kind: .flow).first)
+        #expect(before.host == "" && before.count == 3)
+        try store.recordRefusal(.flow(peer: "alice", rule: "50-ads.rules:2", reason: "ads", proto: 6, dst: IPAddress("192.0.2.7")!,
+                                      dstPort: 443, at: 300, host: "ads.example.com"))
+        let after = try #require(try store.refusals(kind: .flow).first)
+        #expect(after.host == "ads.example.com" && after.count == 4 && after.firstAt == 100)
+    }
+
     @Test func aNewerStoreIsRefused() throws {
         let dir = TempDir()
         defer { withExtendedLifetime(dir) {} }

@@ -106,6 +106,31 @@ import Testing
         #expect(try store.refusals(flowKey: key).map(\.count) == [1])
     }
 
+    /// A flow refusal row carries the host its flows were known by (issue 14): the newest one
+    /// named, kept when a later attempt had none; session rows have none.
+    @Test func flowRefusalsKeepTheNewestHost() throws {
+        let dir = TempDir()
+        defer { withExtendedLifetime(dir) {} }
+        let store = try StateStore(path: dir.db)
+        var e = RefusalEvent.flow(peer: "alice", rule: "50-ads.rules:2", reason: "ads", proto: 6, dst: Fixtures.v4b, dstPort: 443, at: 10)
+        try store.recordRefusal(e)
+        #expect(try store.refusals(kind: .flow).map(\.host) == [""])
+        e.host = "ads.example.com"
+        e.at = 20
+        try store.recordRefusal(e)
+        e.host = nil
+        e.at = 30
+        try store.recordRefusal(e)
+        #expect(try store.refusals(kind: .flow).map(\.host) == ["ads.example.com"])
+        e.host = "track.example.com"
+        e.at = 40
+        try store.recordRefusal(e)
+        let row = try #require(try store.refusals(kind: .flow).first)
+        #expect(row.host == "track.example.com" && row.count == 4)
+        try store.recordRefusal(.session(peer: "bob", windowEnd: 5, at: 50))
+        #expect(try store.refusals(kind: .session).map(\.host) == [""])
+    }
+
     @Test func flowsInsertUpdateCloseAndList() throws {
         let dir = TempDir()
         defer { withExtendedLifetime(dir) {} }

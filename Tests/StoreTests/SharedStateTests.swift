@@ -181,6 +181,15 @@ enum PGTestCluster {
         #expect(one.map(\.row) == [flow(1, at: t0 + 9_000, bytes: 999, closed: true)].map { var f = $0; f.firstSeen = t0 + 1; return f })
         #expect(try s.historySessions(since: .min, peer: nil, gateway: "gw-a", limit: 10).map(\.endReason) == [.freeLimit])
         #expect(try s.historyRefusals(since: .min, peer: nil, gateway: "gw-a", limit: 10).map(\.count) == [7])
+        // A flow refusal's host goes in (COPY of a new row) and follows an update (the staged upsert).
+        var hosted = Refusal(id: 2, kind: .flow, peer: "bob", rule: "50-ads.rules:2", flowKey: "tcp 192.0.2.7:443", reason: "ads",
+                             window: t0, count: 1, firstAt: t0 + 300, lastAt: t0 + 300, host: "ads.example.com")  // after the prune date below
+        try s.ship(HistoryBatch(gateway: "gw-d", refusals: [hosted], new: HistoryCounts(refusals: 1)))
+        #expect(try s.historyRefusals(since: .min, peer: "bob", gateway: "gw-d", limit: 10).map(\.row) == [hosted])
+        hosted.host = "track.example.com"
+        hosted.count = 2
+        try s.ship(HistoryBatch(gateway: "gw-d", refusals: [hosted]))
+        #expect(try s.historyRefusals(since: .min, peer: "bob", gateway: "gw-d", limit: 10).map(\.row) == [hosted])
         #expect(try s.historyMarkers(since: .min, gateway: "gw-a", limit: 10).map(\.label) == [markers[0].label])
         // Prune in batches of 64: everything older than t0+251 goes (flows 2…250 of gw-a, 1…10 of
         // gw-b, gw-c's marker).

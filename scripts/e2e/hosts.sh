@@ -124,6 +124,10 @@ check_output "status --json has the counters" '"dns-answers" : [1-9]' $CTL statu
 for h in allowed.test blocked.test rejected.test ads.example.com tracker.test quic-blocked.test quic-ok.test; do
   check "tunnelctl flows shows $h" wait_for 10 bash -c "$CTL flows --since forever | grep -q ' $h '"
 done
+check "tunnelctl refusals names the host of a refused flow (ads.example.com, HTTP Host)" \
+  wait_for 10 bash -c "$CTL refusals --since forever | grep -q 'tcp $TV_SRV:8080 host ads.example.com'"
+check "tunnelctl refusals --json carries it" \
+  wait_for 10 bash -c "$CTL refusals --since forever --json | grep -q '\"host\" : \"tracker.test\"'"
 check_output "tunnelctl explain FLOW with host lists the daemon's blocked flows of that name" \
   "\(blocked\.test\) block, out" $CTL explain "tcp $TV_C_TUN -> $TV_SRV:4433 host blocked.test"
 check_output "tunnelctl policy test agrees: blocked by the host rule" '^verdict block' \

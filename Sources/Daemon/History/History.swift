@@ -151,7 +151,7 @@ public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
         if verdict.action != .allow {
             submit(.refusal(.flow(peer: name, rule: t.rule(verdict.ruleIndex) ?? "default",
                                   reason: t.reason(verdict.ruleIndex, action: verdict.action), proto: entry.key.proto.rawValue,
-                                  dst: dst, dstPort: entry.responderPort, at: at)))
+                                  dst: dst, dstPort: entry.responderPort, at: at, host: host)))
         }
     }
 

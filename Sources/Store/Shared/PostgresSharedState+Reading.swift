@@ -30,7 +30,7 @@ extension PostgresSharedState {
 
     public func historyRefusals(since: Int64, peer: String?, gateway: String?, limit: Int) throws -> [Gatewayed<Refusal>] {
         let r = try connection.execute("""
-            SELECT gateway, id, kind, peer, rule, flow_key, reason, window_at, count, first_at, last_at FROM tv_refusals
+            SELECT gateway, id, kind, peer, rule, flow_key, reason, window_at, count, first_at, last_at, host FROM tv_refusals
             WHERE last_at >= $1 AND ($2::text IS NULL OR peer = $2) AND ($3::text IS NULL OR gateway = $3)
             ORDER BY last_at DESC, gateway, id DESC LIMIT $4
             """, ["\(since)", peer, gateway, "\(max(0, limit))"], operation: "read refusals")
@@ -38,7 +38,7 @@ extension PostgresSharedState {
             Gatewayed(gateway: r.text(i, 0), row: Refusal(
                 id: r.int64(i, 1), kind: RefusalKind(rawValue: r.text(i, 2) ?? "") ?? .flow, peer: r.text(i, 3) ?? "",
                 rule: r.text(i, 4) ?? "", flowKey: r.text(i, 5) ?? "", reason: r.text(i, 6) ?? "", window: r.int64(i, 7),
-                count: r.int64(i, 8), firstAt: r.int64(i, 9), lastAt: r.int64(i, 10)))
+                count: r.int64(i, 8), firstAt: r.int64(i, 9), lastAt: r.int64(i, 10), host: r.text(i, 11) ?? ""))
         }
     }
 

@@ -279,11 +279,12 @@ public final class PostgresSharedState: SharedState {
     }
 
     private func shipRefusals(_ gateway: String, _ refusals: [Refusal], new: Int) throws {
-        try shipRows("tv_refusals", "gateway, id, kind, peer, rule, flow_key, reason, window_at, count, first_at, last_at", refusals,
-                     new: new, id: \.id, onConflict: "count = EXCLUDED.count, last_at = EXCLUDED.last_at, reason = EXCLUDED.reason",
+        try shipRows("tv_refusals", "gateway, id, kind, peer, rule, flow_key, reason, window_at, count, first_at, last_at, host", refusals,
+                     new: new, id: \.id,
+                     onConflict: "count = EXCLUDED.count, last_at = EXCLUDED.last_at, reason = EXCLUDED.reason, host = EXCLUDED.host",
                      operation: "ship refusals") { rows, r in
             rows.add(gateway); rows.add(r.id); rows.add(r.kind.rawValue); rows.add(r.peer); rows.add(r.rule); rows.add(r.flowKey)
-            rows.add(r.reason); rows.add(r.window); rows.add(r.count); rows.add(r.firstAt); rows.add(r.lastAt)
+            rows.add(r.reason); rows.add(r.window); rows.add(r.count); rows.add(r.firstAt); rows.add(r.lastAt); rows.add(r.host)
         }
     }
 

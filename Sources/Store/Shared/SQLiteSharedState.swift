@@ -301,13 +301,15 @@ public final class SQLiteSharedState: SharedState {
             }
             if !batch.refusals.isEmpty {
                 let s = try connection.prepared("""
-                    INSERT INTO tv_refusals (gateway, id, kind, peer, rule, flow_key, reason, window_at, count, first_at, last_at)
-                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
-                    ON CONFLICT (gateway, id) DO UPDATE SET count = excluded.count, last_at = excluded.last_at, reason = excluded.reason
+                    INSERT INTO tv_refusals (gateway, id, kind, peer, rule, flow_key, reason, window_at, count, first_at, last_at, host)
+                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+                    ON CONFLICT (gateway, id) DO UPDATE SET count = excluded.count, last_at = excluded.last_at, reason = excluded.reason,
+                      host = excluded.host
                     """)
                 for r in batch.refusals {
                     s.bind(1, g); s.bind(2, r.id); s.bind(3, r.kind.rawValue); s.bind(4, r.peer); s.bind(5, r.rule); s.bind(6, r.flowKey)
                     s.bind(7, r.reason); s.bind(8, r.window); s.bind(9, r.count); s.bind(10, r.firstAt); s.bind(11, r.lastAt)
+                    s.bind(12, r.host)
                     try s.run()
                 }
             }
@@ -390,7 +392,7 @@ extension SQLiteSharedState {
 
     public func historyRefusals(since: Int64, peer: String?, gateway: String?, limit: Int) throws -> [Gatewayed<Refusal>] {
         let s = try connection.prepared("""
-            SELECT gateway, id, kind, peer, rule, flow_key, reason, window_at, count, first_at, last_at FROM tv_refusals
+            SELECT gateway, id, kind, peer, rule, flow_key, reason, window_at, count, first_at, last_at, host FROM tv_refusals
             WHERE last_at >= ?1 AND (?2 IS NULL OR peer = ?2) AND (?3 IS NULL OR gateway = ?3)
             ORDER BY last_at DESC, gateway, id DESC LIMIT ?4
             """)
@@ -400,7 +402,7 @@ extension SQLiteSharedState {
         while try s.step() {
             out.append(Gatewayed(gateway: s.text(0), row: Refusal(
                 id: s.int64(1), kind: RefusalKind(rawValue: s.text(2)) ?? .flow, peer: s.text(3), rule: s.text(4), flowKey: s.text(5),
-                reason: s.text(6), window: s.int64(7), count: s.int64(8), firstAt: s.int64(9), lastAt: s.int64(10))))
+                reason: s.text(6), window: s.int64(7), count: s.int64(8), firstAt: s.int64(9), lastAt: s.int64(10), host: s.text(11))))
         }
         return out
     }

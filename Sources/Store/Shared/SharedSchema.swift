@@ -17,6 +17,8 @@ public enum SharedSchema {
     /// A column default.
     public enum Default: Sendable {
         case zero
+        /// The empty string (a text column added to a table that has rows).
+        case empty
         /// The next change number (PostgreSQL; SQLite statements set it).
         case change
     }
@@ -53,6 +55,8 @@ public enum SharedSchema {
         case table(Table)
         case index(name: String, table: String, columns: [String])
         case dropIndex(String)
+        /// A column added to an existing table (`ALTER TABLE … ADD COLUMN`; NOT NULL needs a default).
+        case addColumn(table: String, Column)
     }
 
     /// The SQL dialect to render.
@@ -119,6 +123,8 @@ public enum SharedSchema {
             ], primaryKey: ["peer"])),
             .index(name: "tv_admission_change", table: "tv_admission", columns: ["change"]),
         ],
+        // 4: the host a refused flow was known by (issue 14: "everywhere the host shows").
+        [.addColumn(table: "tv_refusals", Column("host", .text, default: .empty))],
     ]
 
     /// The version this build writes.
@@ -126,7 +132,16 @@ public enum SharedSchema {
 
     /// The tables the last version leaves, in creation order.
     public static var tables: [Table] {
-        versions.flatMap { $0 }.compactMap { if case .table(let t) = $0 { return t } else { return nil } }
+        var out: [Table] = []
+        for step in versions.flatMap({ $0 }) {
+            switch step {
+            case .table(let t): out.append(t)
+            case .addColumn(let table, let c):
+                if let i = out.firstIndex(where: { $0.name == table }) { out[i].columns.append(c) }
+            case .counter, .index, .dropIndex: break
+            }
+        }
+        return out
     }
 
     /// The indexes the last version leaves: name → (table, columns).
@@ -136,7 +151,7 @@ public enum SharedSchema {
             switch step {
             case .index(let name, let table, let columns): out[name] = (table, columns)
             case .dropIndex(let name): out[name] = nil
-            case .counter, .table: break
+            case .counter, .table, .addColumn: break
             }
         }
         return out
@@ -162,6 +177,8 @@ public enum SharedSchema {
             return ["CREATE INDEX \(name) ON \(table) (\(columns.joined(separator: ", ")))"]
         case .dropIndex(let name):
             return ["DROP INDEX IF EXISTS \(name)"]
+        case .addColumn(let table, let c):
+            return ["ALTER TABLE \(table) ADD COLUMN \(column(c, d))"]
         }
     }
 
@@ -178,6 +195,7 @@ public enum SharedSchema {
         if c.notNull { s += " NOT NULL" }
         switch (c.defaultValue, d) {
         case (.zero?, _): s += " DEFAULT 0"
+        case (.empty?, _): s += " DEFAULT ''"
         case (.change?, .postgresql): s += " DEFAULT nextval('\(changeCounter)')"
         case (.change?, .sqlite), (nil, _): break
         }
