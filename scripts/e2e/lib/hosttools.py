@@ -124,6 +124,10 @@ def echo(host, port, secs):
         c = socket.create_connection((host, port), timeout=secs)
     except ConnectionRefusedError:
         print("refused"); return
+    except ConnectionResetError:
+        # The gateway's RST (standing in for the banner) can reach the client's stack before
+        # connect() has returned to us: still a reset, not a wait.
+        print("reset"); return
     except (socket.timeout, TimeoutError):
         print("timeout"); return
     c.settimeout(secs)
@@ -165,6 +169,10 @@ def banner_client(host, port, secs):
         c = socket.create_connection((host, port), timeout=secs)
     except ConnectionRefusedError:
         print("refused"); return
+    except ConnectionResetError:
+        # The gateway's RST (standing in for the banner) can reach the client's stack before
+        # connect() has returned to us: still a reset, not a wait.
+        print("reset"); return
     except (socket.timeout, TimeoutError):
         print("timeout"); return
     c.settimeout(secs)
