@@ -4,7 +4,7 @@
 # alternated ROUNDS times by `tunnelctl policy reload`. Prints iperf3 TCP both ways and the time
 # from TCP connect to a finished TLS handshake (openssl s_server, Python ssl client, 40 per round)
 # — with B every new TLS flow is pending until its SNI is read — as medians with min–max spread,
-# and the ratios B/A.   Usage: scripts/bench/hosts.sh [SECONDS] [ROUNDS]
+# and the ratios B/A, also paired per round.   Usage: scripts/bench/hosts.sh [SECONDS] [ROUNDS]
 # Never runs while /tmp/tv-quiet exists (someone else is measuring); holds it while measuring.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -66,6 +66,10 @@ print("rounds: $ROUNDS, iperf3 ${SECS} s each; A = 1,000 port rules, B = A + 1,0
 for m, unit in (("up", "Gbit/s client->server"), ("down", "Gbit/s server->client")):
     a, b = R["A," + m], R["B," + m]
     print(f"TCP {unit}: A {s(a)}  B {s(b)}  B/A {statistics.median(b)/statistics.median(a):.3f}")
+    # each round measures A and B back to back (ABBA), so the round's own ratio cancels the
+    # drift between rounds that the ratio of medians still carries
+    print(f"    paired B/A per round: {s([y / x for x, y in zip(a, b)])}")
 a, b = R["A,ttfb"], R["B,ttfb"]
 print(f"TLS connect->handshake median ms: A {s(a)}  B {s(b)}  B-A {statistics.median(b)-statistics.median(a):+.3f} ms")
+print(f"    paired B-A per round: {s([y - x for x, y in zip(a, b)])} ms")
 PY
