@@ -131,8 +131,8 @@ _tunnelctl_reply() {
             'reload') w='--config --help' ;;
             'import') w='-o --help' ;;
             'kick') w='--json --config --help' ;;
-            'session') w='--json --config --help' ;;
-            'explain') w='--policies --json --config --help' ;;
+            'session') w='--local --json --config --help' ;;
+            'explain') w='--policies --local --json --config --help' ;;
             'refusals') w='--since --peer --gateway --local --json --config --help' ;;
             'flows') w='--since --peer --blocked --gateway --local --json --config --help' ;;
             'timeline') w='--since --peer --gateway --local --json --config --help' ;;

@@ -41,6 +41,9 @@ struct OptionSpec: Sendable {
         OptionSpec("--gateway", "NAME", help: "with a shared store: only the rows this gateway (its GatewayName) recorded"),
         OptionSpec("--local", help: "with a shared store: this router's own store instead (rows not yet shipped included)"),
     ]
+    /// `session` and `explain PEER`: where the window is read (WindowSource).
+    static let windowLocal = OptionSpec(
+        "--local", help: "with a shared store: this router's own copy of the windows and tiers (one sync pass behind) instead")
 }
 
 /// One positional argument, for the `arguments:` list of `--help`.

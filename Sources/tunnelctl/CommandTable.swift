@@ -177,11 +177,13 @@ extension Tunnelctl {
         Command(
             "session", "[NAME]", summary: "remaining session time / pause left (all peers without NAME)",
             arguments: [ArgumentSpec("NAME", "a configured peer; without it, every peer")],
-            options: [.json("docs/session.md"), .config],
+            options: [.windowLocal, .json("docs/session.md"), .config],
             help: """
                 A free peer's window and pause from the store: time left in its window, or how long it stays \
                 paused; premium peers are unlimited. tunneld, when it runs, only adds whether the peer is \
-                connected right now.
+                connected right now. With a shared store (Store = postgresql://… or sqlite:/…) the window and \
+                the tier come from it, as every gateway enforces them, with the gateway that opened the window; \
+                a shared store that cannot be read is an error that names --local.
 
                 Exit 1 when NAME is not a configured peer, or when the configuration or the store cannot be \
                 read (for example: permission denied). When the store does not exist yet (tunneld has not \
@@ -195,7 +197,7 @@ extension Tunnelctl {
                 ArgumentSpec("FLOW", "a flow, in quotes (syntax above)"),
             ],
             options: [OptionSpec("--policies", "DIR", help: "rule files to decide FLOW with (default: PolicyDirectory of the configuration)"),
-                      .json("docs/session.md"), .config],
+                      .windowLocal, .json("docs/session.md"), .config],
             help: """
                 explain PEER: whether PEER is refused now (a free-tier pause), since and until when, and how \
                 many of its handshakes were refused. Exit 0 when PEER is refused; exit 1 when it is NOT refused \

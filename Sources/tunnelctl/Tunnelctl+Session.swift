@@ -11,16 +11,17 @@ import Store
 extension Tunnelctl {
     static let runSession: Command.Body = { args, console in
         let json = args.flag("--json")
+        let local = args.flag("--local")
         let config = try cliConfig(&args)
         let name = args.next()
         try args.finish()
         let peers = try name.map { [try configuredPeer($0, config)] } ?? config.peers
         let now = cliNow()
-        let store = try readStore(config)
-        if store == nil { console.error("note: \(noHistoryYet(config))") }
+        let source = try WindowSource.open(config, local: local)
+        if source.local == nil && !source.isShared { console.error("note: \(noHistoryYet(config))") }
         let live = try liveSessions(config)
         if live == nil && !json { console.error("note: tunneld is not running; connection state from the store") }
-        let reports = try peers.map { try sessionReport($0, config: config, store: store, live: live, now: now) }
+        let reports = try peers.map { try sessionReport($0, config: config, source: source, live: live, now: now) }
         if json {
             console.print(try encodeJSON(name == nil ? AnyEncodable(reports) : AnyEncodable(reports[0])))
         } else {
@@ -36,12 +37,13 @@ extension Tunnelctl {
     }
 
     /// One peer's window state at `now`.
-    static func sessionReport(_ peer: PeerConfig, config: TunnelConfig, store: StateStore?, live: [String: PeerSessionState]?,
+    static func sessionReport(_ peer: PeerConfig, config: TunnelConfig, source: WindowSource, live: [String: PeerSessionState]?,
                               now: Int64) throws -> SessionReport
     {
-        let tier = try tier(of: peer, store)
+        let tier = try source.tier(of: peer)
         let limits = config.limits(of: peer, tier: tier)
-        let window = try store?.window(peer: peer.name)
+        let stored = try source.window(peer.name)
+        let window = stored?.window
         let connected = live?[peer.name] == .connected
         var r = SessionReport(peer: peer.name, tier: tier.rawValue, state: connected ? "connected" : "disconnected",
                               limited: limits.isWindowed, daemonRunning: live != nil,
@@ -87,6 +89,11 @@ extension Tunnelctl {
             let why = limits.hasQuota && WatchdogRules.quotaReached(up: used.up, down: used.down, limits: limits) ? " (quota used: \(r.quota ?? ""))" : ""
             r.line = "\(who): paused\(why), can reconnect in \(remainingText(wait)) (at \(clockText(w.reconnectAt)))"
         }
+        // With a shared store: which gateway opened the window in force.
+        if let g = stored?.gateway, r.allowedUntil != nil || r.reconnectAt != nil {
+            r.windowGateway = g
+            r.line += " [window opened on \(g)]"
+        }
         return r
     }
 
@@ -94,6 +101,7 @@ extension Tunnelctl {
         let json = args.flag("--json")
         let config = try cliConfig(&args)
         let policies = try args.option("--policies")
+        let local = args.flag("--local")
         var words: [String] = []
         while let w = args.next() {
             if w.hasPrefix("--") { throw CLIError.usage("unknown option '\(w)'") }
@@ -103,7 +111,7 @@ extension Tunnelctl {
             throw CLIError.usage("usage: tunnelctl explain PEER | tunnelctl explain 'FLOW'\n  FLOW: \(PolicyFlow.syntax)")
         }
         if words.count == 1 && !words[0].contains(" ") && config.peer(named: words[0]) != nil {
-            return try explainPeer(words[0], config: config, json: json, console)
+            return try explainPeer(words[0], config: config, json: json, local: local, console)
         }
         if words.count == 1 && !words[0].contains(" ") && !words[0].contains("->") {
             _ = try configuredPeer(words[0], config)  // "no peer named …" (exit 1)
@@ -113,13 +121,14 @@ extension Tunnelctl {
 
     /// `explain PEER`: exit 0 when the peer is refused (the explanation follows), 1 when it is not
     /// (DESIGN.md §9: 1 is the answer "no").
-    static func explainPeer(_ name: String, config: TunnelConfig, json: Bool, _ console: Console) throws -> ExitCode {
+    static func explainPeer(_ name: String, config: TunnelConfig, json: Bool, local: Bool, _ console: Console) throws -> ExitCode {
         // With a shared store, Disabled / Expires as every gateway applies them (issue 19).
         let (peer, from) = admitted(try configuredPeer(name, config), try sharedAdmissions(config))
         let now = cliNow()
-        let store = try readStore(config)
+        let source = try WindowSource.open(config, local: local)
+        let store = source.local
         let live = try liveSessions(config)
-        let session = try sessionReport(peer, config: config, store: store, live: live, now: now)
+        let session = try sessionReport(peer, config: config, source: source, live: live, now: now)
         var e = PeerExplanation(peer: name, refused: false, session: session)
         // The configuration refuses before the session rules do (docs/peers.md): Disabled, Expires.
         let expired = peer.expiresMs.map { $0 <= now } ?? false
@@ -140,18 +149,18 @@ extension Tunnelctl {
             }
             return .ok
         }
-        if session.state == "paused", let w = try store?.window(peer: name) {
+        if session.state == "paused", let w = try source.window(name)?.window {
             e.refused = true
             // Which limit ended the window: its quota when the window's use reached one (the rule
             // tunneld applied, PeerLimits.quotaReached), else its Session time.
-            let limits = config.limits(of: peer, tier: try tier(of: peer, store))
+            let limits = config.limits(of: peer, tier: try source.tier(of: peer))
             let why = WatchdogRules.pauseReason(used: ByteUse(up: w.usedUp, down: w.usedDown), limits: limits)
             let byQuota = why == .quota
             e.reason = why.text
             e.since = isoText(w.allowedUntil)
             e.until = isoText(w.reconnectAt)
             e.secondsLeft = session.secondsToReconnect
-            let rows = try store?.refusals(peer: name, kind: .session).filter { $0.window == w.allowedUntil } ?? []
+            let rows = try source.pauseRefusals(name, allowedUntil: w.allowedUntil)
             e.attempts = rows.reduce(0) { $0 + $1.count }
             e.lastAttempt = rows.map(\.lastAt).max().map(isoText)
             if json {
@@ -208,12 +217,14 @@ struct SessionReport: Encodable {
     var quotaUsedUp: UInt64?
     var quotaUsedDown: UInt64?
     var quota: String?
+    /// With a shared store: the gateway that opened the window in force (its GatewayName).
+    var windowGateway: String?
     /// The text line (not encoded).
     var line = ""
 
     enum CodingKeys: String, CodingKey {
         case peer, tier, state, limited, daemonRunning, windowSeconds, allowedUntil, reconnectAt, secondsLeft, secondsToReconnect
-        case limits, quotaUsedUp, quotaUsedDown, quota
+        case limits, quotaUsedUp, quotaUsedDown, quota, windowGateway
     }
     func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
@@ -231,6 +242,7 @@ struct SessionReport: Encodable {
         try c.encode(quotaUsedUp, forKey: .quotaUsedUp)
         try c.encode(quotaUsedDown, forKey: .quotaUsedDown)
         try c.encode(quota, forKey: .quota)
+        try c.encode(windowGateway, forKey: .windowGateway)
     }
 }
 

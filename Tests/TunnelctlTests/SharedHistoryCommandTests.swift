@@ -154,3 +154,78 @@ extension String {
         try h.write(contentsOf: Data(utf8))
     }
 }
+
+/// `session` and `explain PEER` with a shared store (issue 19): the window and the tier every
+/// gateway enforces, read from the shared store, with the gateway that opened the window; `--local`
+/// reads this router's own copy; an unreadable shared store is an error naming `--local`.
+@Suite struct SharedWindowCommandTests {
+    static let key = "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE="
+
+    func fixture() throws -> (HistoryFixture, SQLiteSharedState) {
+        let f = try HistoryFixture()
+        try "\nStore = sqlite:\(f.dir)/shared.db\nGatewayName = gw-a\n\n[Peer]\nName = alice\nPublicKey = \(Self.key)\nAllowedIPs = 10.99.0.2/32\n"
+            .appendLine(toFile: f.config)
+        return (f, try SQLiteSharedState(path: f.dir + "/shared.db"))
+    }
+
+    func json(_ text: String) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+    }
+
+    @Test func theWindowAnotherGatewayOpenedIsTheAnswer() throws {
+        let (f, shared) = try fixture()
+        let n = HistoryFixture.now, m = HistoryFixture.minute
+        // This router's copy is one pass behind: no window yet. gw-b opened one 10 minutes ago.
+        try f.store().putWindow(SessionWindow(peer: "alice", dates: WindowDates(allowedUntil: n - 5 * m, reconnectAt: n - m)))
+        let dates = WindowDates(allowedUntil: n + 20 * m, reconnectAt: n + 23 * HistoryFixture.hour)
+        _ = try shared.openWindow(peer: "alice", dates: dates, gateway: "gw-b", now: n - 10 * m)
+        let s = f.run(["session", "alice"])
+        #expect(s.code == .ok && s.out.contains("20m00s left") && s.out.hasSuffix(" [window opened on gw-b]\n"), "\(s.out) \(s.err)")
+        let j = try json(f.run(["session", "alice", "--json"]).out)
+        #expect(j["windowGateway"] as? String == "gw-b" && j["secondsLeft"] as? Int == 1200)
+        // --local: this router's store, in which the last window's pause is over.
+        let l = f.run(["session", "alice", "--local"])
+        #expect(l.code == .ok && !l.out.contains("opened on") && !l.out.contains("left"), "\(l.out)")
+        #expect(try json(f.run(["session", "alice", "--local", "--json"]).out)["windowGateway"] is NSNull)
+        #expect(f.run(["explain", "alice"]).code == .failure, "in a window: not refused")
+        // A premium override made on another gateway applies here too.
+        try shared.setTier(peer: "alice", tier: .premium, at: n - m)
+        #expect(f.run(["session", "alice"]).out.contains("alice (premium)"))
+        #expect(f.run(["session", "alice", "--local"]).out.contains("alice (free)"))
+    }
+
+    @Test func aPauseOnAnotherGatewayRefusesHereWithItsAttempts() throws {
+        let (f, shared) = try fixture()
+        let n = HistoryFixture.now, m = HistoryFixture.minute, h = HistoryFixture.hour
+        let dates = WindowDates(allowedUntil: n - 30 * m, reconnectAt: n + 2 * h)
+        _ = try shared.openWindow(peer: "alice", dates: dates, gateway: "gw-b", now: n - 90 * m)
+        try shared.ship(HistoryBatch(gateway: "gw-b", refusals: [
+            Refusal(id: 1, kind: .session, peer: "alice", rule: "", flowKey: "", reason: "free-limit pause",
+                    window: dates.allowedUntil, count: 3, firstAt: n - 20 * m, lastAt: n - 10 * m),
+            Refusal(id: 2, kind: .session, peer: "alice", rule: "", flowKey: "", reason: "free-limit pause",
+                    window: dates.allowedUntil - h, count: 50, firstAt: n - 80 * m, lastAt: n - 70 * m),  // another window's
+        ]))
+        let e = f.run(["explain", "alice", "--json"])
+        #expect(e.code == .ok, "\(e.out) \(e.err)")
+        let j = try json(e.out)
+        #expect(j["refused"] as? Bool == true && j["attempts"] as? Int == 3 && j["lastAttempt"] as? String == "2026-03-01T11:50:00.000Z", "\(e.out)")
+        #expect((j["session"] as? [String: Any])?["windowGateway"] as? String == "gw-b")
+        _ = try f.store()  // this router's store exists, its copy of the window not yet
+        let local = f.run(["explain", "alice", "--local"])
+        #expect(local.code == .failure && local.out.contains("not refused"), "this router's copy has no window yet: \(local.out) \(local.err)")
+    }
+
+    @Test func anUnreadableSharedStoreIsAnErrorThatNamesLocal() throws {
+        let f = try HistoryFixture()
+        try "\nStore = sqlite:\(f.dir)/never-created.db\n\n[Peer]\nName = alice\nPublicKey = \(Self.key)\nAllowedIPs = 10.99.0.2/32\n"
+            .appendLine(toFile: f.config)
+        _ = try f.store()
+        for cmd in [["session"], ["session", "alice"], ["session", "alice", "--json"]] {
+            let r = f.run(cmd)
+            #expect(r.code == .failure && r.out.isEmpty && r.err.contains("cannot read the shared store sqlite:DIR/never-created.db") && r.err.contains("add --local"), "\(cmd): \(r.err)")
+            #expect(f.run(cmd + ["--local"]).code == .ok)
+        }
+        let e = f.run(["explain", "alice"])
+        #expect(e.code == .failure && e.out.isEmpty && e.err.contains("cannot read the shared store"), "never 'not refused': \(e.out) \(e.err)")
+    }
+}

@@ -84,7 +84,11 @@ TV_PIDS+=("$TV_WG_C_PID")
 check "the client's traffic flows through gateway A" wait_ping
 check_output "the window is in PostgreSQL, opened by gw-a (epoch 1)" "^alice\|1\|gw-a$" sql "SELECT peer, epoch, gateway FROM tv_windows"
 A_UNTIL=$(allowed_until a)
-check "tunnelctl session agrees on both gateways (B learns the window within a pass)" eventually '[ -n "$A_UNTIL" ] && [ "$(allowed_until b)" = "$A_UNTIL" ]' 5
+check "tunnelctl session on B reads A's window from PostgreSQL at once (no sync pass to wait for)" \
+  bash -c '[ -n "$1" ] && [ "$($2 session alice --json | python3 -c "import json,sys; r=json.load(sys.stdin); print(r[\"allowedUntil\"], r[\"windowGateway\"])")" = "$1 gw-a" ]' _ "$A_UNTIL" "$CTL_B"
+check_output "… and names the gateway that opened it" "disconnected, .* left in its window .*\\[window opened on gw-a\\]$" $CTL_B session alice
+check "tunnelctl session --local on B: its own copy agrees within a pass" \
+  eventually '[ -n "$A_UNTIL" ] && [ "$($CTL_B session alice --local --json 2>/dev/null | python3 -c "import json,sys; print(json.load(sys.stdin)[\"allowedUntil\"] or \"\")")" = "$A_UNTIL" ]' 5
 check_output "B reports the peer in its window, not connected there" "disconnected" session_state b
 
 echo "shared: the window ends; the client moves to B and is refused until the pause ends"
@@ -106,8 +110,15 @@ check "A knows B's window (session agrees)" eventually '[ -n "$B_UNTIL" ] && [ "
 
 echo "shared: PostgreSQL stops for 30 s mid-traffic: nothing stops, nothing is lost"
 journal_depth() { $CTL_B status --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["shared"]["journalDepth"])'; }
-# Distinct UDP flows through B to its tunnel address (each send from a fresh source port).
-udp_flows() { tv_in "$TV_NS_C" bash -c "for i in \$(seq $1); do echo x >/dev/udp/$TV_GW_TUN/$2; sleep 0.05; done"; }
+# Distinct UDP flows through B to its tunnel address: N sends, each from its own source port
+# (SPORT_BASE+i, bound explicitly: kernel-chosen ephemeral ports can repeat within a batch, and two
+# sends from one port are one flow, CI run of 2026-12-04 counted 39 of 40).
+udp_flows() {
+  tv_in "$TV_NS_C" python3 -c 'import socket,sys,time
+n,dst,port,base=int(sys.argv[1]),sys.argv[2],int(sys.argv[3]),int(sys.argv[4])
+for i in range(n):
+    s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); s.bind(("",base+i)); s.sendto(b"x",(dst,port)); s.close(); time.sleep(0.05)' "$1" "$TV_GW_TUN" "$2" "$3"
+}
 pg_cluster_pause "$PG_TEST_DIR"
 OUTAGE_START=$(date +%s%3N)
 check "forwarding through B goes on while the database is down" wait_ping 10
@@ -116,13 +127,15 @@ check_exit "tunnelctl flows cannot read the shared store: exit 1, never an empty
 check_output "it names the store and why" "cannot read the shared store host=.*: PostgreSQL connect failed" $CTL_A flows
 check_output "it offers --local" "own history .*: add --local" $CTL_A flows
 check_output "tunnelctl flows --local reads B's own store meanwhile (no GATEWAY column)" "^ID +PEER +FLOW" $CTL_B flows --local
-udp_flows 20 9999
+check_exit "tunnelctl session cannot read the window from the shared store: exit 1, never a guess" 1 $CTL_B session alice
+check_output "tunnelctl session --local answers from B's copy meanwhile" "alice \\(free\\): " $CTL_B session alice --local
+udp_flows 20 9999 41000
 check_output "the outage is logged once" "^1$" grep -c "shared store (postgresql): .*enforced from memory" "$TV_DIR/b/tunneld.log"
 # The session ends during the outage (kicked by the operator on B) and a new one starts: both
 # rows must ship. The client notices the kick by WireGuard's timers (≈15–30 s).
 $CTL_B kick alice >/dev/null 2>&1
 check "after a kick during the outage the client reconnects to B" wait_ping 80
-udp_flows 20 9998
+udp_flows 20 9998 42000
 check_output "status shows the history journal's depth while the database is away" "^[1-9][0-9]*$" journal_depth
 sleep "$(python3 -c "import time; print(max(0, $OUTAGE_START/1000 + 30 - time.time()))")"
 check "still forwarding at the end of the outage" wait_ping 20
@@ -140,6 +153,12 @@ for fam in flows sessions refusals markers; do
 done
 check_output "the 40 flows sent during the outage shipped (dst ports 9999, 9998)" "^40$" \
   sql "SELECT count(*) FROM tv_flows WHERE gateway = 'gw-b' AND dst_port IN (9998, 9999) AND first_seen >= $OUTAGE_START"
+# On a miss, say which sends are absent where: B's own store or only PostgreSQL.
+if [ "$(sql "SELECT count(*) FROM tv_flows WHERE gateway = 'gw-b' AND dst_port IN (9998, 9999) AND first_seen >= $OUTAGE_START")" != 40 ]; then
+  echo "  flows of the outage in PostgreSQL: $(sql "SELECT string_agg(dst_port || '/' || src_port, ' ' ORDER BY dst_port, src_port) FROM tv_flows WHERE gateway = 'gw-b' AND dst_port IN (9998, 9999)")"
+  echo "  in B's store: $(sqlite3 "$TV_DIR/b/state/state.db" "SELECT group_concat(dst_port || '/' || src_port, ' ') FROM flows WHERE dst_port IN (9998, 9999)" 2>&1)"
+  $CTL_B status 2>&1 | sed 's/^/  B status: /'
+fi
 check_output "the session the outage ended shipped with its reason" "admin-kick" \
   sql "SELECT end_reason FROM tv_sessions WHERE gateway = 'gw-b' AND peer = 'alice' AND ended_at >= $OUTAGE_START"
 check_output "B's refusals of the pause shipped" "^[1-9]" sql "SELECT count(*) FROM tv_refusals WHERE gateway = 'gw-b' AND kind = 'session'"
