@@ -115,6 +115,25 @@ public final class PacketBatch {
         return true
     }
 
+    /// Copies contiguous `bytes` into slot `i` (one memcpy; the generic `set` above goes element by
+    /// element through the Collection witnesses, ≈ 40 ns a byte unspecialised across modules, which
+    /// made `tunnelbench blast` a 15 kpps generator at 1392 B). Returns false when it does not fit.
+    @discardableResult
+    public func set(_ i: Int, bytes: [UInt8], endpoint: Endpoint? = nil) -> Bool {
+        bytes.withUnsafeBytes { set(i, raw: $0, endpoint: endpoint) }
+    }
+
+    /// Copies `raw` into slot `i` at `headroom` (one memcpy), sets its offset and length.
+    @discardableResult
+    public func set(_ i: Int, raw: UnsafeRawBufferPointer, endpoint: Endpoint? = nil) -> Bool {
+        guard raw.count <= slotSize - headroom else { return false }
+        if let from = raw.baseAddress, raw.count > 0 { readRoom(i).baseAddress!.copyMemory(from: from, byteCount: raw.count) }
+        offsets[i] = headroom
+        lengths[i] = raw.count
+        if let endpoint { endpoints[i] = endpoint }
+        return true
+    }
+
     /// Sets `count` to 0 and every offset back to `headroom`.
     public func reset() {
         count = 0

@@ -238,6 +238,7 @@ enum WGLoadBench {
         let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 256, alignment: 16)
         defer { scratch.deallocate() }
         print("wgload: receiving for \(seconds) s")
+        fflush(nil)  // capacity.sh waits for this line while we run (stdout is a file there: fully buffered)
         var total = 0, bytes = 0, sampled = 0, opened = 0, first: UInt64 = 0, last: UInt64 = 0
         let end = clock.monotonicNanoseconds() + UInt64(seconds * 1e9)
         while clock.monotonicNanoseconds() < end {
