@@ -16,8 +16,11 @@
 //   tunnelbench sink --listen IP:PORT [--seconds S] [--idle MS]
 //       Counts datagrams and payload bytes with recvmmsg until S seconds pass or nothing arrived
 //       for MS milliseconds after the first one. Prints `sink: N datagrams B bytes`.
-//   tunnelbench blast --to IP[,IP...] --port PORT [--size BYTES] [--packets N] [--rate PPS]
-//       Plain UDP to each address in turn (a server sending to the peers' tunnel addresses).
+//   tunnelbench blast --to IP[,IP...] --port PORT [--size BYTES] [--packets N] [--rate PPS] [--burst B]
+//       Plain UDP to each address in turn (a server sending to the peers' tunnel addresses), B
+//       consecutive datagrams to one address before the next (default 1: strict round robin).
+//       Runs of one address go out as one UDP GSO send, as a router's NIC hands the kernel GRO
+//       trains of each flow; strict round robin makes every datagram its own skb.
 import Core
 import Foundation
 import Packet
@@ -355,7 +358,7 @@ enum BlastBench {
     static let summary = "send plain UDP to addresses in turn (sendmmsg), paced; for capacity.sh's server->client runs"
 
     static func run(_ arguments: [String]) throws {
-        var targets: [IPAddress] = [], port: UInt16 = 9, size = 64, packets = 200_000, rate = 0.0
+        var targets: [IPAddress] = [], port: UInt16 = 9, size = 64, packets = 200_000, rate = 0.0, burst = 1
         var i = 0
         while i < arguments.count {
             let v = i + 1 < arguments.count ? arguments[i + 1] : ""
@@ -365,6 +368,7 @@ enum BlastBench {
             case "--size": size = Int(v) ?? 64
             case "--packets": packets = Int(v) ?? 200_000
             case "--rate": rate = Double(v) ?? 0
+            case "--burst": burst = max(1, Int(v) ?? 1)
             default: throw BenchFailure("blast: unknown argument '\(arguments[i])'")
             }
             i += 2
@@ -387,7 +391,7 @@ enum BlastBench {
             }
             let k = min(64, packets - sent)
             for s in 0..<k {
-                batch.set(s, bytes: payload, endpoint: Endpoint(address: targets[n % targets.count], port: port))
+                batch.set(s, bytes: payload, endpoint: Endpoint(address: targets[(n / burst) % targets.count], port: port))
                 n += 1
             }
             batch.count = k
@@ -400,6 +404,6 @@ enum BlastBench {
             sent += k
         }
         let elapsed = Double(clock.monotonicNanoseconds() - start) / 1e9
-        print(String(format: "blast: sent %d datagrams of %d B to %d address(es) in %.3f s = %.0f pps", sent, size, targets.count, elapsed, Double(sent) / elapsed))
+        print(String(format: "blast: sent %d datagrams of %d B to %d address(es), bursts of %d, in %.3f s = %.0f pps", sent, size, targets.count, burst, elapsed, Double(sent) / elapsed))
     }
 }

@@ -6,7 +6,10 @@
 # (64 B, 1420 B less headers) and peer count (1, 10, 100): the highest offered rate with <= 1 % loss
 # client->server (doubling, then bisection), the packets/s the sink received there, the gateway's CPU per
 # packet. Then server->client: `tunnelbench blast` plain UDP to the peers' tunnel addresses at
-# the same search, counted (and sampled-decrypted) by `wgload --receive`.
+# the same search, counted (and sampled-decrypted) by `wgload --receive`. blast sends CAP_BURST
+# (default 64) consecutive datagrams to one peer before the next, one UDP GSO send each, as a
+# router's NIC hands the kernel GRO trains per flow; CAP_BURST=1 is strict round robin, where every
+# datagram is its own skb and the server namespace's forwarding, not the gateway, is the limit.
 #   Usage: scripts/bench/capacity.sh [ROUNDS] [wggo|tunneld|both]     (TV_NO_BUILD=1: use the builds)
 #   CAP_SIZES="64 1392" CAP_PEERS="1 10 100" CAP_DIRS="up down" CAP_PROBES=6 CAP_START=32000
 #   CAP_MAX=4000000 override the grid and the search; CAP_DEBUG=1 prints every probe on stderr.
@@ -101,7 +104,8 @@ probe_down() {
   local rx=$!
   for _ in $(seq 100); do grep -q "receiving" "$TV_DIR/wgload.out" 2>/dev/null && break; sleep 0.1; done
   c0=$(tv_cpu_ticks "$TV_GW_PID")
-  tv_in "$TV_NS_S" taskset -c 1 "$BENCH" blast --to "$targets" --port 9 --size "$size" --packets $packets --rate "$rate" >"$TV_DIR/blast.out"
+  tv_in "$TV_NS_S" taskset -c 1 "$BENCH" blast --to "$targets" --port 9 --size "$size" --packets $packets --rate "$rate" \
+      --burst "${CAP_BURST:-64}" >"$TV_DIR/blast.out"
   wait $rx || true
   c1=$(tv_cpu_ticks "$TV_GW_PID")
   [ -z "${CAP_DEBUG:-}" ] || cat "$TV_DIR/wgload.out" "$TV_DIR/blast.out" >&2

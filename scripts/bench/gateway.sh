@@ -10,6 +10,10 @@
 # TUNNELD_OFFLOAD=off: tunneld without TUN offloads and UDP GSO.
 # TV_BENCH_PPS_SEARCH=off skips the loss-bounded rate search (about 30 s per gateway).
 # TV_BENCH_CAPTURE=full|metadata: tunneld captures every packet at that detail (tunnelctl capture on).
+# TV_CLIENT=tunneld: the client is tunneld (tv_client_tunneld_up) for both gateways, so TCP is not
+# capped by wireguard-go's client (issue 18); CPU per packet is then not reported (tunneld's TUN
+# counts offloaded super-packets, not segments), CPU per gigabit is.
+# TV_PIN=1: the gateway's threads on CPU 0, the client and iperf3 (both ends) on CPU 1.
 # TV_BENCH_WATCH=view|json|lines: a `tunnelctl watch` consumer is attached to the live ring for the
 # whole run (view: the refreshing terminal view, output to /dev/null; json/lines: one line per record).
 set -euo pipefail
@@ -38,23 +42,29 @@ run_one() {  # $1 = wggo | tunneld
       TV_WATCH_PID=$!; TV_PIDS+=($TV_WATCH_PID)
     fi
   fi
-  tv_client_up 0
+  local client=${TV_CLIENT:-wggo} pin=${TV_PIN:+1} on1=
+  [ -z "$pin" ] || { taskset -a -p -c 0 "$TV_GW_PID" >/dev/null; on1="taskset -c 1"; }
+  if [ "$client" = tunneld ]; then tv_client_tunneld_up ${pin:+1}; else
+    tv_client_up 0
+    [ -z "$pin" ] || taskset -a -p -c 1 "$TV_WG_C_PID" >/dev/null
+  fi
   tv_wait_tunnel || { echo "tunnel did not come up ($kind)"; tail -n 20 "$TV_DIR"/*.log; exit 1; }
-  tv_spawn "$TV_NS_S" "$TV_DIR/iperf3.log" iperf3 -s >/dev/null; sleep 0.5
+  tv_spawn "$TV_NS_S" "$TV_DIR/iperf3.log" $on1 iperf3 -s >/dev/null; sleep 0.5
   local gp=$TV_GW_PID
   local c0 c1 fwd up down pps lat cpupkt cpugbit
   local pk0 pk1
   pkts() { tv_in "$TV_NS_C" cat /sys/class/net/$TV_WG_C/statistics/rx_packets /sys/class/net/$TV_WG_C/statistics/tx_packets | paste -sd+ | bc; }
   c0=$(tv_cpu_ticks "$gp"); pk0=$(pkts)
-  up=$(tv_in "$TV_NS_C" iperf3 -c $TV_SRV -t "$SECS" -J | python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/1e9)')
+  up=$(tv_in "$TV_NS_C" $on1 iperf3 -c $TV_SRV -t "$SECS" -J | python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/1e9)')
   c1=$(tv_cpu_ticks "$gp"); pk1=$(pkts)
   cpupkt=$(python3 -c "print(($c1-$c0)/100/max(1,$pk1-$pk0)*1e6)")      # µs of gateway CPU per packet
+  [ "$client" = wggo ] || cpupkt=nan
   cpugbit=$(python3 -c "print(($c1-$c0)/100/max(1e-9,$up*$SECS))")       # CPU seconds per gigabit carried
-  down=$(tv_in "$TV_NS_C" iperf3 -c $TV_SRV -t "$SECS" -R -J | python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/1e9)')
+  down=$(tv_in "$TV_NS_C" $on1 iperf3 -c $TV_SRV -t "$SECS" -R -J | python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/1e9)')
   # UDP runs give iperf3's own sockets 4 MiB buffers (-w; both ends): with the default 208 KiB the
   # server's socket, not the gateway, overflows first. TV_BENCH_UDP_WINDOW= (empty) restores it.
   local w=${TV_BENCH_UDP_WINDOW-4M}
-  pps=$(tv_in "$TV_NS_C" iperf3 -c $TV_SRV -u -l 64 -b 400M ${w:+-w $w} -t "$SECS" -J | python3 -c '
+  pps=$(tv_in "$TV_NS_C" $on1 iperf3 -c $TV_SRV -u -l 64 -b 400M ${w:+-w $w} -t "$SECS" -J | python3 -c '
 import json,sys; e=json.load(sys.stdin)["end"]; s=e["sum"]; print((s["packets"]-s["lost_packets"])/s["seconds"])')
   # RFC 2544-style throughput: the highest offered 64-byte rate with at most 1 % loss end to end
   # (binary search, 3 s per probe), reported as the packets/s received at that rate.
@@ -62,7 +72,7 @@ import json,sys; e=json.load(sys.stdin)["end"]; s=e["sum"]; print((s["packets"]-
   [ "${TV_BENCH_PPS_SEARCH:-on}" = on ] || { probes=0; best=nan; }
   for _ in $(seq $probes); do
     mid=$(( (lo + hi) / 2 ))
-    r=$(tv_in "$TV_NS_C" iperf3 -c $TV_SRV -u -l 64 -b $((mid * 512)) ${w:+-w $w} -t 3 -J | python3 -c '
+    r=$(tv_in "$TV_NS_C" $on1 iperf3 -c $TV_SRV -u -l 64 -b $((mid * 512)) ${w:+-w $w} -t 3 -J | python3 -c '
 import json,sys; s=json.load(sys.stdin)["end"]["sum"]; print(s["lost_packets"] <= 0.01*max(1,s["packets"]), (s["packets"]-s["lost_packets"])/s["seconds"])')
     if [ "${r%% *}" = True ]; then lo=$mid; best=${r#* }; else hi=$mid; fi
   done

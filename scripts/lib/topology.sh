@@ -46,7 +46,7 @@ tv_cleanup() {
   TV_PIDS=()
   for ns in "$TV_NS_C" "$TV_NS_G" "$TV_NS_S"; do ip netns del "$ns" 2>/dev/null || true; done
   rm -f "/var/run/wireguard/$TV_WG_C.sock" "/var/run/wireguard/$TV_IF_G.sock" "/var/run/wireguard/$TV_WG_B.sock"
-  rm -rf "/dev/shm/tunnelvision-run-$TV_ID"
+  rm -rf "/dev/shm/tunnelvision-run-$TV_ID" "/dev/shm/tunnelvision-run-$TV_ID-client"
   [ -n "${TV_KEEP_DIR:-}" ] || rm -rf "$TV_DIR"
 }
 
@@ -99,6 +99,42 @@ tv_client_up() {
   tv_in "$TV_NS_C" ip link set "$TV_WG_C" mtu 1420 up
   tv_in "$TV_NS_C" ip route add 198.19.0.0/24 dev "$TV_WG_C"
   tv_in "$TV_NS_C" ip -6 route add fd98::/64 dev "$TV_WG_C"
+}
+
+# The client as tunneld instead of wireguard-go (benchmarks: the same faster client for both
+# gateways, issue 18): interface $TV_WG_C with the client's key and tunnel address, one premium
+# peer = the gateway (Endpoint set, so tunneld initiates), policy "allow everything", routes to the
+# server LAN. $1 = taskset CPU list (optional). Leaves the pid in TV_CLIENT_PID.
+tv_client_tunneld_up() {
+  local cpus=${1:-} d=$TV_DIR/client
+  mkdir -p "$d/state" "$d/policies" "/dev/shm/tunnelvision-run-$TV_ID-client"
+  ln -sfn "/dev/shm/tunnelvision-run-$TV_ID-client" "$d/run"
+  printf 'default allow\ndefault in allow\n' >"$d/policies/10-client.rules"
+  cat >"$d/tunneld.conf" <<CONF
+[Interface]
+Name = $TV_WG_C
+PrivateKeyFile = $TV_DIR/client.key
+ListenPort = $((TV_PORT + 1))
+Address = $TV_C_TUN/24, $TV_C_TUN6/64
+MTU = 1420
+StateDirectory = $d/state
+RuntimeDirectory = $d/run
+PolicyDirectory = $d/policies
+
+[Peer]
+Name = gateway
+PublicKey = $TV_G_PUB
+Endpoint = $TV_GW_UNDERLAY:$TV_PORT
+AllowedIPs = 10.99.0.0/24, fd99::/64, 198.19.0.0/24, fd98::/64
+Tier = premium
+CONF
+  tv_spawn "$TV_NS_C" "$TV_DIR/client-tunneld.log" ${cpus:+taskset -c "$cpus"} "$TV_TUNNELD" --config "$d/tunneld.conf" --foreground
+  TV_CLIENT_PID=$TV_LAST_PID
+  for _ in $(seq 100); do [ -S "$d/run/control.sock" ] && break; sleep 0.1; done
+  [ -S "$d/run/control.sock" ] || { tv_log "client tunneld did not start:"; cat "$TV_DIR/client-tunneld.log" >&2; return 1; }
+  # tunneld routes its peers' AllowedIPs itself; replace keeps this idempotent either way.
+  tv_in "$TV_NS_C" ip route replace 198.19.0.0/24 dev "$TV_WG_C"
+  tv_in "$TV_NS_C" ip -6 route replace fd98::/64 dev "$TV_WG_C"
 }
 
 # bob, a second client in the client namespace: his own key ($TV_DIR/bob.key, public key in
