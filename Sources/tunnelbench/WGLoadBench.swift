@@ -2,11 +2,12 @@
 // it measures (issue 18), so "capacity per gateway core" is what a benchmark sees.
 //
 //   tunnelbench wgload --gateway HOST:PORT --gateway-key BASE64 --peers FILE --to IP:PORT
-//                      [--size BYTES] [--packets N] [--rate PPS] [--seconds S] [--no-gso]
+//                      [--size BYTES] [--packets N] [--rate PPS] [--seconds S] [--burst B] [--no-gso]
 //       Completes a real handshake as the initiator for every peer of FILE (lines
 //       "PRIVATE-KEY-BASE64 TUNNEL-IPv4"), pre-encrypts N transport messages round-robin over the
 //       peers (consecutive counters; inner IPv4/UDP from the peer's tunnel address to --to, BYTES
-//       of payload), then sends them with sendmmsg (UDP GSO unless --no-gso) paced at PPS
+//       of payload, as a Linux sender writes them: UDP checksum set, IPv4 ID counting per flow;
+//       --burst B: B consecutive messages per peer before the next, default 1), then sends them with sendmmsg (UDP GSO unless --no-gso) paced at PPS
 //       (0 = flat out) until they run out or S seconds pass. Prints what the socket took.
 //   tunnelbench wgload ... --receive --seconds S
 //       The other direction: handshakes as above (plus a keepalive so the gateway has the
@@ -51,7 +52,7 @@ enum WGLoadBench {
 
     static func run(_ arguments: [String]) throws {
         var gateway: Endpoint?, gatewayKey: WireGuardKey?, peersFile: String?, to: Endpoint?
-        var size = 64, packets = 200_000, rate = 0.0, seconds = 5.0, gso = true, receiveMode = false
+        var size = 64, packets = 200_000, rate = 0.0, seconds = 5.0, gso = true, receiveMode = false, burst = 1
         var i = 0
         func value() -> String {
             i += 1
@@ -68,6 +69,7 @@ enum WGLoadBench {
             case "--packets": packets = Int(value()) ?? -1
             case "--rate": rate = Double(value()) ?? -1
             case "--seconds": seconds = Double(value()) ?? -1
+            case "--burst": burst = Int(value()) ?? -1
             case "--no-gso": gso = false
             case "--receive": receiveMode = true
             default: usage("unknown argument '\(arguments[i])'")
@@ -75,7 +77,7 @@ enum WGLoadBench {
             i += 1
         }
         guard let gateway, let gatewayKey, let peersFile else { usage("--gateway, --gateway-key and --peers are required") }
-        guard size >= 0 && size <= 1400, packets > 0, rate >= 0, seconds > 0 else { usage("bad --size, --packets, --rate or --seconds") }
+        guard size >= 0 && size <= 1400, packets > 0, rate >= 0, seconds > 0, burst >= 1 else { usage("bad --size, --packets, --rate, --seconds or --burst") }
         guard receiveMode || to != nil else { usage("--to is required (or --receive)") }
         let lines = try String(contentsOfFile: peersFile, encoding: .utf8).split(separator: "\n")
         let clock = SystemClock()
@@ -103,7 +105,7 @@ enum WGLoadBench {
         }
         guard let to, !to.address.isIPv6 else { usage("--to must be an IPv4 address and port") }
 
-        // 2. Pre-encrypt: packet n belongs to peer n % K; consecutive counters per peer.
+        // 2. Pre-encrypt: packet n belongs to peer (n / B) % K; consecutive counters per peer.
         let batchSize = 64
         let now = clock.boottimeNanoseconds()
         let count = (packets + batchSize - 1) / batchSize * batchSize
@@ -111,14 +113,18 @@ enum WGLoadBench {
         let batches = (0..<(count / batchSize)).map { _ in PacketBatch(capacity: batchSize, slotSize: sealed + 64) }
         let t0 = clock.monotonicNanoseconds()
         var inner = [UInt8](repeating: 0, count: 28 + size)
+        var ident = [UInt16](repeating: 0, count: peers.count)  // each peer's flow counts its own IPv4 IDs
         for n in 0..<count {
-            let p = peers[n % peers.count]
+            let k = (n / burst) % peers.count
+            let p = peers[k]
             let batch = batches[n / batchSize], s = n % batchSize
-            writeUDP4(&inner, from: p.tunnel, sourcePort: UInt16(40_000 + (n % peers.count) % 20_000), to: to, payload: size, sequence: UInt32(n))
+            writeUDP4(&inner, from: p.tunnel, sourcePort: UInt16(40_000 + k % 20_000), to: to, payload: size,
+                      sequence: UInt32(n), ident: ident[k])
+            ident[k] &+= 1
             let slot = batch.slot(s)
             inner.withUnsafeBytes { (slot.baseAddress! + 16).copyMemory(from: $0.baseAddress!, byteCount: inner.count) }
             guard case .send(let range, _) = p.device.encrypt(peer: p.handle, buffer: slot, payloadLength: inner.count, now: now) else {
-                throw BenchFailure("encrypt failed for peer \(n % peers.count)")
+                throw BenchFailure("encrypt failed for peer \(k)")
             }
             batch.offsets[s] = 0
             batch.lengths[s] = range.count
@@ -274,14 +280,18 @@ enum WGLoadBench {
                      total, bytes, span, span > 0 ? Double(total) / span : 0, opened, sampled))
     }
 
-    /// An IPv4/UDP packet into `buffer` (20 + 8 + payload bytes): header checksum set, UDP
-    /// checksum 0 (allowed for IPv4), the payload's first 4 bytes the sequence number.
-    static func writeUDP4(_ buffer: inout [UInt8], from: IPAddress, sourcePort: UInt16, to: Endpoint, payload: Int, sequence: UInt32) {
+    /// An IPv4/UDP packet into `buffer` (20 + 8 + payload bytes) as Linux sends one: DF, IPv4 ID
+    /// `ident`, header and UDP checksums set, the payload's first 4 bytes the sequence number.
+    /// (A zero UDP checksum or a fixed ID would keep a gateway's TUN write coalescing, like the
+    /// kernel's GRO, from merging the flow's datagrams; real senders' datagrams do merge.)
+    static func writeUDP4(_ buffer: inout [UInt8], from: IPAddress, sourcePort: UInt16, to: Endpoint, payload: Int,
+                          sequence: UInt32, ident: UInt16 = 0) {
         let total = 28 + payload
         buffer.withUnsafeMutableBytes { b in
             b.initializeMemory(as: UInt8.self, repeating: 0)
             b[0] = 0x45
             b[2] = UInt8(total >> 8); b[3] = UInt8(total & 0xff)
+            b[4] = UInt8(ident >> 8); b[5] = UInt8(ident & 0xff)
             b[6] = 0x40  // DF
             b[8] = 64; b[9] = 17
             let s = from.v4, d = to.address.v4
@@ -300,6 +310,15 @@ enum WGLoadBench {
             if payload >= 4 {
                 for k in 0..<4 { b[28 + k] = UInt8(truncatingIfNeeded: sequence >> (24 - 8 * k)) }
             }
+            // UDP checksum over the pseudo-header (addresses, protocol, UDP length) and the datagram.
+            var u = InternetChecksum()
+            u.add(UnsafeRawBufferPointer(rebasing: b[12..<20]))
+            u.add(UInt16(17))
+            u.add(UInt32(udpLength))
+            u.add(UnsafeRawBufferPointer(rebasing: b[20..<total]))
+            var check = u.finalized
+            if check == 0 { check = 0xFFFF }  // 0 means "no checksum" in IPv4 UDP
+            b[26] = UInt8(check >> 8); b[27] = UInt8(check & 0xff)
         }
     }
 }

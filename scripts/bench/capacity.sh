@@ -6,13 +6,18 @@
 # (64 B, 1420 B less headers) and peer count (1, 10, 100): the highest offered rate with <= 1 % loss
 # client->server (doubling, then bisection), the packets/s the sink received there, the gateway's CPU per
 # packet. Then server->client: `tunnelbench blast` plain UDP to the peers' tunnel addresses at
-# the same search, counted (and sampled-decrypted) by `wgload --receive`. blast sends CAP_BURST
-# (default 64) consecutive datagrams to one peer before the next, one UDP GSO send each, as a
-# router's NIC hands the kernel GRO trains per flow; CAP_BURST=1 is strict round robin, where every
-# datagram is its own skb and the server namespace's forwarding, not the gateway, is the limit.
+# the same search, counted (and sampled-decrypted) by `wgload --receive`. Both generators send
+# CAP_BURST (default 64) consecutive datagrams of one peer before the next peer's, as senders'
+# GSO and a router NIC's GRO hand the stack trains per flow (blast: one UDP GSO send each), with
+# inner datagrams as Linux writes them (UDP checksum, IPv4 ID counting per flow). CAP_BURST=1 is
+# strict round robin: no two consecutive datagrams of one flow, so neither gateway nor kernel can
+# merge any (server->client, every datagram is then its own skb and blast's CPU, which also runs
+# the server namespace's forwarding, is the limit at about 190 kpps).
 #   Usage: scripts/bench/capacity.sh [ROUNDS] [wggo|tunneld|both]     (TV_NO_BUILD=1: use the builds)
 #   CAP_SIZES="64 1392" CAP_PEERS="1 10 100" CAP_DIRS="up down" CAP_PROBES=6 CAP_START=32000
 #   CAP_MAX=4000000 override the grid and the search; CAP_DEBUG=1 prints every probe on stderr.
+#   CAP_PERF=DIR: `perf record -g` of the gateway's CPU 0 (process, syscalls and softirq) during
+#   every probe, into DIR/KIND-DIR-SIZE-RATE.data (then: perf report -i FILE --no-children).
 # Prints one line per measurement and a table of tunneld / wireguard-go ratios with min..max over
 # the rounds. Touches /tmp/tv-quiet while it runs (other engineers' benchmarks wait).
 set -euo pipefail
@@ -59,6 +64,14 @@ gateway_up() {  # $1 = wggo | tunneld, with the peers of $TV_DIR/peers.pub
   tv_in "$TV_NS_S" ip route replace 10.99.0.0/16 via $TV_GW_LAN
 }
 
+perf_start() {  # $1 = dir $2 = size $3 = rate
+  [ -n "${CAP_PERF:-}" ] || return 0
+  mkdir -p "$CAP_PERF"
+  perf record -q -C 0 -g -o "$CAP_PERF/$KIND-$1-$2-$3.data" >/dev/null 2>&1 &
+  PERF_PID=$!; sleep 0.3
+}
+perf_stop() { [ -z "${PERF_PID:-}" ] || { kill -INT "$PERF_PID"; wait "$PERF_PID" 2>/dev/null || true; PERF_PID=; }; }
+
 # One client->server probe at RATE pps: prints "OK|LOSS received_pps cpu_us_per_packet".
 probe_up() {
   local rate=$1 size=$2 packets c0 c1 sent got
@@ -66,11 +79,13 @@ probe_up() {
   tv_in "$TV_NS_S" taskset -c 1 "$BENCH" sink --listen $TV_SRV:$SINK_PORT --seconds 60 --idle 700 >"$TV_DIR/sink.out" &
   local sink=$!
   sleep 0.3
+  perf_start up "$size" "$rate"
   c0=$(tv_cpu_ticks "$TV_GW_PID")
   tv_in "$TV_NS_C" taskset -c 1 "$BENCH" wgload --gateway $TV_GW_UNDERLAY:$TV_PORT --gateway-key "$TV_G_PUB" --peers "$TV_DIR/peers" \
-      --to $TV_SRV:$SINK_PORT --size "$size" --packets $packets --rate "$rate" --seconds 20 >"$TV_DIR/wgload.out"
+      --to $TV_SRV:$SINK_PORT --size "$size" --packets $packets --rate "$rate" --seconds 20 \
+      --burst "${CAP_BURST:-64}" >"$TV_DIR/wgload.out"
   wait $sink || true
-  c1=$(tv_cpu_ticks "$TV_GW_PID")
+  c1=$(tv_cpu_ticks "$TV_GW_PID"); perf_stop
   [ -z "${CAP_DEBUG:-}" ] || cat "$TV_DIR/wgload.out" "$TV_DIR/sink.out" >&2
   sent=$(awk '/^wgload: sent/{print $3}' "$TV_DIR/wgload.out"); got=$(awk '/^sink: [0-9]/{print $2}' "$TV_DIR/sink.out")
   verdict "$rate" "$(awk '/^wgload: sent/{print $9}' "$TV_DIR/wgload.out")" "${sent:-0}" "${got:-0}" "$c0" "$c1" \
@@ -103,11 +118,12 @@ probe_down() {
       --receive --seconds 120 >"$TV_DIR/wgload.out" &
   local rx=$!
   for _ in $(seq 100); do grep -q "receiving" "$TV_DIR/wgload.out" 2>/dev/null && break; sleep 0.1; done
+  perf_start down "$size" "$rate"
   c0=$(tv_cpu_ticks "$TV_GW_PID")
   tv_in "$TV_NS_S" taskset -c 1 "$BENCH" blast --to "$targets" --port 9 --size "$size" --packets $packets --rate "$rate" \
       --burst "${CAP_BURST:-64}" >"$TV_DIR/blast.out"
   wait $rx || true
-  c1=$(tv_cpu_ticks "$TV_GW_PID")
+  c1=$(tv_cpu_ticks "$TV_GW_PID"); perf_stop
   [ -z "${CAP_DEBUG:-}" ] || cat "$TV_DIR/wgload.out" "$TV_DIR/blast.out" >&2
   got=$(awk '/^wgload: received/{print $3}' "$TV_DIR/wgload.out")
   verdict "$rate" "$(awk '/^blast: sent/{print $(NF-1)}' "$TV_DIR/blast.out")" "$packets" "${got:-0}" "$c0" "$c1" \
@@ -148,6 +164,7 @@ search() {
 
 run_one() {  # $1 = kind $2 = peers $3 = round
   local kind=$1 k=$2 round=$3 size dir res
+  KIND=$kind
   TV_ID=$(( $$ % 10000 + RANDOM % 1000 ))
   TV_NS_C=tvc$TV_ID; TV_NS_G=tvg$TV_ID; TV_NS_S=tvs$TV_ID; TV_WG_C=tvwc$TV_ID; TV_IF_G=tvg$TV_ID
   TV_DIR=$(mktemp -d /tmp/tunnelvision-capacity.XXXXXX)
