@@ -11,6 +11,7 @@ final class MemorySharedState: Sendable {
         var windows: [String: Row] = [:]
         var tiers: [String: (SharedTierChange, Int64)] = [:]
         var admissions: [String: (SharedAdmission, Int64)] = [:]
+        var settings: SharedSettings?
         var change: Int64 = 0
         var down = false
         var calls = 0
@@ -131,6 +132,16 @@ final class MemorySharedState: Sendable {
             try with { d in
                 let rows = d.admissions.values.filter { $0.1 > since }.sorted { $0.1 < $1.1 }
                 return (rows.map(\.0), max(since, rows.last?.1 ?? since))
+            }
+        }
+
+        func settings() throws -> SharedSettings? { try with { $0.settings } }
+
+        func setSettings(text: String, gateway: String, at: Int64) throws -> SharedSettings {
+            try with { d in
+                d.change += 1
+                d.settings = SharedSettings(text: text, changedAt: at, gateway: gateway, change: d.change)
+                return d.settings!
             }
         }
 

@@ -186,6 +186,26 @@ public final class PostgresSharedState: SharedState {
         return (out, latest)
     }
 
+    // MARK: Settings
+
+    public func settings() throws -> SharedSettings? {
+        let r = try connection.execute("SELECT json, changed_at, gateway, change FROM tv_settings WHERE id = 1", name: "tv_settings",
+                                       operation: "read the shared settings")
+        return r.rows.isEmpty ? nil : SharedSettings(text: r.text(0, 0) ?? "", changedAt: r.int64(0, 1), gateway: r.text(0, 2) ?? "",
+                                                     change: r.int64(0, 3))
+    }
+
+    @discardableResult
+    public func setSettings(text: String, gateway: String, at: Int64) throws -> SharedSettings {
+        let r = try connection.execute("""
+            INSERT INTO tv_settings AS t (id, json, changed_at, gateway, change) VALUES (1, $1, $2, $3, nextval('tv_change'))
+            ON CONFLICT (id) DO UPDATE SET json = EXCLUDED.json, changed_at = EXCLUDED.changed_at, gateway = EXCLUDED.gateway,
+                change = nextval('tv_change')
+            RETURNING json, changed_at, gateway, change
+            """, [text, "\(at)", gateway], name: "tv_set_settings", operation: "store the shared settings")
+        return SharedSettings(text: r.text(0, 0) ?? "", changedAt: r.int64(0, 1), gateway: r.text(0, 2) ?? "", change: r.int64(0, 3))
+    }
+
     // MARK: History
 
     public func ship(_ batch: HistoryBatch) throws {

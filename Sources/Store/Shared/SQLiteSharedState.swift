@@ -259,6 +259,32 @@ public final class SQLiteSharedState: SharedState {
         return (out, latest)
     }
 
+    // MARK: Settings
+
+    public func settings() throws -> SharedSettings? {
+        let s = try connection.prepared("SELECT json, changed_at, gateway, change FROM tv_settings WHERE id = 1")
+        defer { s.reset() }
+        return try s.step() ? SharedSettings(text: s.text(0), changedAt: s.int64(1), gateway: s.text(2), change: s.int64(3)) : nil
+    }
+
+    @discardableResult
+    public func setSettings(text: String, gateway: String, at: Int64) throws -> SharedSettings {
+        try connection.transaction {
+            let change = try nextChange()
+            let s = try connection.prepared("""
+                INSERT INTO tv_settings (id, json, changed_at, gateway, change) VALUES (1, ?1, ?2, ?3, ?4)
+                ON CONFLICT (id) DO UPDATE SET json = excluded.json, changed_at = excluded.changed_at, gateway = excluded.gateway,
+                    change = excluded.change
+                """)
+            s.bind(1, text)
+            s.bind(2, at)
+            s.bind(3, gateway)
+            s.bind(4, change)
+            try s.run()
+            return SharedSettings(text: text, changedAt: at, gateway: gateway, change: change)
+        }
+    }
+
     // MARK: History
 
     public func ship(_ batch: HistoryBatch) throws {

@@ -125,6 +125,15 @@ public enum SharedSchema {
         ],
         // 4: the host a refused flow was known by (issue 14: "everywhere the host shows").
         [.addColumn(table: "tv_refusals", Column("host", .text, default: .empty))],
+        // 5: retention shared (issue 19 "not there yet"): one row, the retention section of the
+        // settings row's JSON, the change number and time, and the gateway that made it. Capture
+        // stays in each gateway's own state.db (its pcap files are local).
+        [
+            .table(Table(name: "tv_settings", columns: [
+                Column("id", .int, check: "id = 1"), Column("json", .text), Column("changed_at", .bigint), Column("gateway", .text),
+                Column("change", .bigint, default: .change),
+            ], primaryKey: ["id"])),
+        ],
     ]
 
     /// The version this build writes.

@@ -68,6 +68,18 @@ public protocol SharedState: HistoryReading {
     /// `since: 0` returns all.
     func admissions(changedAfter since: Int64) throws -> (changes: [SharedAdmission], latest: Int64)
 
+    // MARK: Settings (retention)
+
+    /// The shared settings row (the retention every gateway prunes with), or nil when no gateway
+    /// has stored one yet.
+    func settings() throws -> SharedSettings?
+
+    /// Stores `text` (`Settings.sharedJSON`) as the shared settings, made on `gateway` at `at`,
+    /// replacing the row whole, in one statement: racing writers each store a whole row and the
+    /// last one stays. Returns the row stored (with its change number).
+    @discardableResult
+    func setSettings(text: String, gateway: String, at: Int64) throws -> SharedSettings
+
     // MARK: History
 
     /// Stores `batch` idempotently: each row is keyed by `(batch.gateway, row id)`, so shipping
