@@ -144,7 +144,7 @@ _tunnelctl_reply() {
             'audit stop') w='--json --config --help' ;;
             'audit mark') w='--detail --json --config --help' ;;
             'audit list') w='--since --json --config --help' ;;
-            'retention show') w='--json --config --help' ;;
+            'retention show') w='--local --json --config --help' ;;
             'retention set') w='--json --config --help' ;;
             'prune') w='--dry-run -n --json --config --help' ;;
             'watch') w='--peer --blocked --count --lines --view --ring --json --config --help' ;;

@@ -41,6 +41,9 @@ struct OptionSpec: Sendable {
         OptionSpec("--gateway", "NAME", help: "with a shared store: only the rows this gateway (its GatewayName) recorded"),
         OptionSpec("--local", help: "with a shared store: this router's own store instead (rows not yet shipped included)"),
     ]
+    /// `retention show`: this gateway's copy of the shared retention (Tunnelctl+SharedRetention.swift).
+    static let retentionLocal = OptionSpec(
+        "--local", help: "with a shared store: this gateway's own copy in state.db (the last shared retention tunneld read) instead")
     /// `session` and `explain PEER`: where the window is read (WindowSource).
     static let windowLocal = OptionSpec(
         "--local", help: "with a shared store: this router's own copy of the windows and tiers (one sync pass behind) instead")

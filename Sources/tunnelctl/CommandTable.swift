@@ -342,12 +342,17 @@ extension Tunnelctl {
             subcommands: [
                 Command(
                     "show", summary: "the retention settings, marking values that are defaults",
-                    options: [.json("docs/audit.md"), .config],
+                    options: [.retentionLocal, .json("docs/audit.md"), .config],
                     help: """
                         The settings row of the store, decoded tolerantly: a value that did not come from the row \
                         is marked (default: missing, wrong type …); unknown fields are listed. A row that is not \
                         JSON is shown raw (exit 1). Exit 1 too when the configuration or the store cannot be \
                         read; when the store does not exist yet, the factory values are shown and it says so.
+
+                        With a shared store (Store = postgresql://… or sqlite:/…) the retention keys are the \
+                        shared store's, the ones every gateway prunes with, and capture this gateway's; the last \
+                        lines say where each came from. A shared store that cannot be read is an error (exit 1) \
+                        that names --local.
                         """),
                 Command(
                     "set", "KEY=VALUE…", summary: "change retention settings (all pairs checked before any is written)",
@@ -357,6 +362,10 @@ extension Tunnelctl {
                         Checks every pair, then writes the whole settings row in one transaction (a typo writes \
                         nothing); the store is created when missing. Values:
                           \(retentionValueFormats)
+
+                        With a shared store, retention keys are written to it for every gateway, and to this \
+                        gateway's state.db as its copy; capture keys stay in this gateway's state.db. A shared \
+                        store that cannot be reached writes nothing (exit 1).
                         """),
             ],
             run: runRetention),

@@ -382,8 +382,25 @@ struct RetentionJSON: Encodable {
     var unknown: [String]
     /// True when there is no settings row (every value is a factory value).
     var empty: Bool
+    /// Where the retention values came from: `local`, `shared`, or `local-copy` (`--local`).
+    var retentionFrom: String
+    /// The shared store (`Store`), null with `Store = local`.
+    @Nullable var sharedStore: String? = nil
+    /// The gateway that stored the shared retention, and when (null: not from the shared store).
+    @Nullable var sharedBy: String? = nil
+    @Nullable var sharedAt: JSONTime? = nil
 
-    init(_ d: SettingsDecoding) {
+    init(_ d: SettingsDecoding, source: Tunnelctl.RetentionSource) {
+        switch source {
+        case .local: retentionFrom = "local"
+        case .localCopy(let store): retentionFrom = "local-copy"; sharedStore = store
+        case .sharedUnset(let store): retentionFrom = "local"; sharedStore = store
+        case .shared(let store, let row):
+            retentionFrom = "shared"
+            sharedStore = store
+            sharedBy = row.gateway
+            sharedAt = JSONTime(ms: row.changedAt)
+        }
         settings = Settings.keys.map { key, path in
             let why = d.defaulted.first(where: { $0.path == path })
             let value = Value(d.settings, key: key)

@@ -31,11 +31,32 @@ extension Tunnelctl {
             }
             return .ok
         }
-        let decoded: SettingsDecoding
+        var decoded: SettingsDecoding
         do {
             decoded = try storeCall { try store.settings() }
         } catch let e as CLIError {
             throw CLIError.failure("\(e.message)\nnothing was pruned: fix the row with 'tunnelctl retention set KEY=VALUE' (or check 'tunnelctl retention show')")
+        }
+        // With a shared store its retention is the one every gateway prunes with (a row there
+        // that is not JSON prunes nothing); a store that cannot be read leaves this gateway's
+        // copy, the last shared retention tunneld read, for the local prune, and fails after it.
+        var shared: (any SharedState)?
+        var sharedError: (any Error)?
+        if config.interface.store.isShared {
+            do {
+                let state = try config.interface.store.open(passFile: config.interface.storePassFile, readOnly: dryRun)!
+                if let row = try state.settings() {
+                    do { decoded = merged(shared: try decodeSharedRow(row, config.interface.store.text), local: decoded) } catch let e as CLIError {
+                        throw CLIError.failure("\(e.message)\nnothing was pruned")
+                    }
+                }
+                shared = state
+            } catch let e as CLIError {
+                throw e
+            } catch {
+                sharedError = error
+                console.error("note: cannot read the shared store's retention (\(error)); this gateway's copy (the last one tunneld read) prunes the local store")
+            }
         }
         if !json {
             for d in decoded.defaulted where !decoded.wasEmpty {
@@ -50,7 +71,8 @@ extension Tunnelctl {
         // is an error after it, never a silent success.
         if !dryRun, config.interface.store.isShared {
             do {
-                let shared = try config.interface.store.open(passFile: config.interface.storePassFile)!
+                if let sharedError { throw sharedError }
+                let shared = shared!  // opened above when there was no error
                 let n = try shared.pruneHistory(cutoffs: HistoryCutoffs(retention: decoded.settings.retention, now: now),
                                                 batch: HistoryCutoffs.rowsPerStatement)
                 report.shared = PruneJSON.Shared(backend: shared.backend, flows: n.flows, sessions: n.sessions, refusals: n.refusals,

@@ -8,19 +8,43 @@ import Store
 /// `show` decodes the settings row tolerantly and marks every value that did not come from the
 /// row (`(default: missing)`, `(default: wrong type …)`); unknown fields are listed. A row that
 /// is not JSON is an error showing the raw text (exit 1). `set` validates every pair before
-/// writing any, and writes the whole row in one transaction.
+/// writing any, and writes the whole row in one transaction. With a shared store the retention
+/// keys are the shared store's (Tunnelctl+SharedRetention.swift), capture stays this gateway's.
 extension Tunnelctl {
     static let runRetention: Command.Body = { args, console in
         let json = args.flag("--json")
         guard let sub = args.next() else { throw CLIError.usage(retentionUsage) }
         switch sub {
         case "show":
+            let localOnly = args.flag("--local")
             let (store, config) = try openHistory(&args)
             try args.finish()
+            // With a shared store the retention is its row (a store that cannot be read is an
+            // error: the answer is not known here), capture this gateway's; --local reads the copy.
+            let setting = config.interface.store
+            var source = RetentionSource.local
+            var shared: SettingsDecoding?
+            if setting.isShared && localOnly {
+                source = .localCopy(store: setting.text)
+            } else if setting.isShared {
+                let state = try openSharedForRetention(config, write: false)
+                if let row = try sharedSettingsRow(state, config, write: false) {
+                    do {
+                        shared = try decodeSharedRow(row, setting.text)
+                    } catch let e as CLIError where json {
+                        console.print(try encodeJSON(RetentionErrorJSON(error: "the shared settings row is not a JSON object", raw: row.text)))
+                        console.error("tunnelctl retention: \(e.message)")
+                        return .failure
+                    }
+                    source = .shared(store: setting.text, row: row)
+                } else {
+                    source = .sharedUnset(store: setting.text)
+                }
+            }
             // No store yet: tunneld would start with the factory values; show them and say why.
-            if store == nil { console.error("note: \(noHistoryYet(config)); these are the factory values") }
+            if store == nil { console.error("note: \(noHistoryYet(config)); \(shared == nil ? "these are the factory values" : "capture values are the factory ones")") }
             let text = try storeCall { try store?.settingsText() }
-            let decoded: SettingsDecoding
+            var decoded: SettingsDecoding
             do {
                 decoded = try Settings.decode(text)
             } catch let StoreError.settingsNotJSON(raw, detail) {
@@ -33,10 +57,12 @@ extension Tunnelctl {
                 }
                 return .failure
             }
+            if let shared { decoded = merged(shared: shared, local: decoded) }
             if json {
-                console.print(try encodeJSON(RetentionJSON(decoded)))
+                console.print(try encodeJSON(RetentionJSON(decoded, source: source)))
             } else {
                 console.print(renderRetention(decoded))
+                if let line = source.line { console.print(line) }
             }
             return .ok
         case "set":
@@ -54,27 +80,61 @@ extension Tunnelctl {
             // Validate every pair against factory settings first: a typo writes nothing.
             var probe = Settings.factory
             for (k, v) in pairs { try validate(&probe, k, v) }
-            let (store, _) = try openStore(&args, write: true)
+            let (store, config) = try openStore(&args, write: true)
             try args.finish()
-            let (before, after): (SettingsDecoding?, Settings) = try writing {
+            // A retention key with a shared store: the shared row first (it is the one every
+            // gateway prunes with), then this gateway's copy, in the local row's transaction —
+            // a shared store that does not take it writes nothing here either.
+            let setting = config.interface.store
+            let sharedKeys = Set(Settings.sharedKeys)
+            let sharing = setting.isShared && pairs.contains { sharedKeys.contains($0.0) }
+            var shared: (any SharedState)?
+            var sharedBefore: SettingsDecoding?
+            var sharedWasBad = false
+            if sharing {
+                let state = try openSharedForRetention(config, write: true)
+                if let row = try sharedSettingsRow(state, config, write: true) {
+                    sharedBefore = try? Settings.decodeShared(row.text)
+                    sharedWasBad = sharedBefore == nil
+                }
+                shared = state
+            }
+            let gateway = config.interface.gatewayName ?? SharedStoreSetting.defaultGatewayName()
+            let (before, after, row): (SettingsDecoding?, Settings, SharedSettings?) = try writing {
                 try store.connection.transaction {
                     let text = try store.settingsText()
-                    let old = try? Settings.decode(text)
+                    var old = try? Settings.decode(text)
+                    if let sb = sharedBefore { old = merged(shared: sb, local: old ?? (try! Settings.decode(nil))) }
                     var s = old?.settings ?? .factory
                     for (k, v) in pairs { try validate(&s, k, v) }
+                    var row: SharedSettings?
+                    if let shared {
+                        do { row = try shared.setSettings(text: s.sharedJSON, gateway: gateway, at: cliNow()) } catch {
+                            throw sharedRetentionError(setting, error, write: true)
+                        }
+                    }
                     try store.putSettings(s, at: cliNow())
-                    return (old, s)
+                    return (old, s, row)
                 }
             }
+            let source: RetentionSource = row.map { .shared(store: setting.text, row: $0) } ?? .local
             if json {
-                console.print(try encodeJSON(RetentionJSON(try Settings.decode(after.json))))
+                console.print(try encodeJSON(RetentionJSON(try Settings.decode(after.json), source: source)))
                 return .ok
             }
             if before == nil { console.print("note: the old settings row was not JSON; it was replaced (unset values are factory values)") }
+            if sharedWasBad { console.print("note: the shared settings row was not JSON; it was replaced (unset values are this gateway's)") }
             for (k, _) in pairs {
                 let old = before?.settings.value(forKey: k) ?? "?"
                 let new = after.value(forKey: k) ?? "?"
                 console.print(old == new ? "\(k): \(new) (unchanged)" : "\(k): \(old) -> \(new)")
+            }
+            if let row {
+                let capture = pairs.contains { !sharedKeys.contains($0.0) } ? "; capture in this gateway's state.db only (not shared)" : ""
+                console.print("stored: retention in the shared store \(setting.text) for every gateway (change \(row.change), "
+                    + "this gateway's state.db keeps a copy)\(capture)")
+            } else if setting.isShared {
+                console.print("stored in this gateway's state.db only (capture is not shared)")
             }
             return .ok
         default:
