@@ -177,4 +177,58 @@ import Testing
         #expect(down.runOnce() != nil && down.status.runs == 1 && down.lastSharedPrune == nil)
         #expect(logs.all.contains { $0.hasPrefix("<3>prune of the shared store: connection refused (test); tried again") }, "\(logs.all)")
     }
+    /// With a shared store its retention (schema v5) is what every run prunes with; it is kept in
+    /// the local row (capture untouched), so a run while the store is away — even after a restart —
+    /// prunes with the last shared retention read; the fall-back is logged once, the recovery too.
+    @Test func pruneScheduleUsesTheSharedRetention() throws {
+        let dir = Dir()
+        let now: Int64 = 1_772_366_400_000
+        let day: Int64 = 86_400_000
+        let store = try StateStore(path: dir.db)
+        func addFlows(from: Int64) throws {
+            for i in 0..<50 {
+                try store.insertFlow(FlowOpen(id: from + Int64(i), proto: 17, src: IPAddress(v4: 1), srcPort: UInt16(1 + i), dst: IPAddress(v4: 2),
+                                              dstPort: 53, peer: "alice", at: now - Int64(i) * day, verdict: .allow))
+            }
+        }
+        try addFlows(from: 1)
+        try store.putSettingsText(#"{"retention":{"flows":"forever"},"capture":{"enabled":true,"detail":"full"}}"#, at: now)
+        let memory = MemorySharedState()
+        var tenDays = Settings.factory
+        try tenDays.set("flows", "10d")
+        _ = try memory.connect().setSettings(text: tenDays.sharedJSON, gateway: "gw-b", at: now - 60_000)
+        let logs = LogCapture()
+        let schedule = try PruneSchedule(storePath: dir.db, captureDirectory: dir.path + "/capture", log: logs.logger, now: { now },
+                                         shared: { try memory.connect() })
+        let first = try #require(schedule.runOnce())
+        #expect(first.rows[.flows] == 39, "the shared 10d, not the local forever")
+        #expect(schedule.retentionOrigin == .shared(gateway: "gw-b", at: now - 60_000))
+        #expect(logs.all.contains { $0.hasPrefix("<6>settings: retention from the shared store (set on gw-b at 2026-03-01T11:59:00.000Z): flows=10d") }, "\(logs.all)")
+        let copy = try store.settings().settings
+        #expect(copy.retention == tenDays.retention && copy.capture.enabled && copy.capture.detail == .full, "kept locally, capture untouched")
+
+        // Changed on another gateway, then the store goes away before this one reads it: the last
+        // one read (10d) prunes; logged once however many runs.
+        var twoDays = Settings.factory
+        try twoDays.set("flows", "2d")
+        _ = try memory.connect().setSettings(text: twoDays.sharedJSON, gateway: "gw-b", at: now)
+        memory.down = true
+        try addFlows(from: 100)
+        #expect(schedule.runOnce()?.rows[.flows] == 39)
+        #expect(schedule.runOnce()?.rows[.flows] == 0)
+        #expect(schedule.retentionOrigin == .lastShared(gateway: "gw-b", at: now - 60_000))
+        #expect(logs.all.filter { $0.hasPrefix("<4>settings: cannot read the shared store's retention (connection refused (test))") }.count == 1, "\(logs.all)")
+        // A restart while it is away: the local row holds the last shared retention.
+        let restarted = try PruneSchedule(storePath: dir.db, captureDirectory: dir.path + "/capture", log: logs.logger, now: { now },
+                                          shared: { try memory.connect() })
+        try addFlows(from: 200)
+        #expect(restarted.runOnce()?.rows[.flows] == 39)
+        #expect(restarted.retentionOrigin == .lastShared(gateway: nil, at: nil))
+        // Back: the newer 2d applies and is kept locally; the recovery is logged.
+        memory.down = false
+        #expect(restarted.runOnce()?.rows[.flows] == (11 - 3) * 3)
+        #expect(logs.all.contains("<5>settings: the shared store's retention reads again"), "\(logs.all)")
+        #expect(try store.settings().settings.retention == twoDays.retention)
+        #expect(try store.settings().settings.capture.enabled)
+    }
 }

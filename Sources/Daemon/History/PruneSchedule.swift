@@ -16,11 +16,14 @@ import Store
 /// the operator's limits are unknown then, and deleting history on factory limits could lose
 /// what they meant to keep — until the row is fixed; missing or bad fields take factory values.
 ///
-/// With a shared store (`Store = postgresql://…`, issue 19) each run prunes its history too, with
-/// the same retention and the same cut-offs, in bounded statements (`SharedState.pruneHistory`):
-/// every gateway's rows, so the shared history is kept as long as the shortest retention of the
-/// gateways (docs/scale-out.md: keep them equal). A shared store that cannot be reached is logged
-/// and tried again at the next run; the local prune never waits for it.
+/// With a shared store (`Store = postgresql://…`, issue 19) the retention is the shared store's
+/// (`SharedState.settings`, schema v5: the same for every gateway; capture stays this gateway's),
+/// read before every run and kept in the local row (and in memory), so a run while the database
+/// is away prunes with the last shared retention read — the fall-back is logged once, and once
+/// when it reads again. A shared store holding no retention yet leaves the local row's. Each run
+/// prunes the shared history too, with the same retention and cut-offs, in bounded statements
+/// (`SharedState.pruneHistory`): every gateway's rows. A shared store that cannot be reached is
+/// logged and tried again at the next run; the local prune never waits for it.
 public final class PruneSchedule: @unchecked Sendable {
     // Safe: `stopping`, `runs` and `lastReport` are guarded by `condition` (a `ConditionLock`, so
     // the wait between runs is on the monotonic clock); `store` is used
@@ -41,6 +44,10 @@ public final class PruneSchedule: @unchecked Sendable {
     private let sharedConnect: (@Sendable () throws -> any SharedState)?
     private var sharedState: (any SharedState)?
     private var lastShared: HistoryCounts?
+    /// The shared retention last read (the schedule's thread only), and whether the last read failed.
+    private var lastSharedSettings: (settings: Settings, row: SharedSettings)?
+    private var sharedSettingsDown = false
+    private var origin: RetentionOrigin = .local
 
     /// A schedule on the store at `storePath`, pruning `captureDirectory`'s pcap files too, and
     /// the shared store's history when `shared` connects to one.
@@ -102,6 +109,117 @@ public final class PruneSchedule: @unchecked Sendable {
         return lastShared
     }
 
+    /// Where the retention of the last run came from (tests, status).
+    public enum RetentionOrigin: Hashable, Sendable {
+        /// This gateway's settings row (`Store = local`, or a shared store holding none yet).
+        case local
+        /// The shared store's row, stored on `gateway` at `at`.
+        case shared(gateway: String, at: Int64)
+        /// The shared store could not be read: the last shared retention read (kept in the local row).
+        case lastShared(gateway: String?, at: Int64?)
+    }
+
+    /// Where the last run's retention came from.
+    public var retentionOrigin: RetentionOrigin {
+        condition.lock()
+        defer { condition.unlock() }
+        return origin
+    }
+
+    private enum SharedRead {
+        case row(SharedSettings)
+        case none
+        case failed(any Error)
+    }
+
+    /// The shared settings row (the schedule's connection, opened on first use).
+    private func readSharedSettings() -> SharedRead? {
+        guard let connect = sharedConnect else { return nil }
+        do {
+            let state = try sharedState ?? connect()
+            sharedState = state
+            return try state.settings().map(SharedRead.row) ?? SharedRead.none
+        } catch {
+            sharedState = nil
+            return .failed(error)
+        }
+    }
+
+    /// The settings this run prunes with: the shared retention when there is a shared store that
+    /// holds one (cached into the local row when it differs), else the local row; nil: skip the run.
+    private func runSettings() -> Settings? {
+        let text: String?
+        var local: Settings?
+        var localError: String?
+        var unreadable = false
+        do {
+            text = try store.settingsText()
+            do { local = try Settings.decode(text).settings } catch { localError = "\(error)" }
+        } catch {
+            text = nil
+            unreadable = true
+            localError = "cannot read the settings: \(error)"
+        }
+        var origin = RetentionOrigin.local
+        defer {
+            condition.lock()
+            self.origin = origin
+            condition.unlock()
+        }
+        switch readSharedSettings() {
+        case .row(let row)?:
+            let shared: Settings
+            do { shared = try Settings.decodeShared(row.text).settings } catch {
+                log.error("prune: the shared store's settings row (set on \(row.gateway)) is not usable: \(error); "
+                    + "scheduled prune skipped until it is fixed ('tunnelctl retention set KEY=VALUE')")
+                return nil
+            }
+            if sharedSettingsDown {
+                log.notice("settings: the shared store's retention reads again")
+                sharedSettingsDown = false
+            }
+            let merged = (local ?? .factory).withRetention(of: shared)
+            if lastSharedSettings?.row.change != row.change {  // at start, then once per change
+                let values = Settings.sharedKeys.map { "\($0)=\(merged.value(forKey: $0) ?? "?")" }.joined(separator: " ")
+                log.info("settings: retention from the shared store (set on \(row.gateway) at \(TimeText.iso(row.changedAt))): \(values)")
+            }
+            // This gateway's copy: a run while the database is away prunes with it. A local row
+            // that is not JSON is left for the operator to see (its capture values are unknown).
+            if localError == nil && (local?.retention != shared.retention || text == nil) {
+                do { try store.putSettings(merged, at: now()) } catch {
+                    log.warning("settings: could not keep the shared retention in \(store.connection.path): \(error)")
+                }
+            }
+            lastSharedSettings = (merged, row)
+            origin = .shared(gateway: row.gateway, at: row.changedAt)
+            return merged
+        case .failed(let error)?:
+            if !sharedSettingsDown {
+                sharedSettingsDown = true
+                log.warning("settings: cannot read the shared store's retention (\(error)); pruning with the last one "
+                    + "\(lastSharedSettings.map { "read (set on \($0.row.gateway) at \(TimeText.iso($0.row.changedAt)))" } ?? "kept in this gateway's state.db") until it reads again")
+            }
+            if let last = lastSharedSettings {
+                origin = .lastShared(gateway: last.row.gateway, at: last.row.changedAt)
+                return (local ?? last.settings).withRetention(of: last.settings)
+            }
+            origin = .lastShared(gateway: nil, at: nil)
+        case .none?:
+            if sharedSettingsDown {
+                log.notice("settings: the shared store reads again (it holds no retention: this gateway's own applies)")
+                sharedSettingsDown = false
+            }
+        case nil:
+            break
+        }
+        guard let local else {
+            log.error(unreadable ? "prune: \(localError ?? ""); skipped"
+                : "prune: \(localError ?? ""); scheduled prune skipped until the row is fixed ('tunnelctl retention show')")
+            return nil
+        }
+        return local
+    }
+
     /// The shared store's prune with `retention` at `now` (after the local one).
     private func pruneShared(_ retention: RetentionSettings, now: Int64) {
         guard let connect = sharedConnect else { return }
@@ -129,20 +247,7 @@ public final class PruneSchedule: @unchecked Sendable {
     /// One prune now, on the caller's thread; nil when skipped (settings unreadable) or failed.
     @discardableResult
     public func runOnce() -> PruneReport? {
-        let text: String?
-        do {
-            text = try store.settingsText()
-        } catch {
-            log.error("prune: cannot read the settings: \(error); skipped")
-            return nil
-        }
-        let settings: Settings
-        do {
-            settings = try Settings.decode(text).settings
-        } catch {
-            log.error("prune: \(error); scheduled prune skipped until the row is fixed ('tunnelctl retention show')")
-            return nil
-        }
+        guard let settings = runSettings() else { return nil }
         do {
             let t0 = SystemClock().monotonicNanoseconds()
             let report = try Pruner(store: store, options: options).run(
