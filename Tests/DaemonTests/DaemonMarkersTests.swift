@@ -231,4 +231,26 @@ import Testing
         #expect(try store.settings().settings.retention == twoDays.retention)
         #expect(try store.settings().settings.capture.enabled)
     }
+    /// Between runs (hourly) the thread reads the shared retention every `settingsIntervalMs` and
+    /// keeps it in the local row: another gateway's change reaches this gateway's copy quickly.
+    @Test func theSharedRetentionIsReadBetweenRuns() throws {
+        let dir = Dir()
+        let now: Int64 = 1_772_366_400_000
+        let store = try StateStore(path: dir.db)
+        let memory = MemorySharedState()
+        let logs = LogCapture()
+        let schedule = try PruneSchedule(storePath: dir.db, captureDirectory: dir.path + "/capture", log: logs.logger, now: { now },
+                                         shared: { try memory.connect() }, settingsIntervalMs: 100)
+        schedule.start()
+        defer { schedule.stop() }
+        var waited = 0
+        while schedule.status.runs < 1 && waited < 500 { usleep(10_000); waited += 1 }
+        var s = Settings.factory
+        try s.set("flows", "5d")
+        _ = try memory.connect().setSettings(text: s.sharedJSON, gateway: "gw-b", at: now)
+        waited = 0
+        while (try? store.settings().settings.retention) != s.retention && waited < 300 { usleep(10_000); waited += 1 }
+        #expect(try store.settings().settings.retention == s.retention, "copied within a few polls")
+        #expect(schedule.status.runs == 1, "no prune ran for it")
+    }
 }

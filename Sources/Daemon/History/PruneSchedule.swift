@@ -35,6 +35,7 @@ public final class PruneSchedule: @unchecked Sendable {
     private let log: Logger
     private let now: @Sendable () -> Int64
     private let intervalMs: Int
+    private let settingsIntervalMs: Int
     private let options: Pruner.Options
     private let condition = ConditionLock()
     private var stopping = false
@@ -53,13 +54,14 @@ public final class PruneSchedule: @unchecked Sendable {
     /// the shared store's history when `shared` connects to one.
     public init(storePath: String, captureDirectory: String, log: Logger, now: @escaping @Sendable () -> Int64,
                 intervalMs: Int = 3_600_000, options: Pruner.Options = Pruner.Options(),
-                shared: (@Sendable () throws -> any SharedState)? = nil) throws {
+                shared: (@Sendable () throws -> any SharedState)? = nil, settingsIntervalMs: Int = 60_000) throws {
         store = try StateStore(path: storePath, busyTimeoutMs: 10_000)
         sharedConnect = shared
         self.captureDirectory = captureDirectory
         self.log = log
         self.now = now
         self.intervalMs = max(1000, intervalMs)
+        self.settingsIntervalMs = max(100, settingsIntervalMs)
         self.options = options
     }
 
@@ -108,6 +110,9 @@ public final class PruneSchedule: @unchecked Sendable {
         defer { condition.unlock() }
         return lastShared
     }
+
+    /// Environment override of how often the shared retention is read between runs (ms), for tests.
+    public static let settingsIntervalVariable = "TUNNELD_SETTINGS_POLL_MS"
 
     /// Where the retention of the last run came from (tests, status).
     public enum RetentionOrigin: Hashable, Sendable {
@@ -271,15 +276,32 @@ public final class PruneSchedule: @unchecked Sendable {
         }
     }
 
+    /// Reads the shared retention between runs (with a shared store, every `settingsIntervalMs`)
+    /// and keeps it in the local row: a change made on another gateway reaches this gateway's copy
+    /// (and the pcap limits the capture poller reads from it) within that time, and an outage
+    /// that starts before the next run keeps it.
+    public func refreshSettings() {
+        guard sharedConnect != nil else { return }
+        _ = runSettings()
+    }
+
     private func loop() {
+        let clock = SystemClock()
+        var nextRun: UInt64 = 0
         while true {
             condition.lock()
             let done = stopping
             condition.unlock()
             if done { return }
-            runOnce()
+            if clock.monotonicNanoseconds() >= nextRun {
+                runOnce()
+                nextRun = clock.monotonicNanoseconds() + UInt64(intervalMs) * 1_000_000
+            } else {
+                refreshSettings()
+            }
             condition.lock()
-            let deadline = SystemClock().monotonicNanoseconds() + UInt64(intervalMs) * 1_000_000
+            let step = sharedConnect == nil ? UInt64(intervalMs) : UInt64(min(intervalMs, settingsIntervalMs))
+            let deadline = min(nextRun, clock.monotonicNanoseconds() + step * 1_000_000)
             while !stopping && condition.wait(untilMonotonic: deadline) {}
             condition.unlock()
         }

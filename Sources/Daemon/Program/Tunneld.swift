@@ -212,7 +212,8 @@ public enum Tunneld {
             history = (try DaemonMarkers(storePath: iface.storePath, log: log, now: wallMs,
                                          droppedCount: { sessions.history.droppedRecords }),
                        try PruneSchedule(storePath: iface.storePath, captureDirectory: iface.stateDirectory + "/capture",
-                                         log: log, now: wallMs, shared: sharedConnect))
+                                         log: log, now: wallMs, shared: sharedConnect,
+                                         settingsIntervalMs: environment[PruneSchedule.settingsIntervalVariable].flatMap(Int.init) ?? 60_000))
         } catch {
             log.error("store \(iface.storePath): \(error); running without markers and scheduled prune")
         }
