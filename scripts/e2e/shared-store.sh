@@ -5,7 +5,9 @@
 # endpoint to gateway B and is refused there until the pause ends; `tunnelctl session` agrees on
 # both gateways; the window B then opens is known to A; the database stopped for 30 s stops
 # nothing (B keeps forwarding, status says UNAVAILABLE, then reachable again) and loses nothing
-# (every history row B journalled is in PostgreSQL exactly once afterwards). Needs root; ~2.5 min.
+# (every history row B journalled is in PostgreSQL exactly once afterwards). `tunnelctl retention
+# set` on A is what B's `retention show` reports (and B's own copy); during the outage `set` writes
+# nothing (exit 1) and `show` names --local. Needs root; ~2.5 min.
 # Gateway B's interface has its own name: the UAPI socket /var/run/wireguard/NAME.sock is one
 # file system for every namespace.
 set -uo pipefail
@@ -66,6 +68,8 @@ tv_in "$TV_NS_C" ip link set vh$TV_ID up
 tv_in "$TV_NS_B" ip link set vgh$TV_ID up
 
 tv_tunneld_config e2e free
+# Both gateways read the shared retention every second between prunes (default 60 s).
+export TUNNELD_SETTINGS_POLL_MS=1000
 STORE="Store = $PG_CONNINFO"
 sed -i "/^WatchdogInterval/a $STORE\nGatewayName = gw-a" "$TV_DIR/tunneld.conf"
 mkdir -p "$TV_DIR/b/state" "$TV_DIR/b/run"
@@ -77,6 +81,16 @@ for _ in $(seq 100); do [ -S "$TV_DIR/b/run/control.sock" ] && break; sleep 0.1;
 check "gateway B starts" test -S "$TV_DIR/b/run/control.sock"
 check_output "status names the shared store and this gateway (A)" "shared store: postgresql, gateway gw-a" $CTL_A status
 check_output "status names the shared store and this gateway (B)" "shared store: postgresql, gateway gw-b" $CTL_B status
+
+echo "shared: retention is one setting for every gateway"
+check_output "tunnelctl retention set on A stores it in the shared store" "stored: retention in the shared store .* for every gateway" \
+  $CTL_A retention set flows=3d sessions=12d
+check_output "tunnelctl retention show on B reports A's value" "^flows +3d$" $CTL_B retention show
+check_output "… and where it came from" "^retention: the shared store .*, every gateway's \(set on gw-a at " $CTL_B retention show
+check_output "… capture stays B's own" "^capture: this gateway's state.db \(not shared\)" $CTL_B retention show
+check "B's tunneld keeps a copy in its own state.db (retention show --local)" \
+  eventually '$CTL_B retention show --local 2>/dev/null | grep -Eq "^sessions +12d$"' 5
+check_output "B logs the shared retention it applies" "settings: retention from the shared store \(set on gw-a at .*flows=3d" cat "$TV_DIR/b/tunneld.log"
 
 echo "shared: the window runs on A"
 tv_client_up 0
@@ -129,6 +143,13 @@ check_output "it offers --local" "own history .*: add --local" $CTL_A flows
 check_output "tunnelctl flows --local reads B's own store meanwhile (no GATEWAY column)" "^ID +PEER +FLOW" $CTL_B flows --local
 check_exit "tunnelctl session cannot read the window from the shared store: exit 1, never a guess" 1 $CTL_B session alice
 check_output "tunnelctl session --local answers from B's copy meanwhile" "alice \\(free\\): " $CTL_B session alice --local
+check_exit "tunnelctl retention set cannot reach the shared store: exit 1" 1 $CTL_A retention set flows=1d
+check_output "… writes nothing and says what to do" "nothing was written: .*try again once the database answers" $CTL_A retention set flows=1d
+check_output "… not even A's own copy" "^flows +3d$" $CTL_A retention show --local
+check_exit "tunnelctl retention show cannot know the shared retention: exit 1" 1 $CTL_B retention show
+check_output "… and offers --local" "cannot read the shared store .*add --local" $CTL_B retention show
+check_output "retention show --local on B: the last shared retention B read" "^flows +3d$" $CTL_B retention show --local
+check_output "B logs the retention fall-back once" "^1$" bash -c "sleep 2.5; grep -c \"settings: cannot read the shared store's retention\" $TV_DIR/b/tunneld.log"
 udp_flows 20 9999 41000
 check_output "the outage is logged once" "^1$" grep -c "shared store (postgresql): .*enforced from memory" "$TV_DIR/b/tunneld.log"
 # The session ends during the outage (kicked by the operator on B) and a new one starts: both
@@ -144,6 +165,7 @@ check_output "status says reachable again" "shared store: postgresql, gateway gw
 check_output "the recovery is logged" "reachable again" cat "$TV_DIR/b/tunneld.log"
 check_output "the window survived the outage (epoch 2)" "^2\|gw-b$" sql "SELECT epoch, gateway FROM tv_windows WHERE peer = 'alice'"
 check "the journal drains once the database is back" eventually '[ "$(journal_depth)" = 0 ]' 10
+check_output "B logs that the shared retention reads again" "settings: the shared store's retention reads again" cat "$TV_DIR/b/tunneld.log"
 # Every flow, session and refusal row B has is in PostgreSQL exactly once (primary key (gateway,
 # id); counted against B's own store), and the outage's traffic is there: 20 + 20 flows.
 local_count() { sqlite3 "$TV_DIR/b/state/state.db" "SELECT count(*) FROM $1"; }
