@@ -147,7 +147,7 @@ check_exit "tunnelctl retention set cannot reach the shared store: exit 1" 1 $CT
 check_output "… writes nothing and says what to do" "nothing was written: .*try again once the database answers" $CTL_A retention set flows=1d
 check_output "… not even A's own copy" "^flows +3d$" $CTL_A retention show --local
 check_exit "tunnelctl retention show cannot know the shared retention: exit 1" 1 $CTL_B retention show
-check_output "… and offers --local" "cannot read the shared store .*add --local" $CTL_B retention show
+check_output "… and offers --local" "own copy .*: add --local" $CTL_B retention show
 check_output "retention show --local on B: the last shared retention B read" "^flows +3d$" $CTL_B retention show --local
 check_output "B logs the retention fall-back once" "^1$" bash -c "sleep 2.5; grep -c \"settings: cannot read the shared store's retention\" $TV_DIR/b/tunneld.log"
 udp_flows 20 9999 41000
