@@ -16,6 +16,7 @@
 #   Usage: scripts/bench/capacity.sh [ROUNDS] [wggo|tunneld|both]     (TV_NO_BUILD=1: use the builds)
 #   CAP_SIZES="64 1392" CAP_PEERS="1 10 100" CAP_DIRS="up down" CAP_PROBES=6 CAP_START=32000
 #   CAP_MAX=4000000 override the grid and the search; CAP_DEBUG=1 prints every probe on stderr.
+#   CAP_FROM=LOG: no measuring, the table of a saved run's output (its per-measurement lines).
 #   CAP_PERF=DIR: `perf record -g` of the gateway's CPU 0 (process, syscalls and softirq) during
 #   every probe, into DIR/KIND-DIR-SIZE-RATE.data (then: perf report -i FILE --no-children).
 # Prints one line per measurement and a table of tunneld / wireguard-go ratios with min..max over
@@ -181,6 +182,7 @@ run_one() {  # $1 = kind $2 = peers $3 = round
   tv_cleanup; trap - EXIT
 }
 
+if [ -n "${CAP_FROM:-}" ]; then cp "$CAP_FROM" "$RESULTS"; ROUNDS=0; fi  # only the table, from a saved run's output
 for round in $(seq "$ROUNDS"); do
   for k in $PEERS; do
     case "$WHICH" in
@@ -194,22 +196,29 @@ python3 - "$RESULTS" <<'PY'
 import sys, collections
 rows = collections.defaultdict(list)  # (kind, peers, size, dir) -> [(rate, pps, cpu, flag)]
 for l in open(sys.argv[1]):
-    kind, k, size, d, rnd, rate, pps, cpu, flag = l.split()
-    rows[(kind, int(k), int(size), d)].append((float(rate), float(pps), float(cpu), flag))
+    f = l.split()
+    if len(f) != 9 or f[0] not in ("wggo", "tunneld") or not f[1].isdigit(): continue  # a CAP_FROM log's other lines
+    kind, k, size, d, rnd, rate, pps, cpu, flag = f
+    rows[(kind, int(k), int(size), d)].append((float(rate), float(pps), float(cpu), flag, int(rnd)))
 med = lambda v: sorted(v)[len(v) // 2] if v else 0
 def fig(rs):  # median received pps, "≥" when any round was a floor (generator-bound or CAP_MAX)
     return ("≥" if any(r[3] != "-" for r in rs) else "") + f"{med([r[1] for r in rs]):.0f}"
 print("received pps at the highest rate with <= 1 % loss, median of the rounds (≥: a floor, the generator's limit);")
 print("Gbit/s of inner UDP payload at that rate; CPU: the gateway process's us per packet (softirq not included)")
-print(f"{'peers':>5} {'payload':>7} {'dir':>4} {'wireguard-go pps':>17} {'tunneld pps':>12} {'ratio (min..max)':>18} {'Gbit/s wg-go/tunneld':>21} {'CPU us/pkt wg-go/tunneld':>25}")
+print("ratio: of the medians (min..max: worst and best pairing over the rounds); paired: each round's tunneld / wireguard-go,")
+print("measured back to back in that round, median (min..max)")
+print(f"{'peers':>5} {'payload':>7} {'dir':>4} {'wireguard-go pps':>17} {'tunneld pps':>12} {'ratio (min..max)':>18} {'paired (min..max)':>19} {'Gbit/s wg-go/tunneld':>21} {'CPU us/pkt wg-go/tunneld':>25}")
 for (kind, k, size, d) in sorted(x for x in rows if x[0] == "tunneld"):
     t = rows[(kind, k, size, d)]; w = rows.get(("wggo", k, size, d), [])
     tp = [r[1] for r in t]; wp = [r[1] for r in w]
     ratio = f"{med(tp)/med(wp):.2f} ({min(tp)/max(wp):.2f}..{max(tp)/min(wp):.2f})" if wp and min(wp) > 0 else "-"
+    wr = {r[4]: r[1] for r in w}
+    pr = sorted(r[1] / wr[r[4]] for r in t if wr.get(r[4], 0) > 0)
+    paired = f"{med(pr):.2f} ({pr[0]:.2f}..{pr[-1]:.2f})" if pr else "-"
     gb = lambda v: f"{v * size * 8 / 1e9:.2f}"
     gbit = f"{gb(med(wp)) if wp else '-'} / {gb(med(tp))}"
     cpu = f"{med([r[2] for r in w]):.2f} / {med([r[2] for r in t]):.2f}" if w else f"- / {med([r[2] for r in t]):.2f}"
-    print(f"{k:5d} {size:7d} {d:>4} {fig(w) if w else '-':>17} {fig(t):>12} {ratio:>18} {gbit:>21} {cpu:>25}")
+    print(f"{k:5d} {size:7d} {d:>4} {fig(w) if w else '-':>17} {fig(t):>12} {ratio:>18} {paired:>19} {gbit:>21} {cpu:>25}")
 ks = sorted({k for (_, k, _, _) in rows})
 if len(ks) > 1:
     for kind in ("tunneld", "wggo"):
