@@ -66,7 +66,19 @@ enum PolicyBench {
         }
     }
 
+    /// `tunnelbench policy` runs everything; `--blocklist` only the 100,000-rule blocklist (parse,
+    /// compile, RSS in this process); `--write-blocklist DIR [N]` writes that blocklist (N rules,
+    /// default 100,000) as `DIR/50-blocklist.rules`, for `scripts/bench/policy-memory.sh` to
+    /// measure `tunnelctl policy test` on it.
     static func run(_ args: [String]) throws {
+        if args.first == "--write-blocklist" {
+            guard args.count >= 2 else { throw PolicyLoadError(message: "usage: tunnelbench policy --write-blocklist DIR [N]") }
+            let n = args.count > 2 ? Int(args[2]) ?? 100_000 : 100_000
+            try FileManager.default.createDirectory(atPath: args[1], withIntermediateDirectories: true)
+            try blocklistText(n).write(toFile: args[1] + "/50-blocklist.rules", atomically: true, encoding: .utf8)
+            return
+        }
+        if args.first == "--blocklist" { return try blocklist(100_000) }
         var results: [(rules: Int, nsPerEval: Double)] = []
         for n in [10, 1_000, 10_000] {
             var rng = Rng(s: UInt64(n))
