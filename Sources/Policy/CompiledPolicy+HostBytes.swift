@@ -9,7 +9,7 @@ extension CompiledPolicy {
     public func evaluate(_ q: PolicyQuery, host: UnsafeRawBufferPointer) -> PolicyVerdict {
         let found = firstMatch(q, hostClass: hostActive ? hostOffset(bytes: host) : hostNone)
         if found < 0 { return defaultVerdict(q.direction) }
-        return PolicyVerdict(action: rules[found].action, ruleIndex: Int32(found), direction: q.direction)
+        return PolicyVerdict(action: rules.action(found), ruleIndex: Int32(found), direction: q.direction)
     }
 
     /// Decides a flow known by several names — the DNS names its peer looked up for the
@@ -32,6 +32,6 @@ extension CompiledPolicy {
             if found < 0 { return defaultVerdict(q.direction) }
             best = found
         }
-        return PolicyVerdict(action: rules[best].action, ruleIndex: Int32(best), direction: q.direction)
+        return PolicyVerdict(action: rules.action(best), ruleIndex: Int32(best), direction: q.direction)
     }
 }

@@ -22,12 +22,15 @@ import Packet
 ///
 /// Memory is proportional to the rules (their intervals, and how much they overlap in their
 /// anchor dimension), never to rules × classes: the per-class bitsets this replaced took ≈ 25 KB
-/// per rule at 60,000 CIDR+port rules (issue 18).
+/// per rule at 60,000 CIDR+port rules (issue 18). The rules themselves are the parser's columns
+/// (`PolicyRules`, shared with the `PolicySet`), and compiling keeps no per-rule copy of their
+/// intervals: each dimension computes them from the columns when it partitions, the rule checks
+/// keep them merged.
 ///
 /// Immutable after `init`, so one instance is shared freely between threads.
 public final class CompiledPolicy: Sendable {
     /// The rules in evaluation order (index = `PolicyVerdict.ruleIndex`).
-    public let rules: [PolicyRule]
+    public let rules: PolicyRules
     /// The outbound and inbound defaults.
     public let defaultOut: PolicyDefault
     public let defaultIn: PolicyDefault
@@ -69,15 +72,15 @@ public final class CompiledPolicy: Sendable {
     /// Dimension numbers, in `dims` order.
     enum Dim: Int, CaseIterable { case kind, peer, source, destination, sourcePort, destinationPort, time, host }
 
-    /// The dimension a rule is anchored in: the most selective one it constrains.
-    static func anchor(_ r: PolicyRule) -> Dim {
-        if !r.destinations.isEmpty { return .destination }
-        if !r.hosts.isEmpty { return .host }
-        if !r.sources.isEmpty { return .source }
-        if !r.peers.isEmpty { return .peer }
-        if !r.destinationPorts.isEmpty { return .destinationPort }
-        if !r.sourcePorts.isEmpty { return .sourcePort }
-        if r.window != nil { return .time }
+    /// The dimension rule `i` is anchored in: the most selective one it constrains.
+    static func anchor(_ rules: PolicyRules, _ i: Int) -> Dim {
+        if !rules.destinations(i).isEmpty { return .destination }
+        if rules.hasHosts(i) { return .host }
+        if !rules.sources(i).isEmpty { return .source }
+        if !rules.peers(i).isEmpty { return .peer }
+        if !rules.destinationPorts(i).isEmpty { return .destinationPort }
+        if !rules.sourcePorts(i).isEmpty { return .sourcePort }
+        if rules.window(i) != nil { return .time }
         return .kind
     }
 
@@ -87,123 +90,144 @@ public final class CompiledPolicy: Sendable {
         self.init(rules: set.rules, defaultOut: set.defaultOut, defaultIn: set.defaultIn)
     }
 
-    /// The intervals of `direction × tier × protocol` keys a rule accepts.
-    static func kindIntervals(_ r: PolicyRule, tierIDs: [PeerTier: Int]) -> [(Key128, Key128)] {
-        let codes = tierIDs.count + 1
-        let tiers = r.tier.map { [tierIDs[$0]!] } ?? Array(0..<codes)
-        var out: [(Key128, Key128)] = []
-        for t in tiers {
-            let base = Int(r.direction.rawValue) * 256 * codes + t * 256
-            if r.protocols.isEmpty {
-                out.append((Key128(base), Key128(base + 255)))
-            } else {
-                for p in r.protocols { out.append((Key128(base + Int(p.rawValue)), Key128(base + Int(p.rawValue)))) }
-            }
-        }
-        return out
+    /// Compiles rules given as values (tests, tools).
+    public convenience init(rules: [PolicyRule], defaultOut: PolicyDefault, defaultIn: PolicyDefault) {
+        self.init(rules: PolicyRules(rules), defaultOut: defaultOut, defaultIn: defaultIn)
     }
 
-    /// Compiles rules and defaults.
-    public init(rules: [PolicyRule], defaultOut: PolicyDefault, defaultIn: PolicyDefault) {
+    /// Appends the intervals of `direction × tier × protocol` keys rule `i` accepts.
+    static func kindIntervals(_ rules: PolicyRules, _ i: Int, tierIDs: [PeerTier: Int], into out: inout [(Key128, Key128)]) {
+        let codes = tierIDs.count + 1
+        let protocols = rules.protocols(i)
+        let direction = Int(rules.direction(i).rawValue)
+        func add(_ t: Int) {
+            let base = direction * 256 * codes + t * 256
+            if protocols.isEmpty {
+                out.append((Key128(base), Key128(base + 255)))
+            } else {
+                for p in protocols { out.append((Key128(base + Int(p.rawValue)), Key128(base + Int(p.rawValue)))) }
+            }
+        }
+        if let tier = rules.tier(i) { add(tierIDs[tier]!) } else { for t in 0..<codes { add(t) } }
+    }
+
+    /// Compiles rules and defaults. Each dimension's intervals are computed from the rule columns
+    /// when needed (the partitions cut them, the rule checks keep them merged), never kept per rule.
+    public init(rules: PolicyRules, defaultOut: PolicyDefault, defaultIn: PolicyDefault) {
         self.rules = rules
         self.defaultOut = defaultOut
         self.defaultIn = defaultIn
+        let n = rules.count
         var b = ClassBuilder()
-        let anchorOf = rules.map(CompiledPolicy.anchor)
-        func anchored(_ d: Dim) -> [Bool] { anchorOf.map { $0 == d } }
+        let anchorOf = (0..<n).map { UInt8(CompiledPolicy.anchor(rules, $0).rawValue) }
+        func anchored(_ d: Dim) -> (Int) -> Bool { { anchorOf[$0] == UInt8(d.rawValue) } }
         var dims = [Dimension](repeating: Dimension(), count: Dim.allCases.count)
 
         // Peers: interned in order of first mention; id 0 = unknown.
         var ids: [String: PolicyPeerID] = [:]
-        for r in rules { for p in r.peers where ids[p] == nil { ids[p] = PolicyPeerID(rawValue: UInt32(ids.count + 1)) } }
+        for i in 0..<n { for p in rules.peers(i) where ids[p] == nil { ids[p] = PolicyPeerID(rawValue: UInt32(ids.count + 1)) } }
         peerIDs = ids
         var tiers: [PeerTier: Int] = [:]
-        for r in rules { if let t = r.tier, tiers[t] == nil { tiers[t] = tiers.count + 1 } }
+        for i in 0..<n { if let t = rules.tier(i), tiers[t] == nil { tiers[t] = tiers.count + 1 } }
         tierIDs = tiers
         tierCodes = tiers.count + 1
 
-        func v4Intervals(_ list: [IPPrefix]) -> [(Key128, Key128)]? {
-            if list.isEmpty { return nil }
-            return list.filter { !$0.address.isIPv6 }.map { p in
+        func v4(_ list: ArraySlice<IPPrefix>, _ out: inout [(Key128, Key128)]) -> Bool {
+            if list.isEmpty { return false }
+            for p in list where !p.address.isIPv6 {
                 let lo = UInt64(p.address.v4)
                 let size: UInt64 = 1 << UInt64(32 - p.length)
-                return (Key128(0, lo), Key128(0, lo + size - 1))
+                out.append((Key128(0, lo), Key128(0, lo + size - 1)))
             }
+            return true
         }
-        func v6Intervals(_ list: [IPPrefix]) -> [(Key128, Key128)]? {
-            if list.isEmpty { return nil }
-            return list.filter { $0.address.isIPv6 }.map { p in
+        func v6(_ list: ArraySlice<IPPrefix>, _ out: inout [(Key128, Key128)]) -> Bool {
+            if list.isEmpty { return false }
+            for p in list where p.address.isIPv6 {
                 let a = p.address
                 let hostBits = 128 - p.length
                 let hiMask: UInt64 = hostBits >= 64 ? (hostBits >= 128 ? ~0 : (~0 >> UInt64(128 - hostBits))) : 0
                 let loMask: UInt64 = hostBits >= 64 ? ~0 : (hostBits == 0 ? 0 : ~0 >> UInt64(64 - hostBits))
-                return (Key128(a.high, a.low), Key128(a.high | hiMask, a.low | loMask))
+                out.append((Key128(a.high, a.low), Key128(a.high | hiMask, a.low | loMask)))
             }
+            return true
         }
-        func portIntervals(_ list: [PortRange]) -> [(Key128, Key128)]? {
-            list.isEmpty ? nil : list.map { (Key128(Int($0.lower)), Key128(Int($0.upper))) }
+        func portList(_ list: ArraySlice<PortRange>, _ out: inout [(Key128, Key128)]) -> Bool {
+            if list.isEmpty { return false }
+            for p in list { out.append((Key128(Int(p.lower)), Key128(Int(p.upper)))) }
+            return true
         }
-        // Each dimension's intervals per rule (nil: the rule accepts anything there), computed
-        // once: the partitions cut them, the rule checks keep them.
-        let kinds: [[(Key128, Key128)]?] = rules.map { CompiledPolicy.kindIntervals($0, tierIDs: tiers) }
-        let peers: [[(Key128, Key128)]?] = rules.map { r in
-            r.peers.isEmpty ? nil : r.peers.map { let v = Key128(Int(ids[$0]!.rawValue)); return (v, v) }
+        // Each dimension's intervals of rule i (false: the rule accepts anything there).
+        let kinds: IntervalSource = { i, out in CompiledPolicy.kindIntervals(rules, i, tierIDs: tiers, into: &out); return true }
+        let peers: IntervalSource = { i, out in
+            let names = rules.peers(i)
+            if names.isEmpty { return false }
+            for p in names { let v = Key128(Int(ids[p]!.rawValue)); out.append((v, v)) }
+            return true
         }
-        let src4 = rules.map { v4Intervals($0.sources) }, src6 = rules.map { v6Intervals($0.sources) }
-        let dst4 = rules.map { v4Intervals($0.destinations) }, dst6 = rules.map { v6Intervals($0.destinations) }
-        let sports = rules.map { portIntervals($0.sourcePorts) }, dports = rules.map { portIntervals($0.destinationPorts) }
-        let times: [[(Key128, Key128)]?] = rules.map { r in r.window.map { w in w.intervals().map { (Key128($0.0), Key128($0.1 - 1)) } } }
+        let src4: IntervalSource = { i, out in v4(rules.sources(i), &out) }
+        let src6: IntervalSource = { i, out in v6(rules.sources(i), &out) }
+        let dst4: IntervalSource = { i, out in v4(rules.destinations(i), &out) }
+        let dst6: IntervalSource = { i, out in v6(rules.destinations(i), &out) }
+        let sports: IntervalSource = { i, out in portList(rules.sourcePorts(i), &out) }
+        let dports: IntervalSource = { i, out in portList(rules.destinationPorts(i), &out) }
+        let times: IntervalSource = { i, out in
+            guard let w = rules.window(i) else { return false }
+            for (lo, hi) in w.intervals() { out.append((Key128(lo), Key128(hi - 1))) }
+            return true
+        }
 
-        var checks = RuleChecks()
-        checks.mask.reserveCapacity(rules.count)
-        for (i, r) in rules.enumerated() {
-            var mask: UInt8 = 1 << UInt8(Dim.kind.rawValue)
-            if peers[i] != nil { mask |= 1 << UInt8(Dim.peer.rawValue) }
-            if src4[i] != nil { mask |= 1 << UInt8(Dim.source.rawValue) }
-            if dst4[i] != nil { mask |= 1 << UInt8(Dim.destination.rawValue) }
-            if sports[i] != nil { mask |= 1 << UInt8(Dim.sourcePort.rawValue) }
-            if dports[i] != nil { mask |= 1 << UInt8(Dim.destinationPort.rawValue) }
-            if times[i] != nil { mask |= 1 << UInt8(Dim.time.rawValue) }
-            if !r.hosts.isEmpty { mask |= 1 << UInt8(Dim.host.rawValue) }
-            checks.mask.append(mask & ~(1 << UInt8(anchorOf[i].rawValue)))
-            for slot in [kinds[i], peers[i], src4[i], dst4[i], sports[i], dports[i], times[i]] { checks.append32(slot) }
-            checks.append128(src6[i])
-            checks.append128(dst6[i])
-        }
-        self.checks = checks
 
-        kindTable = b.table(max: 2 * 256 * (tiers.count + 1) - 1, intervals: kinds, anchored: anchored(.kind), &dims[Dim.kind.rawValue])
-        peerTable = b.table(max: ids.count, intervals: peers, anchored: anchored(.peer), &dims[Dim.peer.rawValue])
+        kindTable = b.table(max: 2 * 256 * (tiers.count + 1) - 1, count: n, intervals: kinds, anchored: anchored(.kind), &dims[Dim.kind.rawValue])
+        peerTable = b.table(max: ids.count, count: n, intervals: peers, anchored: anchored(.peer), &dims[Dim.peer.rawValue])
         let maxV4 = Key128(0, UInt64(UInt32.max))
         let maxV6 = Key128(.max, .max)
-        let src = Dim.source.rawValue, dst = Dim.destination.rawValue
-        sourceV4 = AddressClasses(b.partition(max: maxV4, intervals: src4, anchored: anchored(.source), &dims[src]), v4: ())
-        sourceV6 = AddressClasses(b.partition(max: maxV6, intervals: src6, anchored: anchored(.source), &dims[src]))
-        destinationV4 = AddressClasses(b.partition(max: maxV4, intervals: dst4, anchored: anchored(.destination), &dims[dst]), v4: ())
-        destinationV6 = AddressClasses(b.partition(max: maxV6, intervals: dst6, anchored: anchored(.destination), &dims[dst]))
-        sourcePortTable = b.table(max: 65536, intervals: sports, anchored: anchored(.sourcePort), &dims[Dim.sourcePort.rawValue])
-        destinationPortTable = b.table(max: 65536, intervals: dports, anchored: anchored(.destinationPort), &dims[Dim.destinationPort.rawValue])
+        func v4Classes(_ intervals: IntervalSource, _ d: Dim) -> AddressClasses<UInt32> {
+            var starts: [UInt32] = [], offsets: [Int32] = []
+            b.partition(max: maxV4, count: n, intervals: intervals, anchored: anchored(d), &dims[d.rawValue],
+                        sizeHint: { starts.reserveCapacity($0); offsets.reserveCapacity($0) }) { start, c in
+                starts.append(UInt32(start.lo))
+                offsets.append(c)
+            }
+            return AddressClasses(starts: starts, offsets: offsets)
+        }
+        func v6Classes(_ intervals: IntervalSource, _ d: Dim) -> AddressClasses<Key128> {
+            var starts: [Key128] = [], offsets: [Int32] = []
+            b.partition(max: maxV6, count: n, intervals: intervals, anchored: anchored(d), &dims[d.rawValue],
+                        sizeHint: { starts.reserveCapacity($0); offsets.reserveCapacity($0) }) { start, c in
+                starts.append(start)
+                offsets.append(c)
+            }
+            return AddressClasses(starts: starts, offsets: offsets)
+        }
+        sourceV4 = v4Classes(src4, .source)
+        sourceV6 = v6Classes(src6, .source)
+        destinationV4 = v4Classes(dst4, .destination)
+        destinationV6 = v6Classes(dst6, .destination)
+        sourcePortTable = b.table(max: 65536, count: n, intervals: sports, anchored: anchored(.sourcePort), &dims[Dim.sourcePort.rawValue])
+        destinationPortTable = b.table(max: 65536, count: n, intervals: dports, anchored: anchored(.destinationPort), &dims[Dim.destinationPort.rawValue])
         let week = PolicyClock.minutesPerWeek
-        timeTable = b.table(max: week - 1, intervals: times, anchored: anchored(.time), &dims[Dim.time.rawValue])
-        timeBoundaries = ClassBuilder.changePoints(max: Key128(week - 1), intervals: times).map { Int($0.lo) }
+        timeTable = b.table(max: week - 1, count: n, intervals: times, anchored: anchored(.time), &dims[Dim.time.rawValue])
+        timeBoundaries = ClassBuilder.changePoints(max: Key128(week - 1), count: n, intervals: times).map { Int($0.lo) }
 
         // Hosts: the classes of exact names and of "strictly below a suffix". A class lists the
         // host-anchored rules accepting it (candidates) and the other host rules accepting it
         // (verified through the class).
         var byPattern: [HostPattern: [Int32]] = [:]
-        for (i, r) in rules.enumerated() {
-            for h in r.hosts { byPattern[h, default: []].append(Int32(i)) }
+        for i in 0..<n {
+            for h in rules.hosts(i) { byPattern[h, default: []].append(Int32(i)) }
         }
         hostActive = !byPattern.isEmpty
-        var hostClasses: [[Int32]: Int32] = [:]
+        var hostClasses: [ClassKey: Int32] = [:]
         let hostDim = Dim.host.rawValue
+        let hostAnchor = UInt8(Dim.host.rawValue)
         func hostClass(_ accepting: [Int32]) -> Int32 {
             let sorted = Array(Set(accepting)).sorted()
-            return b.classID(anchors: sorted.filter { anchorOf[Int($0)] == .host }, verify: sorted.filter { anchorOf[Int($0)] != .host },
-                             &dims[hostDim], &hostClasses)
+            return b.classID(anchors: sorted.filter { anchorOf[Int($0)] == hostAnchor }, verify: sorted.filter { anchorOf[Int($0)] != hostAnchor },
+                             withVerify: true, &dims[hostDim], &hostClasses)
         }
         hostNone = hostClass([])
-        hostAny = hostClass(rules.indices.filter { !rules[$0].hosts.isEmpty }.map { Int32($0) })
+        hostAny = hostClass((0..<n).filter { rules.hasHosts($0) }.map { Int32($0) })
         func parents(_ name: String) -> [String] {
             var out: [String] = []
             var s = Substring(name)
@@ -230,6 +254,37 @@ public final class CompiledPolicy: Sendable {
         hostExact = HostTable(exact)
         hostBelow = HostTable(below)
         lists = b.lists
+        b = ClassBuilder()  // its interning tables are done with
+
+        // The rule checks last: their arrays then do not sit beside the partitions' transient ones
+        // (what sets the peak memory of compiling, issue 18).
+        var checks = RuleChecks()
+        checks.mask.reserveCapacity(n)
+        checks.offsets32.reserveCapacity(RuleChecks.slots32 * n + 1)
+        checks.offsets128.reserveCapacity(RuleChecks.slots128 * n + 1)
+        checks.bounds32.reserveCapacity(8 * n)
+        var buffer: [(Key128, Key128)] = []
+        // The 32-bit slots in `RuleChecks` order, with the dimension each one constrains.
+        let slots32: [(IntervalSource, Dim)] = [
+            (kinds, .kind), (peers, .peer), (src4, .source), (dst4, .destination), (sports, .sourcePort), (dports, .destinationPort), (times, .time),
+        ]
+        let slots128 = [src6, dst6]
+        for i in 0..<n {
+            var mask: UInt8 = 1 << UInt8(Dim.kind.rawValue)
+            for (source, dim) in slots32 {
+                buffer.removeAll(keepingCapacity: true)
+                if source(i, &buffer) { mask |= 1 << UInt8(dim.rawValue) }
+                checks.append32(buffer)
+            }
+            for source in slots128 {
+                buffer.removeAll(keepingCapacity: true)
+                _ = source(i, &buffer)
+                checks.append128(buffer)
+            }
+            if rules.hasHosts(i) { mask |= 1 << UInt8(Dim.host.rawValue) }
+            checks.mask.append(mask & ~(1 << anchorOf[i]))
+        }
+        self.checks = checks
         self.dims = dims
     }
 
@@ -245,7 +300,7 @@ public final class CompiledPolicy: Sendable {
     public func evaluate(_ q: PolicyQuery) -> PolicyVerdict {
         let found = firstMatch(q, hostClass: hostActive ? hostOffset(q.host) : hostNone)
         if found < 0 { return defaultVerdict(q.direction) }
-        return PolicyVerdict(action: rules[found].action, ruleIndex: Int32(found), direction: q.direction)
+        return PolicyVerdict(action: rules.action(found), ruleIndex: Int32(found), direction: q.direction)
     }
 
     /// True when learning the flow's host could still change verdict `v` (which came from
@@ -255,7 +310,7 @@ public final class CompiledPolicy: Sendable {
     public func verdictDependsOnHost(_ q: PolicyQuery, _ v: PolicyVerdict) -> Bool {
         guard hostActive else { return false }
         let any = firstMatch(q, hostClass: hostAny)
-        return any >= 0 && (v.ruleIndex < 0 || any < Int(v.ruleIndex)) && !rules[any].hosts.isEmpty
+        return any >= 0 && (v.ruleIndex < 0 || any < Int(v.ruleIndex)) && rules.hasHosts(any)
     }
 
     /// The index of the first rule matching `q` with the host dimension in class `c7`, or -1.
@@ -374,8 +429,9 @@ public final class CompiledPolicy: Sendable {
     /// The deciding rule (or default) of a verdict, in words.
     public func explain(_ v: PolicyVerdict) -> PolicyExplanation {
         if v.ruleIndex >= 0 && Int(v.ruleIndex) < rules.count {
-            let r = rules[Int(v.ruleIndex)]
-            return PolicyExplanation(action: r.action, isDefault: false, location: r.location, text: r.text, name: r.name, reason: r.reason)
+            let i = Int(v.ruleIndex)
+            return PolicyExplanation(action: rules.action(i), isDefault: false, location: rules.location(i), text: rules.text(i),
+                                     name: rules.name(i), reason: rules.reason(i))
         }
         let d = v.direction == .out ? defaultOut : defaultIn
         return PolicyExplanation(action: d.action, isDefault: true, location: d.location, text: d.text, name: nil, reason: nil)
@@ -420,20 +476,6 @@ struct AddressClasses<K: Comparable & Sendable>: Sendable {
             }
             return offsets[lo]
         }
-    }
-}
-
-extension AddressClasses where K == Key128 {
-    init(_ p: (starts: [Key128], classes: [Int32])) {
-        starts = p.starts
-        offsets = p.classes
-    }
-}
-
-extension AddressClasses where K == UInt32 {
-    init(_ p: (starts: [Key128], classes: [Int32]), v4: Void) {
-        starts = p.starts.map { UInt32($0.lo) }
-        offsets = p.classes
     }
 }
 

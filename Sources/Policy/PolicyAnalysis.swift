@@ -6,37 +6,39 @@ enum PolicyAnalysis {
     /// Above this many rules the quadratic shadowing check is skipped (it is advice, not safety).
     static let shadowCheckLimit = 1_000
 
-    static func warnings(for rules: [PolicyRule]) -> [PolicyDiagnostic] {
+    static func warnings(for rules: PolicyRules) -> [PolicyDiagnostic] {
         var out: [PolicyDiagnostic] = []
-        for r in rules {
-            let at = r.location
-            let portless = !r.protocols.isEmpty && r.protocols.allSatisfy { !$0.hasPorts }
-            if portless && (!r.sourcePorts.isEmpty || !r.destinationPorts.isEmpty) {
-                out.append(PolicyDiagnostic(.warning, at, "ports only exist for tcp and udp; this rule (proto \(r.protocols.map(\.description).joined(separator: ","))) never matches"))
+        // The per-rule checks read the columns: no rule value is built for them.
+        for i in rules.indices {
+            let protocols = rules.protocols(i)
+            let portless = !protocols.isEmpty && protocols.allSatisfy { !$0.hasPorts }
+            if portless && (!rules.sourcePorts(i).isEmpty || !rules.destinationPorts(i).isEmpty) {
+                out.append(PolicyDiagnostic(.warning, rules.location(i), "ports only exist for tcp and udp; this rule (proto \(protocols.map(\.description).joined(separator: ","))) never matches"))
             }
-            let fromFamilies = families(r.sources), toFamilies = families(r.destinations)
+            let fromFamilies = families(rules.sources(i)), toFamilies = families(rules.destinations(i))
             if fromFamilies & toFamilies == 0 {
-                out.append(PolicyDiagnostic(.warning, at, "'from' and 'to' are of different address families (IPv4 vs IPv6); this rule never matches"))
-            } else if !r.protocols.isEmpty {
+                out.append(PolicyDiagnostic(.warning, rules.location(i), "'from' and 'to' are of different address families (IPv4 vs IPv6); this rule never matches"))
+            } else if !protocols.isEmpty {
                 let addr = fromFamilies & toFamilies
-                let protoOK = r.protocols.contains { p in
+                let protoOK = protocols.contains { p in
                     p == .icmp ? addr & 1 != 0 : p == .icmpv6 ? addr & 2 != 0 : true
                 }
                 if !protoOK {
-                    out.append(PolicyDiagnostic(.warning, at, "icmp is for IPv4 and icmpv6 for IPv6; with these addresses this rule never matches"))
+                    out.append(PolicyDiagnostic(.warning, rules.location(i), "icmp is for IPv4 and icmpv6 for IPv6; with these addresses this rule never matches"))
                 }
             }
         }
-        var named: [String: SourceLocation] = [:]
-        for r in rules {
-            guard let n = r.name else { continue }
+        var named: [String: Int] = [:]
+        for i in rules.indices {
+            guard let n = rules.name(i) else { continue }
             if let first = named[n] {
-                out.append(PolicyDiagnostic(.warning, r.location, "name '\(n)' is already used by \(first); explanations will be ambiguous"))
+                out.append(PolicyDiagnostic(.warning, rules.location(i), "name '\(n)' is already used by \(rules.location(first)); explanations will be ambiguous"))
             } else {
-                named[n] = r.location
+                named[n] = i
             }
         }
         guard rules.count <= shadowCheckLimit else { return out }
+        let rules = Array(rules)
         for j in rules.indices {
             for i in 0..<j where covers(rules[i], rules[j]) {
                 out.append(PolicyDiagnostic(.warning, rules[j].location,
@@ -48,7 +50,7 @@ enum PolicyAnalysis {
     }
 
     /// Bit 0: some IPv4 matches; bit 1: some IPv6 matches (empty list = both).
-    static func families(_ prefixes: [IPPrefix]) -> Int {
+    static func families(_ prefixes: some Collection<IPPrefix>) -> Int {
         if prefixes.isEmpty { return 3 }
         return prefixes.reduce(0) { $0 | ($1.address.isIPv6 ? 2 : 1) }
     }

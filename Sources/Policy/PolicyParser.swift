@@ -18,10 +18,15 @@ public enum PolicyParser {
     public static func parse(_ sources: [PolicySource], hostLists: HostListReader = .files) -> PolicySet {
         let loader = HostListLoader(reader: hostLists)
         let ordered = sources.sorted { Array($0.name.utf8).lexicographicallyPrecedes(Array($1.name.utf8)) }
-        var rules: [PolicyRule] = []
+        var rules = PolicyRules()
+        rules.reserve(ordered.reduce(0) { n, s in n + 1 + s.text.utf8.reduce(0) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) } })
         var diagnostics: [PolicyDiagnostic] = []
         var defaults: [Direction: PolicyDefault] = [:]
         for source in ordered {
+            // Rules keep their text as a range of the file's text (`PolicyRules`), so each
+            // file's text is kept once, and only when a rule comes from it.
+            let before = rules.count
+            let textID = rules.addText(source.text)
             let bytes = Array(source.text.utf8)
             var lineNo = 0
             var start = 0
@@ -30,10 +35,11 @@ public enum PolicyParser {
                 var end = start
                 while end < bytes.count && bytes[end] != UInt8(ascii: "\n") { end += 1 }
                 let line = bytes[start..<end]
-                parseLine(line, file: source.name, lineNo: lineNo, rules: &rules, defaults: &defaults, diagnostics: &diagnostics, loader: loader)
+                parseLine(line, file: source.name, lineNo: lineNo, textID: textID, rules: &rules, defaults: &defaults, diagnostics: &diagnostics, loader: loader)
                 if end >= bytes.count { break }
                 start = end + 1
             }
+            if rules.count == before { rules.dropLastText() }
         }
         diagnostics += loader.diagnostics
         let firstFile = ordered.first?.name ?? "(no files)"
@@ -83,7 +89,7 @@ public enum PolicyParser {
     }
 
     static func parseLine(
-        _ line: ArraySlice<UInt8>, file: String, lineNo: Int, rules: inout [PolicyRule],
+        _ line: ArraySlice<UInt8>, file: String, lineNo: Int, textID: Int32, rules: inout PolicyRules,
         defaults: inout [Direction: PolicyDefault], diagnostics: inout [PolicyDiagnostic], loader: HostListLoader
     ) {
         func fail(_ f: Failure) {
@@ -96,9 +102,13 @@ public enum PolicyParser {
         case .success(let r): (tokens, codeEnd) = r
         }
         guard let first = tokens.first else { return }
-        var text = String(decoding: line.prefix(codeEnd), as: UTF8.self)
-        while let last = text.last, last == " " || last == "\t" || last == "\r" { text.removeLast() }
-        while let f = text.first, f == " " || f == "\t" { text.removeFirst() }
+        // The rule's text: the line without its comment, trimmed. `line`'s indices are byte
+        // offsets in the file, which is how `PolicyRules` keeps the text.
+        var textStart = line.startIndex, textEnd = line.startIndex + codeEnd
+        while textEnd > textStart, line[textEnd - 1] == UInt8(ascii: " ") || line[textEnd - 1] == UInt8(ascii: "\t") || line[textEnd - 1] == UInt8(ascii: "\r") {
+            textEnd -= 1
+        }
+        while textStart < textEnd, line[textStart] == UInt8(ascii: " ") || line[textStart] == UInt8(ascii: "\t") { textStart += 1 }
         let location = SourceLocation(file: file, line: lineNo, column: first.column)
         var cursor = TokenCursor(tokens: tokens, lineLength: codeEnd)
         do {
@@ -119,6 +129,7 @@ public enum PolicyParser {
                 if let earlier = defaults[direction], let at = earlier.location {
                     throw Failure(column: first.column, message: "a second '\(direction == .in ? "default in" : "default")' line; the first is at \(at)")
                 }
+                let text = String(decoding: line[textStart..<textEnd], as: UTF8.self)
                 defaults[direction] = PolicyDefault(action: action, direction: direction, location: location, text: text)
                 return
             }
@@ -127,9 +138,9 @@ public enum PolicyParser {
                 throw Failure(column: first.column, message: "expected allow, block, reject or default, found '\(first.text)'\(hint)")
             }
             cursor.advance()
-            var rule = PolicyRule(action: action, location: location, text: text)
+            var rule = PolicyRule(action: action, location: location, text: "")
             try parseFields(&cursor, into: &rule, file: file, loader: loader)
-            rules.append(rule)
+            rules.append(rule, text: textID, start: textStart, count: textEnd - textStart)
         } catch let f as Failure {
             fail(f)
         } catch {

@@ -8,7 +8,8 @@ extension PolicySet {
     public func unknownPeerReferences(configured: [String], severity: PolicyDiagnostic.Severity) -> [PolicyDiagnostic] {
         let known = Set(configured)
         var out: [PolicyDiagnostic] = []
-        for rule in rules {
+        for r in rules.indices where !rules.peers(r).isEmpty {
+            let rule = rules[r]
             for (i, name) in rule.peers.enumerated() where !known.contains(name) {
                 var at = rule.location
                 if i < rule.peerColumns.count { at.column = rule.peerColumns[i] }

@@ -3,7 +3,7 @@ import Core
 /// their names, lines top to bottom), the defaults, and everything worth telling the operator.
 public struct PolicySet: Sendable {
     /// Rules in evaluation order; the first that matches decides.
-    public var rules: [PolicyRule]
+    public var rules: PolicyRules
     /// The outbound default (`default allow|block|reject` or `default out …`).
     public var defaultOut: PolicyDefault
     /// The inbound default (`default in …`).

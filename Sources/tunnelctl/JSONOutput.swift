@@ -124,7 +124,7 @@ struct RuleNames {
 
     init() {}
 
-    init(rules: [PolicyRule]) {
+    init(rules: some Sequence<PolicyRule>) {
         for r in rules {
             guard let n = r.name else { continue }
             byPlace[r.location.file, default: [:]][r.location.line] = n

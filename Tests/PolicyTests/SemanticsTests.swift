@@ -19,7 +19,7 @@ extension CompiledPolicy {
     /// Evaluates and checks the compiled result against the reference; returns (action, rule name or "default").
     func decide(_ f: ReferenceFlow) -> String {
         let v = evaluate(f.query(self))
-        let (a, i) = LinearReference.evaluate(rules, out: defaultOut.action, in: defaultIn.action, f)
+        let (a, i) = LinearReference.evaluate(Array(rules), out: defaultOut.action, in: defaultIn.action, f)
         #expect(v.action == a && Int(v.ruleIndex) == i, "compiled \(v) reference \(a) \(i) for \(f)")
         return "\(v.action) " + (v.isDefault ? "default" : rules[Int(v.ruleIndex)].name ?? "#\(v.ruleIndex)")
     }
