@@ -4,7 +4,7 @@
 # one-rule policy, then RUNS times each: the peak RSS (VmHWM, GNU time's %M) of
 # `tunnelctl policy test` on both — what the operator's command costs, parse included, and the
 # process's floor — and `tunnelbench policy --blocklist` (parse and compile time, in-process RSS).
-# Prints each run and the median with min–max.     Usage: scripts/bench/policy-memory.sh [RUNS]
+# Prints each run and the median with min–max (MiB = 1024 kB, as GNU time counts).     Usage: scripts/bench/policy-memory.sh [RUNS]
 # TV_NO_BUILD=1 skips the release build.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -35,9 +35,9 @@ done
 python3 - "$big" "$small" "$compile" "$parse" <<'PY'
 import statistics, sys
 big, small, comp, parse = ([float(x) for x in a.split()] for a in sys.argv[1:5])
-def mb(v): return f"{statistics.median(v) / 1024:.1f} MB ({min(v) / 1024:.1f}-{max(v) / 1024:.1f})"
+def mb(v): return f"{statistics.median(v) / 1024:.1f} MiB ({min(v) / 1024:.1f}-{max(v) / 1024:.1f}; {statistics.median(v):.0f} kB)"
 def ms(v): return f"{statistics.median(v):.0f} ms ({min(v):.0f}-{max(v):.0f})"
 print(f"runs: {len(big)}")
-print(f"tunnelctl policy test peak RSS: 100,000 rules {mb(big)} (bar <= 64 MB); 1 rule {mb(small)}; difference {statistics.median(big) / 1024 - statistics.median(small) / 1024:.1f} MB")
+print(f"tunnelctl policy test peak RSS: 100,000 rules {mb(big)} (bar <= 64 MiB); 1 rule {mb(small)}; difference {statistics.median(big) / 1024 - statistics.median(small) / 1024:.1f} MiB")
 print(f"100,000 rules: parse {ms(parse)} CPU, compile {ms(comp)} CPU (bar <= 2000 ms)")
 PY
