@@ -132,7 +132,7 @@ public final class CompiledPolicy: Sendable {
         tierIDs = tiers
         tierCodes = tiers.count + 1
 
-        func v4(_ list: ArraySlice<IPPrefix>, _ out: inout [(Key128, Key128)]) -> Bool {
+        func v4(_ list: some Collection<IPPrefix>, _ out: inout [(Key128, Key128)]) -> Bool {
             if list.isEmpty { return false }
             for p in list where !p.address.isIPv6 {
                 let lo = UInt64(p.address.v4)
@@ -141,7 +141,7 @@ public final class CompiledPolicy: Sendable {
             }
             return true
         }
-        func v6(_ list: ArraySlice<IPPrefix>, _ out: inout [(Key128, Key128)]) -> Bool {
+        func v6(_ list: some Collection<IPPrefix>, _ out: inout [(Key128, Key128)]) -> Bool {
             if list.isEmpty { return false }
             for p in list where p.address.isIPv6 {
                 let a = p.address

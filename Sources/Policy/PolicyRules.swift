@@ -2,7 +2,7 @@ import Core
 import Packet
 
 /// Rules in evaluation order, stored by column: one fixed-size record per rule and one shared
-/// array per kind of list value (prefixes, ports, protocols, …), so a rule costs about 70 bytes
+/// array per kind of list value (prefixes, ports, protocols, …), so a rule costs 64 bytes
 /// plus its values, with no allocation of its own (issue 18: 100,000 rules were ≈ 40 MB as an
 /// array of `PolicyRule`, each with its own text and arrays). A rule's text is a byte range of its
 /// file's text, which the collection keeps (one copy per file, shared with the `PolicySource`).
@@ -20,13 +20,11 @@ public struct PolicyRules: RandomAccessCollection, Sendable {
         var file: Int32
         var line: Int32
         var column: Int32
-        /// Index in `tiers`, `windows`, `strings`; -1 = none.
-        var tier: Int32
-        var window: Int32
+        /// Index in `extras` (the rule's tier, window or reason), -1 = it has none of them.
+        var extra: Int32
         /// An index in `strings`, -1 = none, or -2 - k: the `nameCount` bytes at offset k of the
         /// rule's text (where the parser's rules have their name, so it costs no string).
         var name: Int32
-        var reason: Int32
         var peerStart: Int32
         var protocolStart: Int32
         var sourceStart: Int32
@@ -46,13 +44,36 @@ public struct PolicyRules: RandomAccessCollection, Sendable {
     var fileIndex: [String: Int32] = [:]
     var tiers: [PeerTier] = []
     var windows: [TimeWindow] = []
+    /// Fields few rules have, apart so that the others' records stay 64 bytes. Indices in
+    /// `tiers`, `windows`, `strings`; -1 = none.
+    struct Extra: Sendable {
+        var tier: Int32
+        var window: Int32
+        var reason: Int32
+    }
+    var extras: [Extra] = []
     /// Names and reasons.
     var strings: [String] = []
     var peerNames: [String] = []
     var peerColumns: [Int32] = []
     var protocolValues: [IPProtocol] = []
-    /// Sources then destinations of each rule.
-    var prefixes: [IPPrefix] = []
+    /// Sources then destinations of each rule, 24 bytes each (an `IPPrefix` takes 32).
+    var prefixes: [StoredPrefix] = []
+    struct StoredPrefix: Sendable {
+        var high: UInt64
+        var low: UInt64
+        var length: UInt8
+        var isIPv6: Bool
+        init(_ p: IPPrefix) {
+            high = p.address.high
+            low = p.address.low
+            length = UInt8(p.length)
+            isIPv6 = p.address.isIPv6
+        }
+        var prefix: IPPrefix {
+            IPPrefix(isIPv6 ? IPAddress(v6High: high, low: low) : IPAddress(v4: UInt32(truncatingIfNeeded: low)), length: Int(length))!
+        }
+    }
     /// Source ports then destination ports of each rule.
     var ports: [PortRange] = []
     var hostPatterns: [HostPattern] = []
@@ -161,7 +182,7 @@ public struct PolicyRules: RandomAccessCollection, Sendable {
         }
         let record = Record(
             text: text, textStart: Int32(start), textCount: Int32(count), file: file, line: Int32(rule.location.line),
-            column: Int32(rule.location.column), tier: tier, window: window, name: name, reason: string(rule.reason),
+            column: Int32(rule.location.column), extra: -1, name: name,
             peerStart: Int32(peerNames.count), protocolStart: Int32(protocolValues.count), sourceStart: Int32(prefixes.count),
             destinationStart: Int32(prefixes.count + rule.sources.count), sourcePortStart: Int32(ports.count),
             destinationPortStart: Int32(ports.count + rule.sourcePorts.count), hostStart: Int32(hostPatterns.count),
@@ -169,12 +190,17 @@ public struct PolicyRules: RandomAccessCollection, Sendable {
         peerNames += rule.peers
         for k in rule.peers.indices { peerColumns.append(Int32(k < rule.peerColumns.count ? rule.peerColumns[k] : 0)) }
         protocolValues += rule.protocols
-        prefixes += rule.sources
-        prefixes += rule.destinations
+        for p in rule.sources { prefixes.append(StoredPrefix(p)) }
+        for p in rule.destinations { prefixes.append(StoredPrefix(p)) }
         ports += rule.sourcePorts
         ports += rule.destinationPorts
         hostPatterns += rule.hosts
         records.append(record)
+        let reason = string(rule.reason)
+        if tier >= 0 || window >= 0 || reason >= 0 {
+            extras.append(Extra(tier: tier, window: window, reason: reason))
+            records[records.count - 1].extra = Int32(extras.count - 1)
+        }
     }
 
     // MARK: Columns (no allocation)
@@ -188,13 +214,16 @@ public struct PolicyRules: RandomAccessCollection, Sendable {
     public func action(_ i: Int) -> Verdict { records[i].action }
     public func direction(_ i: Int) -> Direction { records[i].direction }
     public func peers(_ i: Int) -> ArraySlice<String> { peerNames[peerRange(i)] }
-    public func tier(_ i: Int) -> PeerTier? { records[i].tier < 0 ? nil : tiers[Int(records[i].tier)] }
+    @inline(__always) func extra(_ i: Int) -> Extra? { records[i].extra < 0 ? nil : extras[Int(records[i].extra)] }
+    public func tier(_ i: Int) -> PeerTier? { extra(i).flatMap { $0.tier < 0 ? nil : tiers[Int($0.tier)] } }
     public func protocols(_ i: Int) -> ArraySlice<IPProtocol> {
         protocolValues[Int(records[i].protocolStart)..<end(i, protocolValues.count) { $0.protocolStart }]
     }
-    public func sources(_ i: Int) -> ArraySlice<IPPrefix> { prefixes[Int(records[i].sourceStart)..<Int(records[i].destinationStart)] }
-    public func destinations(_ i: Int) -> ArraySlice<IPPrefix> {
-        prefixes[Int(records[i].destinationStart)..<end(i, prefixes.count) { $0.sourceStart }]
+    public func sources(_ i: Int) -> some RandomAccessCollection<IPPrefix> {
+        prefixes[Int(records[i].sourceStart)..<Int(records[i].destinationStart)].lazy.map(\.prefix)
+    }
+    public func destinations(_ i: Int) -> some RandomAccessCollection<IPPrefix> {
+        prefixes[Int(records[i].destinationStart)..<end(i, prefixes.count) { $0.sourceStart }].lazy.map(\.prefix)
     }
     public func sourcePorts(_ i: Int) -> ArraySlice<PortRange> { ports[Int(records[i].sourcePortStart)..<Int(records[i].destinationPortStart)] }
     public func destinationPorts(_ i: Int) -> ArraySlice<PortRange> {
@@ -202,14 +231,14 @@ public struct PolicyRules: RandomAccessCollection, Sendable {
     }
     public func hosts(_ i: Int) -> ArraySlice<HostPattern> { hostPatterns[Int(records[i].hostStart)..<end(i, hostPatterns.count) { $0.hostStart }] }
     public func hasHosts(_ i: Int) -> Bool { Int(records[i].hostStart) < end(i, hostPatterns.count) { $0.hostStart } }
-    public func window(_ i: Int) -> TimeWindow? { records[i].window < 0 ? nil : windows[Int(records[i].window)] }
+    public func window(_ i: Int) -> TimeWindow? { extra(i).flatMap { $0.window < 0 ? nil : windows[Int($0.window)] } }
     public func name(_ i: Int) -> String? {
         let r = records[i]
         if r.name >= 0 { return strings[Int(r.name)] }
         if r.name == -1 { return nil }
         return slice(texts[Int(r.text)], Int(r.textStart) + Int(-2 - r.name), Int(r.nameCount))
     }
-    public func reason(_ i: Int) -> String? { records[i].reason < 0 ? nil : strings[Int(records[i].reason)] }
+    public func reason(_ i: Int) -> String? { extra(i).flatMap { $0.reason < 0 ? nil : strings[Int($0.reason)] } }
     public func location(_ i: Int) -> SourceLocation {
         let r = records[i]
         return SourceLocation(file: files[Int(r.file)], line: Int(r.line), column: Int(r.column))
