@@ -8,17 +8,27 @@ import Core
 /// ```
 extension Settings {
     /// The JSON text stored in the row (stable key order, human units).
-    public var json: String {
+    public var json: String { "{\(retentionMember),\(captureMember)}" }
+
+    /// The text a shared store keeps (`tv_settings`): the retention section alone, same format.
+    public var sharedJSON: String { "{\(retentionMember)}" }
+
+    /// `"retention":{…}`, the row's first member.
+    private var retentionMember: String {
         let r = retention
         func q(_ s: String) -> String { "\"\(s)\"" }
-        return "{\"retention\":{"
+        return "\"retention\":{"
             + "\"flows\":\(q(DurationFormat.format(ms: r.flowsMaxAgeMs))),"
             + "\"refusals\":\(q(DurationFormat.format(ms: r.refusalsMaxAgeMs))),"
             + "\"sessions\":\(q(DurationFormat.format(ms: r.sessionsMaxAgeMs))),"
             + "\"markers\":\(q(DurationFormat.format(ms: r.markersMaxAgeMs))),"
             + "\"pcap-bytes\":\(q(SizeFormat.format(bytes: r.pcapMaxBytes))),"
-            + "\"pcap-age\":\(q(DurationFormat.format(ms: r.pcapMaxAgeMs)))},"
-            + "\"capture\":{\"enabled\":\(capture.enabled),\"detail\":\(q(capture.detail.rawValue))}}"
+            + "\"pcap-age\":\(q(DurationFormat.format(ms: r.pcapMaxAgeMs)))}"
+    }
+
+    /// `"capture":{…}`, the row's second member (never shared: pcap files are local).
+    private var captureMember: String {
+        "\"capture\":{\"enabled\":\(capture.enabled),\"detail\":\"\(capture.detail.rawValue)\"}"
     }
 
     /// Decodes the row's text field by field. A missing, unknown-valued or wrongly typed field

@@ -31,14 +31,6 @@ extension Settings {
     /// The keys of `retention set` that a shared store shares (`flows` … `pcap-age`).
     public static var sharedKeys: [String] { keys.filter { isShared(path: $0.path) }.map(\.key) }
 
-    /// The text stored in the shared row: the retention section alone, in the local row's format.
-    public var sharedJSON: String {
-        let full = json
-        // `json` is `{"retention":{…},"capture":{…}}`; keep the first section.
-        guard let end = full.range(of: "},\"capture\":") else { return full }
-        return String(full[..<end.lowerBound]) + "}}"
-    }
-
     /// Decodes the shared row's text (`Settings.decode`, tolerant): its retention, with only the
     /// retention fields reported as defaulted (the capture section is not shared, never missing).
     public static func decodeShared(_ text: String) throws -> SettingsDecoding {
