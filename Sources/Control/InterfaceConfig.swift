@@ -62,6 +62,8 @@ public struct InterfaceConfig: Hashable, Sendable {
     /// This gateway's name in the shared store (`GatewayName`, 1–64 of `[A-Za-z0-9_.-]`; default
     /// the host name): recorded on every row it ships, shown by `flows|sessions|timeline`.
     public var gatewayName: String?
+    /// The name this gateway goes by: `GatewayName`, else the host name (both binaries use this).
+    public var gatewayNameInForce: String { gatewayName ?? SharedStoreSetting.defaultGatewayName() }
     /// Tier of a peer added over the UAPI (`wg set`) without one (`DefaultTier`, default `free`).
     public var defaultTier: PeerTier = .free
     /// `QUIC`: what a UDP/443 flow whose host name cannot be read gets when a `host` rule could

@@ -17,7 +17,7 @@ public enum Schema {
     }
 
     /// All migrations in order; `migrations[i].version == i + 1`.
-    public static let migrations: [Migration] = [v1, v2, v3, v4, v5, v6]
+    public static let migrations: [Migration] = [v1, v2, v3, v4, v5, v6, v7]
 
     /// The version this build writes and understands.
     public static var currentVersion: Int { migrations.count }
@@ -223,6 +223,16 @@ public enum Schema {
     /// rows). A row coalesces one destination per hour and keeps the newest host named.
     static let v6 = Migration(version: 6, summary: "refusals carry the flow's host", sql: """
         ALTER TABLE refusals ADD COLUMN host TEXT NOT NULL DEFAULT '';
+        """)
+
+    /// Version 7 (issue 19): the local store as one backend of the store protocol
+    /// (`LocalSharedState`): a window knows which of the peer's windows it is (`epoch`, one more
+    /// each time one opens), when it opened and on which gateway (`GatewayName`). Added columns
+    /// only; a window stored before keeps epoch 1 and `opened_at` 0 (not known).
+    static let v7 = Migration(version: 7, summary: "windows numbered, with their opening time and gateway", sql: """
+        ALTER TABLE session_windows ADD COLUMN epoch INTEGER NOT NULL DEFAULT 1;
+        ALTER TABLE session_windows ADD COLUMN opened_at INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE session_windows ADD COLUMN gateway TEXT NOT NULL DEFAULT '';
         """)
 
     /// Brings the store at `connection` up to `target` (default: current). Returns the version

@@ -116,18 +116,28 @@ extension StateStore {
         return out
     }
 
-    /// Stores (replaces) a peer's window.
-    public func putWindow(_ w: SessionWindow) throws {
+    /// Stores (replaces) a peer's window. `opened` (the watchdog opened it at `at` on `gateway`):
+    /// the peer's next window (`epoch` one more, `opened_at`, `gateway` set, as
+    /// `LocalSharedState.openWindow` does); otherwise the stored window moved or its use went on,
+    /// and keeps its number, opening time and gateway.
+    public func putWindow(_ w: SessionWindow, opened: Bool = false, at: Int64 = 0, gateway: String = "") throws {
         let s = try connection.prepared("""
-            INSERT INTO session_windows (peer, allowed_until, reconnect_at, used_up, used_down) VALUES (?, ?, ?, ?, ?)
+            INSERT INTO session_windows AS w (peer, allowed_until, reconnect_at, used_up, used_down, epoch, opened_at, gateway)
+                VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?7)
             ON CONFLICT (peer) DO UPDATE SET allowed_until = excluded.allowed_until, reconnect_at = excluded.reconnect_at,
-                used_up = excluded.used_up, used_down = excluded.used_down
+                used_up = excluded.used_up, used_down = excluded.used_down,
+                epoch = CASE WHEN ?8 THEN w.epoch + 1 ELSE w.epoch END,
+                opened_at = CASE WHEN ?8 THEN excluded.opened_at ELSE w.opened_at END,
+                gateway = CASE WHEN ?8 THEN excluded.gateway ELSE w.gateway END
             """)
         s.bind(1, w.peer)
         s.bind(2, w.allowedUntil)
         s.bind(3, w.reconnectAt)
         s.bind(4, Int64(clamping: w.usedUp))
         s.bind(5, Int64(clamping: w.usedDown))
+        s.bind(6, at)
+        s.bind(7, gateway)
+        s.bind(8, Int64(opened ? 1 : 0))
         try s.run()
     }
 

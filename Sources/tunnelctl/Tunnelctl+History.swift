@@ -77,7 +77,7 @@ extension Tunnelctl {
         // otherwise it was open when last recorded, which is all the store knows.
         let daemonUp = (try? askIfRunning(config, .status)) != nil
         func openState(_ gateway: String?) -> String {
-            daemonUp && (gateway == nil || gateway == (config.interface.gatewayName ?? SharedStoreSetting.defaultGatewayName()))
+            daemonUp && (gateway == nil || gateway == config.interface.gatewayNameInForce)
                 ? "live" : "open"
         }
         var table = [["ID"] + (shared ? ["GATEWAY"] : []) + ["PEER", "FLOW", "HOST", "VERDICT", "RULE", "OUT", "IN", "FIRST", "LAST", "STATE"]]

@@ -99,7 +99,7 @@ extension Tunnelctl {
                 }
                 shared = state
             }
-            let gateway = config.interface.gatewayName ?? SharedStoreSetting.defaultGatewayName()
+            let gateway = config.interface.gatewayNameInForce
             let (before, after, row): (SettingsDecoding?, Settings, SharedSettings?) = try writing {
                 try store.connection.transaction {
                     let text = try store.settingsText()

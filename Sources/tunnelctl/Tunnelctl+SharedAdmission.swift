@@ -58,7 +58,7 @@ extension Tunnelctl {
         do {
             let store = try config.interface.store.open(passFile: config.interface.storePassFile)!
             try store.setAdmission(SharedAdmission(peer: name, disabled: disable, expiresAt: effective.expiresMs, changedAt: cliNow(),
-                                                   gateway: config.interface.gatewayName ?? SharedStoreSetting.defaultGatewayName()))
+                                                   gateway: config.interface.gatewayNameInForce))
             console.print("\(name): \(verb) on every gateway of the shared store \(config.interface.store.backendName)")
         } catch {
             throw CLIError.failure("\(name): the shared store \(config.interface.store.text) did not take the change: \(error)"

@@ -117,7 +117,11 @@ extension Tunnelctl {
             }
         }
         let own = try readStore(config)
-        guard setting.isShared, !local else { return own.map { HistorySource(reader: $0, shared: false, local: $0) } }
+        guard setting.isShared, !local else {
+            // This router's own history, through the same questions (`LocalSharedState`).
+            return try SharedStoreSetting.local.backend(local: own, gateway: config.interface.gatewayNameInForce, passFile: nil)
+                .map { HistorySource(reader: $0, shared: false, local: own) }
+        }
         do {
             let shared = try setting.open(passFile: config.interface.storePassFile, readOnly: true)!
             return HistorySource(reader: shared, shared: true, local: own)

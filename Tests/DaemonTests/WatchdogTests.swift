@@ -52,7 +52,7 @@ final class CaptureSink: WatchdogSink, Sendable {
         let (w, dev, sink) = make()
         #expect(w.handshakeCompleted(alice, now: t0))
         let win = WindowDates(allowedUntil: t0 + 20_000, reconnectAt: t0 + 50_000)
-        #expect(sink.take() == [.windowPut(peer: "alice", win), .sessionOpened(peer: "alice", at: t0)])
+        #expect(sink.take() == [.windowPut(peer: "alice", win, opened: true), .sessionOpened(peer: "alice", at: t0)])
         // A rekey inside the window is not a new connect.
         #expect(w.handshakeCompleted(alice, now: t0 + 10_000))
         #expect(sink.take().isEmpty)
@@ -78,7 +78,7 @@ final class CaptureSink: WatchdogSink, Sendable {
         w.tick(now: t0 + 50_000)
         #expect(!dev.isRefused(alice))
         #expect(w.handshakeCompleted(alice, now: t0 + 51_000))
-        #expect(sink.take().first == .windowPut(peer: "alice", WindowDates(allowedUntil: t0 + 71_000, reconnectAt: t0 + 101_000)))
+        #expect(sink.take().first == .windowPut(peer: "alice", WindowDates(allowedUntil: t0 + 71_000, reconnectAt: t0 + 101_000), opened: true))
     }
 
     /// The live ring's refusal events carry why (`tunnelctl watch`: `reason free-pause`).
@@ -179,7 +179,7 @@ final class CaptureSink: WatchdogSink, Sendable {
         w.tick(now: t0 + 50_000)
         #expect(!dev.isRefused(alice))
         #expect(w.handshakeCompleted(alice, now: t0 + 50_001))
-        #expect(sink.take().contains(.windowPut(peer: "alice", WindowDates(allowedUntil: t0 + 70_001, reconnectAt: t0 + 100_001))))
+        #expect(sink.take().contains(.windowPut(peer: "alice", WindowDates(allowedUntil: t0 + 70_001, reconnectAt: t0 + 100_001), opened: true)))
     }
 
     /// A wall-clock step moves every window and live session with it (the remaining real time is
@@ -221,7 +221,7 @@ final class CaptureSink: WatchdogSink, Sendable {
         w.setOverrides(["bob": .free], now: t0)
         #expect(sink.take().isEmpty && !dev.isRefused(bob))
         #expect(w.handshakeCompleted(bob, now: t0 + 5))
-        #expect(sink.take().first == .windowPut(peer: "bob", WindowDates(allowedUntil: t0 + 20_005, reconnectAt: t0 + 50_005)))
+        #expect(sink.take().first == .windowPut(peer: "bob", WindowDates(allowedUntil: t0 + 20_005, reconnectAt: t0 + 50_005), opened: true))
         // Premium peer with an override back: unlimited again; idle still ends sessions.
         w.setOverrides([:], now: t0 + 6)
         _ = sink.take()

@@ -33,4 +33,26 @@ import TestSupport
         #expect(try holder.refusals(peer: "alice").first?.count == 2)
         #expect(log.all.contains { $0.contains("window writes work again") })
     }
+
+    /// A window the watchdog opened, then moved before a locked store took it, is still stored as
+    /// an opening: the peer's next window, numbered and dated when it opened, on this gateway.
+    @Test func anOpeningMovedDuringAnOutageIsStillTheNextWindow() throws {
+        let dir = FileManager.default.temporaryDirectory
+            .appendingPathComponent("tv-ledger-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/state.db"
+        let holder = try StateStore(path: path)
+        let ledger = WindowLedger(path: path, gateway: "gw-1", log: LogCapture().logger, busyTimeoutMs: 10)
+        ledger.putWindow(SessionWindow(peer: "alice", allowedUntil: 10, reconnectAt: 20), opened: true, at: 1)
+        try holder.connection.execute("BEGIN EXCLUSIVE")
+        ledger.putWindow(SessionWindow(peer: "alice", allowedUntil: 100, reconnectAt: 200), opened: true, at: 30)
+        ledger.putWindow(SessionWindow(peer: "alice", allowedUntil: 50, reconnectAt: 150, usedUp: 7), at: 50)
+        #expect(ledger.isFailing)
+        try holder.connection.execute("COMMIT")
+        ledger.retry(now: 60)
+        let w = try #require(try LocalSharedState(store: holder, gateway: "gw-1").window(peer: "alice"))
+        #expect(w == SharedWindow(peer: "alice", epoch: 2, dates: WindowDates(allowedUntil: 50, reconnectAt: 150), usedUp: 7,
+                                  gateway: "gw-1", openedAt: 30))
+    }
 }

@@ -161,7 +161,7 @@ import Testing
                 """)
         }
         let store = try StateStore(path: dir.db)
-        #expect(try store.schemaVersion == 6)
+        #expect(try store.schemaVersion == Schema.currentVersion)
         let before = try #require(try store.refusals(kind: .flow).first)
         #expect(before.host == "" && before.count == 3)
         try store.recordRefusal(.flow(peer: "alice", rule: "50-ads.rules:2", reason: "ads", proto: 6, dst: IPAddress("192.0.2.7")!,

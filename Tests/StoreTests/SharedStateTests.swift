@@ -11,12 +11,23 @@ import Testing
 /// each test gets a schema of its own. Without the variable the PostgreSQL cases fail when
 /// `TUNNELVISION_REQUIRE_PG=1` (the test command sets it) and are skipped with a note otherwise.
 enum SharedBackend: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    /// This router's own `state.db` (`LocalSharedState`, `Store = local`).
+    case local
     case sqlite, postgresql
     var testDescription: String { rawValue }
+
+    /// The backends several gateways share: change numbers, admissions, shipped history and the
+    /// `SharedSchema` tables are theirs (the local store answers those as `LocalSharedState` says).
+    static let shared: [SharedBackend] = [.sqlite, .postgresql]
 
     /// A fresh, empty shared state and a way to open more connections to it (nil: not available).
     func make() throws -> (state: any SharedState, connect: @Sendable () throws -> any SharedState)? {
         switch self {
+        case .local:
+            let dir = NSTemporaryDirectory() + "tv-local-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            let path = dir + "/state.db"
+            return (try LocalSharedState(path: path, gateway: "gw-local"), { try LocalSharedState(path: path, gateway: "gw-local") })
         case .sqlite:
             let dir = NSTemporaryDirectory() + "tv-shared-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -100,7 +111,7 @@ enum PGTestCluster {
         #expect(r4.epoch == 3 && r4.gateway == "gw-b" && r4.usedUp == 5)
     }
 
-    @Test(arguments: SharedBackend.allCases) func pollingChanges(_ backend: SharedBackend) throws {
+    @Test(arguments: SharedBackend.shared) func pollingChanges(_ backend: SharedBackend) throws {
         guard let (s, _) = try backend.make() else { return }
         let (none, c0) = try s.windows(changedAfter: 0)
         #expect(none.isEmpty)
@@ -125,7 +136,7 @@ enum PGTestCluster {
     }
 
     /// Disabled / Expires changes: the latest per peer, polled by change number like windows.
-    @Test(arguments: SharedBackend.allCases) func sharingAdmission(_ backend: SharedBackend) throws {
+    @Test(arguments: SharedBackend.shared) func sharingAdmission(_ backend: SharedBackend) throws {
         guard let (s, connect) = try backend.make() else { return }
         let (none, c0) = try s.admissions(changedAfter: 0)
         #expect(none.isEmpty && c0 == 0)
@@ -150,7 +161,7 @@ enum PGTestCluster {
              rule: "10-lan.rules:3", capture: nil, closedAt: closed ? at : nil, closeReason: closed ? "fin" : nil)
     }
 
-    @Test(arguments: SharedBackend.allCases) func shippingIsIdempotentAndPruneIsBounded(_ backend: SharedBackend) throws {
+    @Test(arguments: SharedBackend.shared) func shippingIsIdempotentAndPruneIsBounded(_ backend: SharedBackend) throws {
         guard let (s, _) = try backend.make() else { return }
         let flows = (1...500).map { flow($0, at: t0 + $0) }
         let sessions = [Session(id: 1, peer: "alice", startedAt: t0, endedAt: nil, endReason: nil, rxBytes: 0, txBytes: 0)]
@@ -200,7 +211,7 @@ enum PGTestCluster {
 
     /// Both backends build their tables from `SharedSchema`: each backend's catalogue holds
     /// exactly the described columns (in order, with their NULL-ability) and indexes.
-    @Test(arguments: SharedBackend.allCases) func schemaIsTheOneDescription(_ backend: SharedBackend) throws {
+    @Test(arguments: SharedBackend.shared) func schemaIsTheOneDescription(_ backend: SharedBackend) throws {
         guard let (s, _) = try backend.make() else { return }
         try Self.expectCatalogueIsTheDescription(s, backend)
     }
@@ -237,7 +248,7 @@ enum PGTestCluster {
 
     /// What `tunnelctl flows|refusals|sessions|timeline` read back: every gateway's rows with
     /// their gateway, in the local store's orders, narrowed by peer, gateway, date and verdict.
-    @Test(arguments: SharedBackend.allCases) func readingHistoryBack(_ backend: SharedBackend) throws {
+    @Test(arguments: SharedBackend.shared) func readingHistoryBack(_ backend: SharedBackend) throws {
         guard let (s, _) = try backend.make() else { return }
         var blocked = flow(3, at: t0 + 30)
         blocked.verdict = .block

@@ -27,7 +27,7 @@ import Testing
             for peer in config.peers {
                 let tier = try Tunnelctl.tier(of: peer, store)
                 let phase = WatchdogRules.phase(now: now, tier: tier, window: try store.window(peer: peer.name)?.dates)
-                let r = try Tunnelctl.sessionReport(peer, config: config, source: WindowSource(local: store), live: nil, now: now)
+                let r = try Tunnelctl.sessionReport(peer, config: config, source: try WindowSource(local: store), live: nil, now: now)
                 switch phase {
                 case .paused(let w):
                     #expect(r.state == "paused", "\(peer.name) at \(offset)")

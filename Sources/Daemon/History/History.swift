@@ -102,9 +102,9 @@ public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
 
     public func record(_ record: WatchdogRecord) {
         switch record {
-        case let .windowPut(peer, w, used):
+        case let .windowPut(peer, w, used, opened):
             let row = SessionWindow(peer: peer, dates: w, usedUp: used.up, usedDown: used.down)
-            if let ledger = ledgerRef.load() { ledger.putWindow(row, at: clock.wallMilliseconds()) } else { submit(.windowPut(row)) }
+            if let ledger = ledgerRef.load() { ledger.putWindow(row, opened: opened, at: clock.wallMilliseconds()) } else { submit(.windowPut(row)) }
         case let .windowDeleted(peer):
             if let ledger = ledgerRef.load() { ledger.deleteWindow(peer: peer, at: clock.wallMilliseconds()) } else { submit(.windowDeleted(peer: peer)) }
         case let .sessionOpened(peer, at): submit(.sessionOpened(peer: peer, at: at))

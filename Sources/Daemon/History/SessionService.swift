@@ -48,7 +48,7 @@ public final class SessionService: @unchecked Sendable {
         var shared: [String: SharedAdmission] = [:]
     }
     private let admission = Mutex(Admission())
-    /// This gateway's name in the shared store ("" with `Store = local`).
+    /// This gateway's name (`GatewayName`, else the host name), in the shared store and on the windows it opens.
     private let gatewayName: String
 
     /// The shared store's sync (`Store = postgresql://…`, issue 19); nil with `Store = local`.
@@ -85,7 +85,7 @@ public final class SessionService: @unchecked Sendable {
         var ledger: WindowLedger? = nil
         var startMarker: (String, String)? = nil
         do {
-            let opened = try SessionService.openStore(storePath, now: now, log: log, journal: connect == nil ? nil : gateway)
+            let opened = try SessionService.openStore(storePath, now: now, log: log, gateway: gateway, journal: connect == nil ? nil : gateway)
             windows = opened.windows
             used = opened.used
             overrides = opened.overrides
@@ -189,7 +189,7 @@ public final class SessionService: @unchecked Sendable {
     /// overrides. Throws when the store cannot be opened or read.
     /// `journal`: the gateway name history is journalled under for the shared store (nil: the
     /// store is local; a journal left from a shared setup is dropped, and said so).
-    static func openStore(_ path: String, now: Int64, log: Logger, journal: String?) throws -> OpenedStore {
+    static func openStore(_ path: String, now: Int64, log: Logger, gateway: String, journal: String?) throws -> OpenedStore {
         let store = try StateStore(path: path)
         // First, so that the crash closes below are journalled too.
         let dropped = try store.setJournalTarget(gateway: journal, at: now)
@@ -239,7 +239,7 @@ public final class SessionService: @unchecked Sendable {
         for o in try store.tierOverrides() { overrides[o.peer] = o.tier }
         let maxFlowId = try store.maxFlowId()
         let writer = try StoreWriter(path: path, log: log)
-        return OpenedStore(store: store, writer: writer, ledger: WindowLedger(path: path, log: log), windows: windows,
+        return OpenedStore(store: store, writer: writer, ledger: WindowLedger(path: path, gateway: gateway, log: log), windows: windows,
                            used: used, overrides: overrides, maxFlowId: maxFlowId, marker: marker)
     }
 
@@ -252,7 +252,7 @@ public final class SessionService: @unchecked Sendable {
         guard let retry = storeRetry, now >= retry.at else { return }
         let opened: OpenedStore
         do {
-            opened = try SessionService.openStore(storePath, now: now, log: log, journal: journalGateway)
+            opened = try SessionService.openStore(storePath, now: now, log: log, gateway: gatewayName, journal: journalGateway)
         } catch {
             let delay = min(retry.delayMs * 2, 60_000)
             storeRetry = (at: now + delay, delayMs: delay, since: retry.since)

@@ -19,7 +19,8 @@ import Synchronization
 /// process delays a handshake by at most `busyTimeoutMs`.
 public final class WindowLedger: @unchecked Sendable {
     // Safe: every stored property is immutable or a Mutex/Atomic.
-    enum WindowOp: Equatable { case put(SessionWindow), delete }
+    /// `opened`: the watchdog opened it at `at` (the store numbers it as the peer's next window).
+    enum WindowOp: Equatable { case put(SessionWindow, opened: Bool, at: Int64), delete }
     struct State {
         var store: StateStore?
         var windows: [String: WindowOp] = [:]
@@ -30,6 +31,8 @@ public final class WindowLedger: @unchecked Sendable {
     }
 
     let path: String
+    /// This router's `GatewayName`, recorded on the windows it opens.
+    let gateway: String
     let log: Logger
     let busyTimeoutMs: Int
     let refusalBacklog: Int
@@ -40,8 +43,9 @@ public final class WindowLedger: @unchecked Sendable {
     public let droppedRefusals = Atomic<UInt64>(0)
 
     /// A ledger on the store at `path` (opened now; if that fails, at the next retry).
-    public init(path: String, log: Logger, busyTimeoutMs: Int = 50, refusalBacklog: Int = 4096) {
+    public init(path: String, gateway: String = "", log: Logger, busyTimeoutMs: Int = 50, refusalBacklog: Int = 4096) {
         self.path = path
+        self.gateway = gateway
         self.log = log
         self.busyTimeoutMs = busyTimeoutMs
         self.refusalBacklog = refusalBacklog
@@ -67,10 +71,15 @@ public final class WindowLedger: @unchecked Sendable {
     /// Writes waiting for a retry.
     public var backlog: Int { state.withLock { $0.windows.count + $0.tiers.count + $0.refusals.count } }
 
-    /// Stores `peer`'s window now.
-    public func putWindow(_ w: SessionWindow, at now: Int64) {
+    /// Stores `peer`'s window now (`opened`: the watchdog just opened it). A window opened and
+    /// then moved before the store took it stays an opening (the latest dates, the opening's time).
+    public func putWindow(_ w: SessionWindow, opened: Bool = false, at now: Int64) {
         state.withLock { s in
-            s.windows[w.peer] = .put(w)
+            if !opened, case let .put(_, true, openedAt)? = s.windows[w.peer] {
+                s.windows[w.peer] = .put(w, opened: true, at: openedAt)
+            } else {
+                s.windows[w.peer] = .put(w, opened: opened, at: now)
+            }
             flushLocked(&s, now: now)
         }
     }
@@ -123,7 +132,7 @@ public final class WindowLedger: @unchecked Sendable {
             try store.connection.transaction {
                 for (peer, op) in windows.sorted(by: { $0.key < $1.key }) {
                     switch op {
-                    case .put(let w): try store.putWindow(w)
+                    case let .put(w, opened, at): try store.putWindow(w, opened: opened, at: at, gateway: gateway)
                     case .delete: try store.deleteWindow(peer: peer)
                     }
                 }

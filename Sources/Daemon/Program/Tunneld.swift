@@ -171,7 +171,7 @@ public enum Tunneld {
         // TUNNELD_HISTORY=off turns flow recording off (benchmarks); the watchdog always runs.
         // Store = postgresql://…: windows, quota use and tier overrides shared with the other
         // gateways naming the same database (issue 19); each thread opens its own connection.
-        let gatewayName = iface.gatewayName ?? SharedStoreSetting.defaultGatewayName()
+        let gatewayName = iface.gatewayNameInForce
         var sharedConnect: (@Sendable () throws -> any SharedState)? = nil
         if iface.store.isShared {
             let setting = iface.store, passFile = iface.storePassFile

@@ -15,7 +15,7 @@ public final class SharedWindowSink: WatchdogSink {
     }
 
     public func record(_ record: WatchdogRecord) {
-        if case let .windowPut(peer, w, used) = record { sync.localWindow(peer: peer, dates: w, used: used, at: sync.now()) }
+        if case let .windowPut(peer, w, used, _) = record { sync.localWindow(peer: peer, dates: w, used: used, at: sync.now()) }
         inner.record(record)
     }
 }

@@ -206,7 +206,7 @@ public final class Watchdog: Sendable {
             case .openWindow(let w):
                 s.windows[p.name] = w
                 s.used[p.name] = nil
-                sink.record(.windowPut(peer: p.name, w))
+                sink.record(.windowPut(peer: p.name, w, opened: true))
             case .refuse(let w):
                 refuseLocked(&s, p, at: now)
                 sink.record(.refused(peer: p.name, windowEnd: w.allowedUntil, at: now, reason: pauseReason(s, p)))
@@ -292,7 +292,7 @@ public final class Watchdog: Sendable {
         let moved = s.windows[p.name] != g.dates
         s.windows[p.name] = g.dates
         s.used[p.name] = g.used
-        if moved { sink.record(.windowPut(peer: p.name, g.dates, used: g.used)) }
+        if moved { sink.record(.windowPut(peer: p.name, g.dates, used: g.used, opened: g.opened)) }
     }
 
     /// The admin ended `peer`'s session (`tunnelctl kick`).
@@ -384,7 +384,7 @@ public final class Watchdog: Sendable {
                 if let w = d.openWindow {
                     s.windows[p.name] = w
                     s.used[p.name] = nil
-                    sink.record(.windowPut(peer: p.name, w))
+                    sink.record(.windowPut(peer: p.name, w, opened: true))
                     armLocked(&s, p)
                 }
                 if let reason = d.endSession { closeSessionLocked(&s, p, at: now, reason: reason) }

@@ -31,7 +31,7 @@ public final class WatchdogEvents: WatchdogSink {
     func event(_ record: WatchdogRecord) -> DaemonEvent? {
         let tier = { (peer: String) in self.peers.current.named(peer)?.tier ?? .free }
         switch record {
-        case let .windowPut(peer, w, _):
+        case let .windowPut(peer, w, _, _):
             state.withLock { $0.windows[peer] = w }
             return nil
         case let .sessionOpened(peer, _):

@@ -5,8 +5,9 @@ import Store
 
 /// A record the watchdog hands to its sink (the daemon turns them into `StoreRecord`s).
 public enum WatchdogRecord: Sendable, Hashable {
-    /// A window was opened (or replaced, or its byte use moved on).
-    case windowPut(peer: String, WindowDates, used: ByteUse = .zero)
+    /// A window was opened here (`opened`: the peer's next window, decided by this watchdog), or
+    /// it moved, or its byte use moved on, or a window another gateway opened was adopted.
+    case windowPut(peer: String, WindowDates, used: ByteUse = .zero, opened: Bool = false)
     /// A peer lost its window (moved to premium).
     case windowDeleted(peer: String)
     /// A session started.

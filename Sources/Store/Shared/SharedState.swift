@@ -1,9 +1,13 @@
 import Core
-/// The facts several gateways share (issue 19, docs/scale-out.md): free-tier windows with their
-/// byte use, runtime tier overrides, and the history each gateway ships from its local journal.
+/// The store protocol (issue 19, docs/scale-out.md, "One store protocol"): free-tier windows with
+/// their byte use, runtime tier overrides, `Disabled` / `Expires`, the settings every gateway
+/// prunes with, and history (read back, shipped from a gateway's journal, pruned).
 ///
-/// Two implementations: `SQLiteSharedState` (the local `state.db`; one router, the default) and
-/// `PostgresSharedState` (libpq; many gateways, one database). The daemon never calls either on
+/// Three implementations, opened by `SharedStoreSetting.backend`: `LocalSharedState` (this
+/// router's own `state.db`, `Store = local`, the default), `SQLiteSharedState` (one shared SQLite
+/// file, `Store = sqlite:/path`) and `PostgresSharedState` (libpq; many gateways, one database).
+/// The local one keeps no change numbers (its polls answer the whole set with `latest == 0`),
+/// holds no admissions (the config file does) and takes no shipped history; see its type. The daemon never calls either on
 /// the packet path: it enforces from its own memory and talks to the shared state from the
 /// watchdog and history threads, falling back to the local journal when the backend is away.
 ///
