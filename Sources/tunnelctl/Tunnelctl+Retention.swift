@@ -11,6 +11,9 @@ import Store
 /// writing any, and writes the whole row in one transaction. With a shared store the retention
 /// keys are the shared store's (Tunnelctl+SharedRetention.swift), capture stays this gateway's.
 extension Tunnelctl {
+    /// Compare-and-set attempts of `retention set` on a shared row other gateways keep changing.
+    static let sharedSettingsAttempts = 8
+
     static let runRetention: Command.Body = { args, console in
         let json = args.flag("--json")
         guard let sub = args.next() else { throw CLIError.usage(retentionUsage) }
@@ -88,33 +91,38 @@ extension Tunnelctl {
             let setting = config.interface.store
             let sharedKeys = Set(Settings.sharedKeys)
             let sharing = setting.isShared && pairs.contains { sharedKeys.contains($0.0) }
-            var shared: (any SharedState)?
-            var sharedBefore: SettingsDecoding?
+            let shared: (any SharedState)? = sharing ? try openSharedForRetention(config, write: true) : nil
             var sharedWasBad = false
-            if sharing {
-                let state = try openSharedForRetention(config, write: true)
-                if let row = try sharedSettingsRow(state, config, write: true) {
-                    sharedBefore = try? Settings.decodeShared(row.text)
-                    sharedWasBad = sharedBefore == nil
-                }
-                shared = state
-            }
             let gateway = config.interface.gatewayNameInForce
             let (before, after, row): (SettingsDecoding?, Settings, SharedSettings?) = try writing {
                 try store.connection.transaction {
                     let text = try store.settingsText()
-                    var old = try? Settings.decode(text)
-                    if let sb = sharedBefore { old = merged(shared: sb, local: old ?? (try! Settings.decode(nil))) }
-                    var s = old?.settings ?? .factory
-                    for (k, v) in pairs { try validate(&s, k, v) }
-                    var row: SharedSettings?
-                    if let shared {
-                        do { row = try shared.setSettings(text: s.sharedJSON, gateway: gateway, at: cliNow()) } catch {
-                            throw sharedRetentionError(setting, error, write: true)
+                    // The shared row is changed by compare-and-set on its change number: a row
+                    // another gateway stored in between is read again and these keys applied to
+                    // it, so neither gateway's keys are lost.
+                    for _ in 0..<Self.sharedSettingsAttempts {
+                        var old = try? Settings.decode(text)
+                        var expected: Int64 = 0
+                        if let shared, let current = try sharedSettingsRow(shared, config, write: true) {
+                            expected = current.change
+                            let sb = try? Settings.decodeShared(current.text)
+                            sharedWasBad = sb == nil
+                            if let sb { old = merged(shared: sb, local: old ?? (try! Settings.decode(nil))) }
                         }
+                        var s = old?.settings ?? .factory
+                        for (k, v) in pairs { try validate(&s, k, v) }
+                        var row: SharedSettings?
+                        if let shared {
+                            do { row = try shared.setSettings(text: s.sharedJSON, gateway: gateway, at: cliNow(), ifChange: expected) } catch {
+                                throw sharedRetentionError(setting, error, write: true)
+                            }
+                            if row == nil { continue }  // another gateway's row came in between
+                        }
+                        try store.putSettings(s, at: cliNow())
+                        return (old, s, row)
                     }
-                    try store.putSettings(s, at: cliNow())
-                    return (old, s, row)
+                    throw CLIError.failure("the shared store \(setting.text) kept changing: \(Self.sharedSettingsAttempts) attempts to store "
+                        + "the retention met another gateway's newer row each time; nothing was written, try again")
                 }
             }
             let source: RetentionSource = row.map { .shared(store: setting.text, row: $0) } ?? .local

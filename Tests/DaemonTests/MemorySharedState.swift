@@ -137,8 +137,9 @@ final class MemorySharedState: Sendable {
 
         func settings() throws -> SharedSettings? { try with { $0.settings } }
 
-        func setSettings(text: String, gateway: String, at: Int64) throws -> SharedSettings {
+        func setSettings(text: String, gateway: String, at: Int64, ifChange: Int64?) throws -> SharedSettings? {
             try with { d in
+                if let expected = ifChange, (d.settings?.change ?? 0) != expected { return nil }
                 d.change += 1
                 d.settings = SharedSettings(text: text, changedAt: at, gateway: gateway, change: d.change)
                 return d.settings!

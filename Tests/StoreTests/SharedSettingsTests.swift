@@ -104,6 +104,55 @@ extension SharedBackend {
         #expect(texts.flatMap { $0 }.contains(last.text) && last.gateway.hasPrefix("gw-"))
     }
 
+    /// Compare-and-set on the change number: a stale or "first row" write stores nothing, and
+    /// gateways that each set their own key by read–apply–store–retry all keep theirs.
+    @Test(arguments: SharedBackend.shared) func compareAndSetKeepsEveryWritersKey(_ backend: SharedBackend) throws {
+        guard let (s, connect) = try backend.make() else { return }
+        var a = Settings.factory
+        try a.set("flows", "1d")
+        let first = try #require(try s.setSettings(text: a.sharedJSON, gateway: "gw-a", at: t0, ifChange: 0))
+        #expect(try s.setSettings(text: a.sharedJSON, gateway: "gw-b", at: t0, ifChange: 0) == nil, "a row is there: not the first")
+        let second = try #require(try s.setSettings(text: a.sharedJSON, gateway: "gw-b", at: t0 + 1, ifChange: first.change))
+        #expect(try s.setSettings(text: Settings.factory.sharedJSON, gateway: "gw-c", at: t0 + 2, ifChange: first.change) == nil, "stale")
+        #expect(try s.settings() == second)
+        // Four gateways, each setting its own key five times with retries: every key survives.
+        let keys = ["flows", "sessions", "refusals", "markers"]
+        final class Writer: @unchecked Sendable {
+            // Safe: each Writer is used by its own thread only; read after the join.
+            let store: any SharedState
+            var errors: [String] = []
+            var retries = 0
+            init(_ s: any SharedState) { store = s }
+        }
+        let writers = try keys.map { _ in Writer(try connect()) }
+        let t0 = self.t0
+        let threads = writers.enumerated().map { (w, side) in
+            WorkerThread(name: "cas-\(w)") {
+                for round in 1...5 {
+                    var stored = false
+                    while !stored {
+                        do {
+                            let row = try side.store.settings()
+                            var st = try Settings.decodeShared(row?.text ?? Settings.factory.sharedJSON).settings
+                            try st.set(keys[w], "\(round * 10 + w)h")
+                            stored = try side.store.setSettings(text: st.sharedJSON, gateway: "gw-\(w)", at: t0 + Int64(round),
+                                                                ifChange: row?.change ?? 0) != nil
+                            if !stored { side.retries += 1 }
+                        } catch { side.errors.append("\(error)"); stored = true }
+                    }
+                }
+            }
+        }
+        for t in threads { t.join() }
+        #expect(writers.allSatisfy { $0.errors.isEmpty }, "\(writers.flatMap(\.errors).prefix(3))")
+        let last = try Settings.decodeShared(try #require(try s.settings()).text).settings
+        for (w, k) in keys.enumerated() {
+            var want = Settings.factory
+            try want.set(k, "\(50 + w)h")
+            #expect(last.value(forKey: k) == want.value(forKey: k), "\(k): \(last.value(forKey: k) ?? "-")")
+        }
+    }
+
     /// A database a v4 build left (before `tv_settings`): opening it migrates to v5, keeps its
     /// rows, and the catalogue is the description's; a reader of this build refuses it until then.
     @Test(arguments: SharedBackend.shared) func migratingFromV4(_ backend: SharedBackend) throws {

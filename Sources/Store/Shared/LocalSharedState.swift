@@ -182,9 +182,9 @@ public final class LocalSharedState: SharedState {
     }
 
     /// Replaces the retention section of the local row with `text`'s (capture is kept), in one
-    /// transaction.
-    @discardableResult
-    public func setSettings(text: String, gateway: String, at: Int64) throws -> SharedSettings {
+    /// transaction. `ifChange` holds always: the row has no change numbers (0), and its one
+    /// router's writers serialise on the store's write lock.
+    public func setSettings(text: String, gateway: String, at: Int64, ifChange: Int64?) throws -> SharedSettings? {
         let shared = try Settings.decodeShared(text).settings
         return try connection.transaction {
             let local = (try? store.settings().settings) ?? Settings.factory

@@ -195,14 +195,31 @@ public final class PostgresSharedState: SharedState {
                                                      change: r.int64(0, 3))
     }
 
-    @discardableResult
-    public func setSettings(text: String, gateway: String, at: Int64) throws -> SharedSettings {
-        let r = try connection.execute("""
-            INSERT INTO tv_settings AS t (id, json, changed_at, gateway, change) VALUES (1, $1, $2, $3, nextval('tv_change'))
-            ON CONFLICT (id) DO UPDATE SET json = EXCLUDED.json, changed_at = EXCLUDED.changed_at, gateway = EXCLUDED.gateway,
-                change = nextval('tv_change')
-            RETURNING json, changed_at, gateway, change
-            """, [text, "\(at)", gateway], name: "tv_set_settings", operation: "store the shared settings")
+    public func setSettings(text: String, gateway: String, at: Int64, ifChange: Int64?) throws -> SharedSettings? {
+        let sql: String
+        switch ifChange {
+        case nil:
+            sql = """
+                INSERT INTO tv_settings AS t (id, json, changed_at, gateway, change) VALUES (1, $1, $2, $3, nextval('tv_change'))
+                ON CONFLICT (id) DO UPDATE SET json = EXCLUDED.json, changed_at = EXCLUDED.changed_at, gateway = EXCLUDED.gateway,
+                    change = nextval('tv_change')
+                RETURNING json, changed_at, gateway, change
+                """
+        case 0?:  // only the first row: a row that came in between wins, ON CONFLICT stores nothing
+            sql = """
+                INSERT INTO tv_settings (id, json, changed_at, gateway, change) VALUES (1, $1, $2, $3, nextval('tv_change'))
+                ON CONFLICT (id) DO NOTHING
+                RETURNING json, changed_at, gateway, change
+                """
+        case let expected?:  // a racing UPDATE waits for the row lock, then sees the new change and matches nothing
+            sql = """
+                UPDATE tv_settings SET json = $1, changed_at = $2, gateway = $3, change = nextval('tv_change')
+                WHERE id = 1 AND change = \(expected)
+                RETURNING json, changed_at, gateway, change
+                """
+        }
+        let r = try connection.execute(sql, [text, "\(at)", gateway], operation: "store the shared settings")
+        guard !r.rows.isEmpty else { return nil }
         return SharedSettings(text: r.text(0, 0) ?? "", changedAt: r.int64(0, 1), gateway: r.text(0, 2) ?? "", change: r.int64(0, 3))
     }
 

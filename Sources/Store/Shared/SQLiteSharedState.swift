@@ -267,9 +267,10 @@ public final class SQLiteSharedState: SharedState {
         return try s.step() ? SharedSettings(text: s.text(0), changedAt: s.int64(1), gateway: s.text(2), change: s.int64(3)) : nil
     }
 
-    @discardableResult
-    public func setSettings(text: String, gateway: String, at: Int64) throws -> SharedSettings {
+    public func setSettings(text: String, gateway: String, at: Int64, ifChange: Int64?) throws -> SharedSettings? {
         try connection.transaction {
+            // The write lock is held from here (BEGIN IMMEDIATE): the check and the write are one step.
+            if let expected = ifChange, (try settings()?.change ?? 0) != expected { return nil }
             let change = try nextChange()
             let s = try connection.prepared("""
                 INSERT INTO tv_settings (id, json, changed_at, gateway, change) VALUES (1, ?1, ?2, ?3, ?4)

@@ -81,8 +81,12 @@ public protocol SharedState: HistoryReading {
     /// Stores `text` (`Settings.sharedJSON`) as the shared settings, made on `gateway` at `at`,
     /// replacing the row whole, in one statement: racing writers each store a whole row and the
     /// last one stays. Returns the row stored (with its change number).
-    @discardableResult
-    func setSettings(text: String, gateway: String, at: Int64) throws -> SharedSettings
+    ///
+    /// `ifChange` makes it a compare-and-set: stored only when the row in force is still the one
+    /// with that change number (0: only when there is no row yet); nil when another writer's row
+    /// came in between (read it again, apply the change to it, try again). Two gateways each
+    /// setting a different key then both keep theirs. Without `ifChange`: unconditional.
+    func setSettings(text: String, gateway: String, at: Int64, ifChange: Int64?) throws -> SharedSettings?
 
     // MARK: History
 
@@ -101,6 +105,15 @@ public protocol SharedState: HistoryReading {
 }
 
 extension SharedState {
+    /// Stores the settings row unconditionally (`setSettings(…, ifChange: nil)`).
+    @discardableResult
+    public func setSettings(text: String, gateway: String, at: Int64) throws -> SharedSettings {
+        guard let row = try setSettings(text: text, gateway: gateway, at: at, ifChange: nil) else {
+            throw StoreError.sqlite(path: "", operation: "store the shared settings", code: 1, message: "an unconditional write stored nothing")
+        }
+        return row
+    }
+
     /// Deletes history last touched before `before` in every family; returns how many rows went.
     @discardableResult
     public func pruneHistory(before: Int64, batch: Int) throws -> Int {
