@@ -26,6 +26,15 @@ public struct SharedStoreHealth: Hashable, Sendable, Codable {
     public var journalMissing: UInt64
     /// Why the local journal cannot be read, while it cannot.
     public var journalError: String?
+    /// Where the retention the daemon prunes with comes from (`PruneSchedule`): `shared` (the
+    /// shared store's row), `last-shared` (the store did not answer: the last shared row read,
+    /// kept in the local row), `local` (the shared store holds none yet: this gateway's row).
+    /// Nil from a daemon that does not say.
+    public var retentionFrom: String?
+    /// The gateway that stored that retention in the shared store, when known.
+    public var retentionSetBy: String?
+    /// When it was stored there, epoch ms, when known.
+    public var retentionSetAtMs: Int64?
 
     /// A report.
     public init(backend: String, gateway: String, lastSyncAtMs: Int64?, unavailableSinceMs: Int64?, error: String?,

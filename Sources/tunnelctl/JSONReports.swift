@@ -67,6 +67,9 @@ struct StatusJSON: Encodable {
         var journalShipped: UInt64
         var journalLost: UInt64
         @Nullable var journalError: String?
+        @Nullable var retentionFrom: String?
+        @Nullable var retentionSetBy: String?
+        @Nullable var retentionSetAt: JSONTime?
     }
 
     /// The store writer: records lost per family, the outage in progress.
@@ -102,7 +105,8 @@ struct StatusJSON: Encodable {
             Shared(backend: $0.backend, gateway: $0.gateway, lastSyncAt: $0.lastSyncAtMs.map { JSONTime(ms: $0) },
                    outageStartedAt: $0.unavailableSinceMs.map { JSONTime(ms: $0) }, error: $0.error, pending: $0.pending,
                    localOpens: $0.localOpens, sharedOpens: $0.sharedOpens, journalDepth: $0.journalDepth,
-                   journalShipped: $0.journalShipped, journalLost: $0.journalMissing, journalError: $0.journalError)
+                   journalShipped: $0.journalShipped, journalLost: $0.journalMissing, journalError: $0.journalError,
+                   retentionFrom: $0.retentionFrom, retentionSetBy: $0.retentionSetBy, retentionSetAt: $0.retentionSetAtMs.map { JSONTime(ms: $0) })
         }
         offload = s.offload.map {
             Offload(tun: $0.tun, udpSegmentation: $0.udpSegmentation, superPacketsRead: $0.superPacketsRead,

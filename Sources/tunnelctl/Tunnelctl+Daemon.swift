@@ -181,6 +181,15 @@ extension Tunnelctl {
             + "history journal \(sh.journalDepth) change(s) deep, \(sh.journalShipped) row(s) shipped"
         if sh.journalMissing > 0 { opens += ", \(sh.journalMissing) LOST (pruned before they shipped)" }
         if let e = sh.journalError { opens += ", journal UNREADABLE (\(e))" }
+        if let from = sh.retentionFrom {
+            let by = sh.retentionSetBy.map { " (set on \($0)\(sh.retentionSetAtMs.map { " at " + TimeText.local($0, zone: zone) } ?? ""))" } ?? ""
+            switch from {
+            case "shared": opens += "; retention: the shared store's\(by)"
+            case "last-shared": opens += "; retention: the last shared one read\(by), kept while the store does not answer"
+            case "local": opens += "; retention: this gateway's (the shared store holds none yet)"
+            default: opens += "; retention: \(from)"
+            }
+        }
         if let since = sh.unavailableSinceMs {
             return "shared store: \(sh.backend) UNAVAILABLE since \(TimeText.local(since, zone: zone)) (\(sh.error ?? "unknown error")); "
                 + "gateway \(sh.gateway) enforces from memory; \(sh.pending) change(s) kept for it; \(opens)"

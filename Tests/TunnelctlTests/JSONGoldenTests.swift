@@ -112,6 +112,9 @@ import Testing
         outage.shared = SharedStoreHealth(backend: "postgresql", gateway: "gw-fra-1", lastSyncAtMs: 1_760_000_000_000,
                                           unavailableSinceMs: 1_760_000_001_000, error: "connection refused", pending: 2,
                                           localOpens: 1, sharedOpens: 40, journalDepth: 1_234, journalShipped: 56_000)
+        outage.shared?.retentionFrom = "last-shared"  // the store is away: the last shared retention read
+        outage.shared?.retentionSetBy = "gw-ams-2"
+        outage.shared?.retentionSetAtMs = 1_759_990_000_000
         try expectGolden(try Tunnelctl.encodeJSON(StatusJSON(outage)) + "\n", "status-store-outage.json")
     }
 

@@ -73,6 +73,20 @@ import Testing
         #expect(text.contains("(connection refused); gateway gw-fra-1 enforces from memory; 2 change(s) kept for it; "
             + "12 window(s) opened through it, 1 here alone; history journal 5000 change(s) deep, 9000 row(s) shipped, "
             + "7 LOST (pruned before they shipped)"), "\(text)")
+        // Where the retention comes from: the shared row (who set it, when), the last one read
+        // while the store is away, or this gateway's own while the store holds none.
+        r.shared?.retentionFrom = "last-shared"
+        r.shared?.retentionSetBy = "gw-b"
+        r.shared?.retentionSetAtMs = 1_764_400_000_000
+        text = Tunnelctl.renderStatus(r, zone: utc)
+        #expect(text.contains("7 LOST (pruned before they shipped); retention: the last shared one read (set on gw-b at 2025-11-29 07:06:40 UTC), "
+            + "kept while the store does not answer\n"), "\(text)")
+        r.shared?.retentionFrom = "shared"
+        #expect(Tunnelctl.renderStatus(r, zone: utc).contains("; retention: the shared store's (set on gw-b at 2025-11-29 07:06:40 UTC)\n"))
+        r.shared?.retentionFrom = "local"
+        r.shared?.retentionSetBy = nil
+        r.shared?.retentionSetAtMs = nil
+        #expect(Tunnelctl.renderStatus(r, zone: utc).contains("; retention: this gateway's (the shared store holds none yet)\n"))
     }
 
     @Test func statusFromAnOlderDaemonGolden() throws {

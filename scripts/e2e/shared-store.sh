@@ -91,6 +91,11 @@ check_output "… capture stays B's own" "^capture: this gateway's state.db \(no
 check "B's tunneld keeps a copy in its own state.db (retention show --local)" \
   eventually '$CTL_B retention show --local 2>/dev/null | grep -Eq "^sessions +12d$"' 5
 check_output "B logs the shared retention it applies" "settings: retention from the shared store \(set on gw-a at .*flows=3d" cat "$TV_DIR/b/tunneld.log"
+check "B's status says its retention is the shared store's, set on gw-a" \
+  eventually '$CTL_B status 2>/dev/null | grep -q "retention: the shared store.s (set on gw-a at "' 5
+check "A and B each set another key at once: both keys stay (compare-and-set)" \
+  bash -c "$CTL_A retention set refusals=33d >/dev/null & $CTL_B retention set markers=44d >/dev/null & wait; \
+           $CTL_A retention show | grep -Eq '^refusals +33d$' && $CTL_A retention show | grep -Eq '^markers +44d$'"
 
 echo "shared: the window runs on A"
 tv_client_up 0
@@ -149,6 +154,8 @@ check_output "… not even A's own copy" "^flows +3d$" $CTL_A retention show --l
 check_exit "tunnelctl retention show cannot know the shared retention: exit 1" 1 $CTL_B retention show
 check_output "… and offers --local" "own copy .*: add --local" $CTL_B retention show
 check_output "retention show --local on B: the last shared retention B read" "^flows +3d$" $CTL_B retention show --local
+check "B's status: the last shared retention, kept while the store is away" \
+  eventually '$CTL_B status 2>/dev/null | grep -Eq "retention: the last shared one read \(set on gw-. at .*\), kept while the store does not answer"' 5
 check_output "B logs the retention fall-back once" "^1$" bash -c "sleep 2.5; grep -c \"settings: cannot read the shared store's retention\" $TV_DIR/b/tunneld.log"
 udp_flows 20 9999 41000
 check_output "the outage is logged once" "^1$" grep -c "shared store (postgresql): .*enforced from memory" "$TV_DIR/b/tunneld.log"

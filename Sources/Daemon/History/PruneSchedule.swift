@@ -48,7 +48,7 @@ public final class PruneSchedule: @unchecked Sendable {
     /// The shared retention last read (the schedule's thread only), and whether the last read failed.
     private var lastSharedSettings: (settings: Settings, row: SharedSettings)?
     private var sharedSettingsDown = false
-    private var origin: RetentionOrigin = .local
+    private var origin: RetentionOrigin?
 
     /// A schedule on the store at `storePath`, pruning `captureDirectory`'s pcap files too, and
     /// the shared store's history when `shared` connects to one.
@@ -124,8 +124,8 @@ public final class PruneSchedule: @unchecked Sendable {
         case lastShared(gateway: String?, at: Int64?)
     }
 
-    /// Where the last run's retention came from.
-    public var retentionOrigin: RetentionOrigin {
+    /// Where the last run's retention came from (nil before the first read).
+    public var retentionOrigin: RetentionOrigin? {
         condition.lock()
         defer { condition.unlock() }
         return origin

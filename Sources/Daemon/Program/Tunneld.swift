@@ -240,6 +240,17 @@ public enum Tunneld {
                                        storeQueueDrops: sessions.history.droppedRecords, store: sessions.storeHealth())
             s.statusPage = statusPage.counters
             s.shared = sessions.sharedHealth()
+            if s.shared != nil, let origin = pruneSchedule?.retentionOrigin {
+                let (from, by, at): (String, String?, Int64?)
+                switch origin {
+                case .local: (from, by, at) = ("local", nil, nil)
+                case let .shared(gateway, t): (from, by, at) = ("shared", gateway, t)
+                case let .lastShared(gateway, t): (from, by, at) = ("last-shared", gateway, t)
+                }
+                s.shared?.retentionFrom = from
+                s.shared?.retentionSetBy = by
+                s.shared?.retentionSetAtMs = at
+            }
             return s
         }
         let metrics = DaemonMetrics(engine: engine, sessions: sessions, status: statusReply)
