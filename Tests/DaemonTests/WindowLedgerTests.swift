@@ -10,10 +10,15 @@ import TestSupport
 /// The watchdog's own connection: a write the store refuses (locked by another process) is kept
 /// and retried, the outage is visible, and refusals beyond the backlog are counted, not lost silently.
 @Suite struct WindowLedgerTests {
-    @Test func aLockedStoreKeepsTheWriteRetriesItAndCountsOverflow() throws {
+    static func tempDir() throws -> String {
         let dir = FileManager.default.temporaryDirectory
             .appendingPathComponent("tv-ledger-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        return dir
+    }
+
+    @Test func aLockedStoreKeepsTheWriteRetriesItAndCountsOverflow() throws {
+        let dir = try Self.tempDir()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let path = dir + "/state.db"
         let holder = try StateStore(path: path)
@@ -37,9 +42,7 @@ import TestSupport
     /// A window the watchdog opened, then moved before a locked store took it, is still stored as
     /// an opening: the peer's next window, numbered and dated when it opened, on this gateway.
     @Test func anOpeningMovedDuringAnOutageIsStillTheNextWindow() throws {
-        let dir = FileManager.default.temporaryDirectory
-            .appendingPathComponent("tv-ledger-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let dir = try Self.tempDir()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let path = dir + "/state.db"
         let holder = try StateStore(path: path)

@@ -27,7 +27,7 @@ public final class LocalSharedState: SharedState {
     public let gateway: String
     var connection: Connection { store.connection }
 
-    static let windowColumns = "peer, epoch, allowed_until, reconnect_at, used_up, used_down, gateway, opened_at"
+    static let windowColumns = PostgresSharedState.windowColumns
 
     /// The protocol over `store`, for the router named `gateway`.
     public init(store: StateStore, gateway: String) {
@@ -41,10 +41,7 @@ public final class LocalSharedState: SharedState {
         self.init(store: store, gateway: gateway)
     }
 
-    static func window(_ s: Statement) -> SharedWindow {
-        SharedWindow(peer: s.text(0), epoch: s.int64(1), dates: WindowDates(allowedUntil: s.int64(2), reconnectAt: s.int64(3)),
-                     usedUp: UInt64(max(0, s.int64(4))), usedDown: UInt64(max(0, s.int64(5))), gateway: s.text(6), openedAt: s.int64(7))
-    }
+    static func window(_ s: Statement) -> SharedWindow { SQLiteSharedState.window(s) }
 
     private func vanished(_ peer: String, _ operation: String) -> StoreError {
         StoreError.sqlite(path: connection.path, operation: operation, code: 1, message: "the window of \(peer) vanished")

@@ -63,7 +63,8 @@ public final class SQLiteSharedState: SharedState {
         return s.int64(0)
     }
 
-    private static func window(_ s: Statement) -> SharedWindow {
+    /// A `windowColumns` row (both SQLite implementations read windows with it).
+    static func window(_ s: Statement) -> SharedWindow {
         SharedWindow(peer: s.text(0), epoch: s.int64(1), dates: WindowDates(allowedUntil: s.int64(2), reconnectAt: s.int64(3)),
                      usedUp: UInt64(max(0, s.int64(4))), usedDown: UInt64(max(0, s.int64(5))), gateway: s.text(6), openedAt: s.int64(7))
     }
