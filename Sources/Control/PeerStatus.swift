@@ -5,7 +5,7 @@ public struct PeerStatus: Hashable, Sendable, Codable {
     public var name: String
     /// Its public key, base64.
     public var publicKey: String
-    /// Its current tier (config, or a runtime override from the store).
+    /// Its tier in force (the registry's: a runtime override, else the configured tier).
     public var tier: PeerTier
     /// The endpoint last heard from (or configured), `host:port`; nil when unknown.
     public var endpoint: String?
@@ -28,6 +28,15 @@ public struct PeerStatus: Hashable, Sendable, Codable {
     public var limits: PeerLimits? = nil
     /// Bytes used in the current window, when the peer has a quota (as of the watchdog's last pass).
     public var quotaUsed: ByteUse? = nil
+    /// Its configured tier (`Tier =`); nil from a tunneld that predates it.
+    public var configuredTier: PeerTier? = nil
+    /// Where ``tier`` comes from: `config`, `admin` (`tunnelctl peer tier` here), `shared` (on
+    /// another gateway, through the shared store).
+    public var tierOrigin: String? = nil
+    /// When the override in force was set (epoch ms); nil: none.
+    public var tierSinceMs: Int64? = nil
+    /// An override recorded for the peer that lapsed: its tier is not configured.
+    public var lapsedTier: PeerTier? = nil
 
     /// A peer status from its fields.
     public init(

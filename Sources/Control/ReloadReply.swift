@@ -8,23 +8,55 @@ public struct ReloadReply: Hashable, Sendable, Codable {
     public var added: [String]
     /// Peers that are gone (their sessions ended with reason `removed`).
     public var removed: [String]
-    /// Peers whose keys, AllowedIPs, tier, expiry or `Disabled` changed (applied in place).
+    /// Peers with any change in ``changes``, by name, in config order.
     public var changed: [String]
+    /// Each change of a peer that stayed: disabled, enabled, `Expires`, tier, AllowedIPs, keys, …
+    /// (a reply of an older tunneld has none: only ``changed``).
+    public var changes: [PeerChange]
     /// The config's warnings (`file:line: Key: …`), as `tunneld --check-config` prints them.
     public var warnings: [String]
     /// The policy generation in force after the reload.
     public var policyGeneration: UInt64
 
-    /// A reload outcome.
-    public init(added: [String] = [], removed: [String] = [], changed: [String] = [], warnings: [String] = [],
-                policyGeneration: UInt64) {
+    /// A reload outcome; `changed` defaults to the peers that `changes` names.
+    public init(added: [String] = [], removed: [String] = [], changed: [String]? = nil, changes: [PeerChange] = [],
+                warnings: [String] = [], policyGeneration: UInt64) {
         self.added = added
         self.removed = removed
-        self.changed = changed
+        var names: [String] = []
+        for c in changes where !names.contains(c.peer) { names.append(c.peer) }
+        self.changed = changed ?? names
+        self.changes = changes
         self.warnings = warnings
         self.policyGeneration = policyGeneration
     }
 
+    private enum CodingKeys: String, CodingKey { case added, removed, changed, changes, warnings, policyGeneration }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        added = try c.decode([String].self, forKey: .added)
+        removed = try c.decode([String].self, forKey: .removed)
+        changed = try c.decode([String].self, forKey: .changed)
+        changes = try c.decodeIfPresent([PeerChange].self, forKey: .changes) ?? []
+        warnings = try c.decode([String].self, forKey: .warnings)
+        policyGeneration = try c.decode(UInt64.self, forKey: .policyGeneration)
+    }
+
     /// True when no peer was added, removed or changed.
     public var isUnchanged: Bool { added.isEmpty && removed.isEmpty && changed.isEmpty }
+
+    /// Every peer change in words, the one text tunneld's log line and tunnelctl print:
+    /// `added carol; removed dave; bob disabled; alice tier free -> trial`, or `no peer changed`.
+    public var peerText: String {
+        var parts: [String] = []
+        if !added.isEmpty { parts.append("added " + added.joined(separator: ", ")) }
+        if !removed.isEmpty { parts.append("removed " + removed.joined(separator: ", ")) }
+        parts += changes.map(\.text)
+        // An older tunneld names changed peers only.
+        let told = Set(changes.map(\.peer))
+        let untold = changed.filter { !told.contains($0) }
+        if !untold.isEmpty { parts.append("changed " + untold.joined(separator: ", ")) }
+        return parts.isEmpty ? "no peer changed" : parts.joined(separator: "; ")
+    }
 }

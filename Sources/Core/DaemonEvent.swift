@@ -9,8 +9,9 @@ public enum DaemonEvent: Sendable, Hashable {
     case sessionStart(peer: String, tier: PeerTier)
     /// A peer's session ended, and why.
     case sessionEnd(peer: String, tier: PeerTier, reason: SessionEndReason)
-    /// A free peer's connected window ended; its pause runs until `reconnectAtMs`.
-    case windowEnd(peer: String, reconnectAtMs: Int64?)
+    /// A peer's connected window ended (`free-limit`: its session time; `quota`: its byte quota),
+    /// with the tier the window was under; its pause runs until `reconnectAtMs`.
+    case windowEnd(peer: String, tier: PeerTier, reason: SessionEndReason, reconnectAtMs: Int64?)
     /// The first refused handshake of a pause (or of a disabled or expired peer); later ones are
     /// only counted (metrics, `tunnelctl refusals`).
     case refusal(peer: String, tier: PeerTier, reason: String)
@@ -66,8 +67,8 @@ public enum DaemonEvent: Sendable, Hashable {
         switch self {
         case let .sessionStart(peer, tier): "peer \(peer): session started (\(tier.rawValue))"
         case let .sessionEnd(peer, _, reason): "peer \(peer): session ended (\(reason.rawValue))"
-        case let .windowEnd(peer, at):
-            "peer \(peer): free window ended" + (at.map { "; refused until \(TimeText.iso($0))" } ?? "")
+        case let .windowEnd(peer, tier, reason, at):
+            "peer \(peer): \(tier.rawValue) window ended (\(reason.rawValue))" + (at.map { "; refused until \(TimeText.iso($0))" } ?? "")
         case let .refusal(peer, _, reason): "peer \(peer): handshake refused (\(reason)); further refusals are counted, not logged"
         case let .tierChange(peer, from, to): "peer \(peer): tier \(from.rawValue) -> \(to.rawValue)"
         case let .peerAdd(peer, tier): "peer \(peer): added (\(tier.rawValue))"
@@ -90,8 +91,8 @@ public enum DaemonEvent: Sendable, Hashable {
             f += [("PEER", peer), ("TIER", tier.rawValue)]
         case let .sessionEnd(peer, tier, reason):
             f += [("PEER", peer), ("TIER", tier.rawValue), ("REASON", reason.rawValue)]
-        case let .windowEnd(peer, at):
-            f += [("PEER", peer), ("TIER", PeerTier.free.rawValue), ("REASON", SessionEndReason.freeLimit.rawValue)]
+        case let .windowEnd(peer, tier, reason, at):
+            f += [("PEER", peer), ("TIER", tier.rawValue), ("REASON", reason.rawValue)]
             if let at { f.append(("RECONNECT_AT", TimeText.iso(at))) }
         case let .refusal(peer, tier, reason):
             f += [("PEER", peer), ("TIER", tier.rawValue), ("REASON", reason)]

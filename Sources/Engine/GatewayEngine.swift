@@ -239,11 +239,6 @@ public final class GatewayEngine: @unchecked Sendable {
         registry.setAllowedIPs(handle, prefixes, replace: replace)
     }
 
-    /// Changes the tier in force for a peer (what `tier` rules match) without a restart.
-    public func setTier(_ handle: PeerHandle, _ tier: PeerTier) {
-        registry.update(handle) { $0.tier = tier }
-    }
-
     /// Every configured peer, by handle.
     public var peers: [GatewayPeer] { registry.current.all }
 

@@ -1,8 +1,10 @@
 // The one peer registry: every peer's name, keys, tier and AllowedIPs, whether it came from
 // tunneld.conf or was added at runtime over the UAPI (`wg set`). The engine writes it (addPeer,
-// removePeer, updatePeer, setAllowedIPs, setTier keep it and the WireGuard device in step) and
-// reads its routing table once per batch; the watchdog, history, the live ring, the control server
-// and the UAPI server read the same snapshots. Nobody keeps a copy of their own.
+// removePeer, updatePeer, setAllowedIPs keep it and the WireGuard device in step) and reads its
+// routing table once per batch; the watchdog, history, the live ring, the control server and the
+// UAPI server read the same snapshots. Nobody keeps a copy of their own. That includes the tier:
+// the configured one, the runtime override (`tunnelctl peer tier`) with where it came from, and
+// so the tier in force, which policy, limits, the watchdog and every view read here.
 import Core
 import Packet
 import Synchronization
@@ -14,6 +16,51 @@ public enum PeerOrigin: String, Sendable, Hashable {
     case config
     /// Added at runtime over the WireGuard UAPI (`wg set IFACE peer KEY …`).
     case runtime
+}
+
+/// Where a peer's tier in force comes from.
+public enum TierOrigin: String, Sendable, Hashable, Codable {
+    /// No override: the configured tier (`Tier =`, `DefaultTier` for a peer added over the UAPI).
+    case config
+    /// `tunnelctl peer tier` on this gateway (kept in its store, so also after a restart).
+    case admin
+    /// `tunnelctl peer tier` on another gateway, through the shared store.
+    case shared
+}
+
+/// A runtime tier override (`tunnelctl peer tier NAME TIER`) as the registry holds it.
+public struct PeerTierOverride: Sendable, Hashable {
+    /// The tier it sets.
+    public var tier: PeerTier
+    /// Who set it: ``TierOrigin/admin`` or ``TierOrigin/shared``.
+    public var origin: TierOrigin
+    /// When it was set (Unix epoch ms).
+    public var since: Int64
+
+    public init(tier: PeerTier, origin: TierOrigin, since: Int64) {
+        self.tier = tier
+        self.origin = origin
+        self.since = since
+    }
+}
+
+/// An override and whether it is in force, shared by reference (8 bytes in a ``GatewayPeer``).
+final class TierOverrideBox: Sendable, Hashable {
+    let override: PeerTierOverride
+    /// False when its tier is not a configured class (any more): it lapsed, the configured tier applies.
+    let inForce: Bool
+
+    init(_ override: PeerTierOverride, inForce: Bool) {
+        self.override = override
+        self.inForce = inForce
+    }
+
+    static func == (a: TierOverrideBox, b: TierOverrideBox) -> Bool { a === b || (a.override == b.override && a.inForce == b.inForce) }
+
+    func hash(into h: inout Hasher) {
+        h.combine(override)
+        h.combine(inForce)
+    }
 }
 
 /// One peer as every part of the daemon knows it.
@@ -28,11 +75,20 @@ public struct GatewayPeer: Sendable, Hashable {
     /// The prefixes configured for the peer (the routing table in ``PeerDirectory/routes`` is
     /// built from them).
     public var allowedIPs: [IPPrefix]
-    /// The tier in force (what `tier` rules match): a runtime override (`tunnelctl peer tier`) or
-    /// ``configTier``.
-    public var tier: PeerTier
-    /// The tier of the configuration (`free` for a peer added at runtime).
+    /// The tier in force (what `tier` rules match, what limits resolve with, what every view
+    /// shows): the override in force, else ``configTier``.
+    public var tier: PeerTier { tierOverride?.tier ?? configTier }
+    /// The tier of the configuration (`DefaultTier`, else `free`, for a peer added at runtime).
     public var configTier: PeerTier
+    /// The registry's override for this peer (by name), set at every change; nil: none.
+    var overrideBox: TierOverrideBox?
+    /// The runtime override in force (nil: the configured tier applies).
+    public var tierOverride: PeerTierOverride? { overrideBox.flatMap { $0.inForce ? $0.override : nil } }
+    /// An override the registry holds for this peer that is not in force: its tier is not a
+    /// configured class (a reload removed `[Tier NAME]`), so it lapsed to ``configTier``.
+    public var lapsedTierOverride: PeerTierOverride? { overrideBox.flatMap { $0.inForce ? nil : $0.override } }
+    /// Where ``tier`` comes from.
+    public var tierOrigin: TierOrigin { tierOverride?.origin ?? .config }
     public var persistentKeepalive: UInt16
     public var origin: PeerOrigin
     /// ``limitSettings`` and ``limits``, behind one reference that peers with the same ones share
@@ -64,9 +120,9 @@ public struct GatewayPeer: Sendable, Hashable {
         }
     }
 
-    /// A peer from its parts; `configTier` defaults to `tier`.
+    /// A peer from its parts; `tier` is its configured tier (the registry adds any override).
     public init(handle: PeerHandle, name: String, publicKey: WireGuard.PublicKey, presharedKey: [UInt8]? = nil,
-                allowedIPs: [IPPrefix] = [], tier: PeerTier, configTier: PeerTier? = nil, persistentKeepalive: UInt16 = 0,
+                allowedIPs: [IPPrefix] = [], tier: PeerTier, persistentKeepalive: UInt16 = 0,
                 origin: PeerOrigin = .config)
     {
         self.handle = handle
@@ -74,8 +130,7 @@ public struct GatewayPeer: Sendable, Hashable {
         self.publicKey = publicKey
         self.presharedKey = presharedKey
         self.allowedIPs = allowedIPs
-        self.tier = tier
-        self.configTier = configTier ?? tier
+        configTier = tier
         self.persistentKeepalive = persistentKeepalive
         self.origin = origin
     }
@@ -159,28 +214,59 @@ public final class PeerRegistry: Sendable {
     private let changes = Mutex<[@Sendable (PeerDirectory, PeerDirectory) -> Void]>([])
     /// The tier classes every peer's ``GatewayPeer/limits`` are resolved with.
     private let classes: Mutex<TierClasses>
+    /// The runtime tier overrides by peer name, kept for names no peer has yet (a store row read
+    /// at start before a reload adds the peer) and applied to every peer at every change.
+    private let overrides: Mutex<[String: PeerTierOverride]>
 
     /// The tier classes in force.
     public var tierClasses: TierClasses { classes.withLock { $0 } }
 
-    /// New tier classes (start, reload): every peer's limits are resolved again.
+    /// New tier classes (start, reload): every peer's limits are resolved again, and an override
+    /// whose tier is no longer configured lapses (or one whose tier came back applies again).
     public func setTierClasses(_ t: TierClasses) {
         classes.withLock { $0 = t }
         change { _, _ in true }
     }
 
-    /// A registry holding `peers` (routes from their AllowedIPs).
-    public init(_ peers: [GatewayPeer] = [], tiers: TierClasses = TierClasses()) {
+    /// The runtime tier overrides the registry holds, by peer name (in force or lapsed).
+    public var tierOverrides: [String: PeerTierOverride] { overrides.withLock { $0 } }
+
+    /// Sets (or, with nil, ends) the override of the peer called `name`, in one change. Returns
+    /// whether the registry changed (a peer's override or tier in force).
+    @discardableResult
+    public func setOverride(_ name: String, _ o: PeerTierOverride?) -> Bool {
+        overrides.withLock { $0[name] = o }
+        return change { peers, _ in peers.contains { $0.name == name } }
+    }
+
+    /// Replaces every override (tests; a start that read them from the store), in one change.
+    public func setOverrides(_ all: [String: PeerTierOverride]) {
+        overrides.withLock { $0 = all }
+        change { _, _ in true }
+    }
+
+    /// A registry holding `peers` (routes from their AllowedIPs) with `overrides` by name.
+    public init(_ peers: [GatewayPeer] = [], tiers: TierClasses = TierClasses(), overrides: [String: PeerTierOverride] = [:]) {
         var routes = AllowedIPs()
         for p in peers { for prefix in p.allowedIPs { routes.insert(prefix, peer: Int32(p.handle.rawValue)) } }
-        var resolved = peers.map { p in
-            var p = p
-            p.limits = tiers.resolve(tier: p.tier, peer: p.limitSettings)
-            return p
-        }
-        GatewayPeer.internLimits(&resolved)
+        var resolved = peers
+        PeerRegistry.applyTiers(&resolved, classes: tiers, overrides: overrides)
         classes = Mutex(tiers)
+        self.overrides = Mutex(overrides)
         directory = Mutex(PeerDirectory(version: 0, peers: resolved, routes: routes))
+    }
+
+    /// Each peer's override (in force when its tier is configured, else lapsed) and its limits
+    /// resolved for the tier in force: the one place a peer's tier is decided.
+    private static func applyTiers(_ peers: inout [GatewayPeer], classes: TierClasses, overrides: [String: PeerTierOverride]) {
+        for i in peers.indices {
+            let o = overrides[peers[i].name]
+            let box = o.map { TierOverrideBox($0, inForce: classes.isConfigured($0.tier)) }
+            if box != peers[i].overrideBox { peers[i].overrideBox = box }
+            let l = classes.resolve(tier: peers[i].tier, peer: peers[i].limitSettings)
+            if l != peers[i].limits { peers[i].limits = l }
+        }
+        GatewayPeer.internLimits(&peers)
     }
 
     /// The peers now.
@@ -319,12 +405,7 @@ public final class PeerRegistry: Sendable {
                 var peers = d.all
                 var routes = d.routes
                 guard body(&peers, &routes) else { return nil }
-                let tiers = classes.withLock { $0 }
-                for i in peers.indices {
-                    let l = tiers.resolve(tier: peers[i].tier, peer: peers[i].limitSettings)
-                    if l != peers[i].limits { peers[i].limits = l }
-                }
-                GatewayPeer.internLimits(&peers)
+                PeerRegistry.applyTiers(&peers, classes: classes.withLock { $0 }, overrides: overrides.withLock { $0 })
                 let old = d
                 d = PeerDirectory(version: old.version &+ 1, peers: peers, routes: routes)
                 versionNow.store(d.version, ordering: .releasing)

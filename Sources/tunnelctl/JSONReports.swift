@@ -141,7 +141,12 @@ struct ConfiguredPeerJSON: Encodable {
     var peer: String
     var publicKey: String
     var allowedIPs: [String]
+    /// The tier in force (an override, else `Tier =`).
     var tier: PeerTier
+    /// `Tier =` of the peer's section.
+    var configuredTier: PeerTier
+    /// Where `tier` comes from: `config`, `admin` (`peer tier`), `shared` (the shared store).
+    var tierOrigin: String
     @Nullable var expiresAt: String?
     var disabled: Bool
     /// `enabled`, `disabled` or `expired`.

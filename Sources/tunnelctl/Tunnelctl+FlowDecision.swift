@@ -15,6 +15,8 @@ struct FlowDecision {
     var peerSource: String
     /// Where the tier came from: `flow`, `config`, `store` (a `peer tier` override) or `not given`.
     var tierSource: String
+    /// The tier's facts when the configuration gave it (`WindowSource`, as every view reads them).
+    var tierFacts: TierFacts? = nil
     var verdict: PolicyVerdict
     var why: PolicyExplanation
     /// The local day and time the `during` windows were evaluated at (`mon 10:40`).
@@ -38,8 +40,8 @@ struct FlowDecision {
     var tierText: String {
         guard let t = flow.tier else { return "not given" + (flow.peer == nil ? "" : " (peer not configured)") }
         switch tierSource {
-        case "store": return "\(t) (tunnelctl peer tier override)"
-        case "config": return "\(t) (from the configuration)"
+        case "store": return tierFacts?.text ?? "\(t) (tunnelctl peer tier override)"
+        case "config": return tierFacts?.lapsed == nil ? "\(t) (from the configuration)" : tierFacts!.text
         default: return t.name
         }
     }
@@ -58,6 +60,7 @@ extension Tunnelctl {
         }
         var peerSource = flow.peer == nil ? "not given" : "flow"
         var tierSource = flow.tier == nil ? "not given" : "flow"
+        var tierFacts: TierFacts?
         if let config {
             let peerSide = flow.direction == .out ? flow.source : flow.destination
             if flow.peer == nil, let p = config.peers.first(where: { p in p.allowedIPs.contains { $0.contains(peerSide) } }) {
@@ -65,10 +68,11 @@ extension Tunnelctl {
                 peerSource = "config"
             }
             if flow.tier == nil, let name = flow.peer, let p = config.peer(named: name) {
-                let store = try readStore(config)
-                let override = try store?.tierOverride(peer: name)
-                flow.tier = override?.tier ?? p.tier
-                tierSource = override == nil ? "config" : "store"
+                // The tier every other view shows: the running tunneld's, else the store's.
+                let facts = try WindowSource.open(config, local: false, live: livePeers(config)).tierFacts(of: p)
+                flow.tier = facts.inForce
+                tierSource = facts.origin == "config" ? "config" : "store"
+                tierFacts = facts
             }
         }
         let set = try loadPolicy(directory)
@@ -83,7 +87,7 @@ extension Tunnelctl {
         let verdict = policy.evaluate(query)
         let m = query.minuteOfWeek
         let clock = "\(TimeWindow.dayNames[m / 1440]) " + String(format: "%02d:%02d", m % 1440 / 60, m % 60)
-        return FlowDecision(flow: flow, peerSource: peerSource, tierSource: tierSource, verdict: verdict, why: policy.explain(verdict),
+        return FlowDecision(flow: flow, peerSource: peerSource, tierSource: tierSource, tierFacts: tierFacts, verdict: verdict, why: policy.explain(verdict),
                             localTime: clock, atGiven: flow.at != nil, timeMatters: set.rules.contains { $0.window != nil },
                             configGiven: config != nil)
     }

@@ -130,13 +130,10 @@ extension Tunnelctl {
         }
     }
 
+    /// `tunneld reloaded: bob disabled; policy generation 3`: every peer change named
+    /// (`ReloadReply.peerText`, the words tunneld's log line uses too), then the warnings.
     static func reloadSummary(_ r: ReloadReply) -> String {
-        var parts: [String] = []
-        if !r.added.isEmpty { parts.append("added " + r.added.joined(separator: ", ")) }
-        if !r.removed.isEmpty { parts.append("removed " + r.removed.joined(separator: ", ")) }
-        if !r.changed.isEmpty { parts.append("changed " + r.changed.joined(separator: ", ")) }
-        var lines = ["tunneld reloaded: " + (parts.isEmpty ? "no peer changed" : parts.joined(separator: "; "))
-            + "; policy generation \(r.policyGeneration)"]
+        var lines = ["tunneld reloaded: \(r.peerText); policy generation \(r.policyGeneration)"]
         lines += r.warnings.map { "warning: " + $0 }
         return lines.joined(separator: "\n")
     }
@@ -326,32 +323,39 @@ extension Tunnelctl {
 
     // MARK: list and show
 
-    static func liveHandshakes(_ config: TunnelConfig) -> [String: Int64] {
+    /// The running tunneld's peers (nil when it is not running or does not answer).
+    static func livePeers(_ config: TunnelConfig) -> [Control.PeerStatus]? {
+        guard case .peers(let live)? = try? askIfRunning(config, .peers) else { return nil }
+        return live
+    }
+
+    static func handshakes(_ live: [Control.PeerStatus]?) -> [String: Int64] {
         var handshakes: [String: Int64] = [:]
-        if case .peers(let live)? = try? askIfRunning(config, .peers) {
-            for p in live { if let h = p.lastHandshakeMs { handshakes[p.name] = h } }
-        }
+        for p in live ?? [] { if let h = p.lastHandshakeMs { handshakes[p.name] = h } }
         return handshakes
     }
 
-    static func peerJSON(_ p: PeerConfig, _ handshakes: [String: Int64], _ now: Int64) -> ConfiguredPeerJSON {
-        ConfiguredPeerJSON(peer: p.name, publicKey: p.publicKey.base64, allowedIPs: p.allowedIPs.map(\.description), tier: p.tier,
+    static func peerJSON(_ p: PeerConfig, _ tier: TierFacts, _ handshakes: [String: Int64], _ now: Int64) -> ConfiguredPeerJSON {
+        ConfiguredPeerJSON(peer: p.name, publicKey: p.publicKey.base64, allowedIPs: p.allowedIPs.map(\.description), tier: tier.inForce,
+                           configuredTier: p.tier, tierOrigin: tier.origin,
                            expiresAt: p.expiresMs.map { TimeText.iso($0) }, disabled: p.disabled, state: peerState(p, now),
                            lastHandshake: handshakes[p.name].map { TimeText.iso($0) })
     }
 
     static func peerList(_ config: TunnelConfig, _ console: Console, json: Bool) throws -> ExitCode {
-        let handshakes = liveHandshakes(config)
+        let live = livePeers(config)
+        let handshakes = handshakes(live)
+        let tiers = try WindowSource.open(config, local: false, live: live)
         let now = cliNow()
         let shared = try sharedAdmissions(config)
         let peers = config.peers.map { admitted($0, shared).peer }
         if json {
-            console.print(try encodeJSON(peers.map { peerJSON($0, handshakes, now) }))
+            console.print(try encodeJSON(peers.map { peerJSON($0, tiers.tierFacts(of: $0), handshakes, now) }))
             return .ok
         }
         var rows = [["NAME", "ADDRESSES", "TIER", "EXPIRES", "STATE", "LAST HANDSHAKE"]]
         for p in peers {
-            rows.append([p.name, p.allowedIPs.map(\.description).joined(separator: ","), p.tier.rawValue,
+            rows.append([p.name, p.allowedIPs.map(\.description).joined(separator: ","), tiers.tierFacts(of: p).inForce.rawValue,
                          p.expiresMs.map { TimeText.iso($0) } ?? "never", peerState(p, now),
                          handshakes[p.name].map { TimeText.iso($0) } ?? "-"])
         }
@@ -371,8 +375,10 @@ extension Tunnelctl {
 
     static func peerShow(_ configured: PeerConfig, _ config: TunnelConfig, _ console: Console, json: Bool) throws -> ExitCode {
         let (p, from) = admitted(configured, try sharedAdmissions(config))
+        let live = livePeers(config)
+        let tier = try WindowSource.open(config, local: false, live: live).tierFacts(of: p)
         if json {
-            console.print(try encodeJSON(peerJSON(p, liveHandshakes(config), cliNow())))
+            console.print(try encodeJSON(peerJSON(p, tier, handshakes(live), cliNow())))
             return .ok
         }
         var lines = [
@@ -380,13 +386,13 @@ extension Tunnelctl {
             "public key: \(p.publicKey.base64)",
             "preshared key: \(p.presharedKey == nil ? "no" : "yes")",
             "allowed IPs: \(p.allowedIPs.map(\.description).joined(separator: ", "))",
-            "tier: \(p.tier.rawValue)",
+            "tier: \(tier.text)",
             "expires: \(p.expiresMs.map { TimeText.iso($0) } ?? "never")",
             "state: \(peerState(p, cliNow()))" + (from.map { " (set on \($0.gateway) at \(TimeText.iso($0.changedAt)), shared store)" } ?? ""),
         ]
         if let e = p.endpoint { lines.append("endpoint: \(e)") }
         if let k = p.persistentKeepalive { lines.append("persistent keepalive: \(k)s") }
-        if case .peers(let live)? = try? askIfRunning(config, .peers), let l = live.first(where: { $0.name == p.name }) {
+        if let l = live?.first(where: { $0.name == p.name }) {
             lines.append("last handshake: \(l.lastHandshakeMs.map { TimeText.iso($0) } ?? "never")")
             if let ep = l.endpoint { lines.append("current endpoint: \(ep)") }
         }

@@ -17,9 +17,10 @@ extension Tunnelctl {
         try args.finish()
         let peers = try name.map { [try configuredPeer($0, config)] } ?? config.peers
         let now = cliNow()
-        let source = try WindowSource.open(config, local: local)
+        let daemon = try askIfRunning(config, .peers)
+        let source = try WindowSource.open(config, local: local, live: daemon.flatMap(livePeerList))
         if source.local == nil && !source.isShared { console.error("note: \(noHistoryYet(config))") }
-        let live = try liveSessions(config)
+        let live = try liveSessions(daemon)
         if live == nil && !json { console.error("note: tunneld is not running; connection state from the store") }
         let reports = try peers.map { try sessionReport($0, config: config, source: source, live: live, now: now) }
         if json {
@@ -32,8 +33,19 @@ extension Tunnelctl {
 
     /// Who the daemon says is connected (nil when it is not running).
     static func liveSessions(_ config: TunnelConfig) throws -> [String: PeerSessionState]? {
-        guard case .peers(let peers)? = try askIfRunning(config, .peers) else { return nil }
+        try liveSessions(try askIfRunning(config, .peers))
+    }
+
+    /// Who the daemon's `peers` reply says is connected (nil: no reply).
+    static func liveSessions(_ reply: ControlResponse?) throws -> [String: PeerSessionState]? {
+        guard let peers = reply.flatMap(livePeerList) else { return nil }
         return Dictionary(peers.map { ($0.name, $0.session) }, uniquingKeysWith: { a, _ in a })
+    }
+
+    /// The peers of a `peers` reply.
+    static func livePeerList(_ reply: ControlResponse) -> [PeerStatus]? {
+        guard case .peers(let peers) = reply else { return nil }
+        return peers
     }
 
     /// One peer's window state at `now`.
@@ -125,9 +137,10 @@ extension Tunnelctl {
         // With a shared store, Disabled / Expires as every gateway applies them (issue 19).
         let (peer, from) = admitted(try configuredPeer(name, config), try sharedAdmissions(config))
         let now = cliNow()
-        let source = try WindowSource.open(config, local: local)
+        let daemon = try askIfRunning(config, .peers)
+        let source = try WindowSource.open(config, local: local, live: daemon.flatMap(livePeerList))
         let store = source.local
-        let live = try liveSessions(config)
+        let live = try liveSessions(daemon)
         let session = try sessionReport(peer, config: config, source: source, live: live, now: now)
         var e = PeerExplanation(peer: name, refused: false, session: session)
         // The configuration refuses before the session rules do (docs/peers.md): Disabled, Expires.
@@ -294,9 +307,11 @@ extension Tunnelctl {
         console.error("note: tunneld is not running; showing the configuration and the store (no live handshakes or counters)")
         if store == nil { console.error("note: \(noHistoryYet(config))") }
         let now = cliNow()
+        let tiers = try WindowSource.open(config, local: false)
         var out: [PeerStatus] = []
         for p in config.peers {
-            let tier = try tier(of: p, store)
+            let facts = tiers.tierFacts(of: p)
+            let tier = facts.inForce
             let limits = config.limits(of: p, tier: tier)
             let w = limits.isWindowed ? try store?.window(peer: p.name) : nil
             let last = try store?.sessions(peer: p.name, limit: 1).first
@@ -308,6 +323,10 @@ extension Tunnelctl {
             if case .paused = WatchdogRules.phase(now: now, limits: limits, window: w?.dates) { s.session = .paused }
             s.limits = limits
             s.quotaUsed = limits.hasQuota ? ByteUse(up: w?.usedUp ?? 0, down: w?.usedDown ?? 0) : nil
+            s.configuredTier = facts.configured
+            s.tierOrigin = facts.origin
+            s.tierSinceMs = facts.overrideSince
+            s.lapsedTier = facts.lapsed
             out.append(s)
         }
         if json {

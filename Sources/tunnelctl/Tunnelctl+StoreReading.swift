@@ -72,8 +72,7 @@ extension Tunnelctl {
 
     /// A peer's tier: the store's override when there is one, else the configuration's.
     static func tier(of peer: PeerConfig, _ store: StateStore?) throws -> PeerTier {
-        guard let o = try store?.tierOverride(peer: peer.name) else { return peer.tier }
-        return o.tier
+        try WindowSource(local: store).tier(of: peer)
     }
 }
 

@@ -19,8 +19,12 @@ struct WindowSource {
     private(set) var isShared = false
     /// The windows by peer.
     private var windows: [String: SharedWindow] = [:]
-    /// The tier overrides in force, by peer.
-    private var tiers: [String: PeerTier] = [:]
+    /// The tier overrides recorded, by peer (in force unless their tier is not configured).
+    private var tiers: [String: SharedTierChange] = [:]
+    /// The configured tier classes (nil: every recorded override is taken as in force).
+    private var classes: TierClasses?
+    /// What the running tunneld's registry says, by peer, when it was asked: it wins.
+    private var live: [String: TierFacts] = [:]
 
     /// This router's own store as the source (`Store = local`, `--local`), read through
     /// `LocalSharedState` for `gateway`.
@@ -36,10 +40,10 @@ struct WindowSource {
         self.backend = backend
         guard let backend else { return }
         var windows: [String: SharedWindow] = [:]
-        var tiers: [String: PeerTier] = [:]
+        var tiers: [String: SharedTierChange] = [:]
         try backend.readingOneSnapshot {
             for w in try backend.windows(changedAfter: 0).windows { windows[w.peer] = w }
-            for t in try backend.tiers(changedAfter: 0).changes { tiers[t.peer] = t.tier }
+            for t in try backend.tiers(changedAfter: 0).changes { tiers[t.peer] = t.tier == nil ? nil : t }
         }
         self.windows = windows
         self.tiers = tiers
@@ -61,8 +65,35 @@ struct WindowSource {
             .map(\.row).filter { $0.kind == .session && $0.window == allowedUntil }
     }
 
-    /// `peer`'s tier: the override in force (shared: made on any gateway), else its config's.
-    func tier(of peer: PeerConfig) throws -> PeerTier { tiers[peer.name] ?? peer.tier }
+    /// `peer`'s tier in force: the override (shared: made on any gateway) unless its tier is not
+    /// configured, else its config's; the running tunneld's answer when it was asked.
+    func tier(of peer: PeerConfig) throws -> PeerTier { tierFacts(of: peer).inForce }
+
+    /// `peer`'s tier and where it comes from: the one answer every tunnelctl view gives
+    /// (`peers`, `peer list|show`, `session`, `explain`, `policy test`).
+    func tierFacts(of peer: PeerConfig) -> TierFacts {
+        if let l = live[peer.name] { return l }
+        return TierFacts(configured: peer.tier, override: tiers[peer.name].flatMap { t in t.tier.map { ($0, t.changedAt) } },
+                         classes: classes, shared: isShared, daemon: false)
+    }
+
+    /// Takes the running tunneld's tiers (its registry: the owner) over the store's.
+    mutating func adoptLive(_ peers: [PeerStatus]) {
+        for p in peers {
+            guard let configured = p.configuredTier else { continue }  // an older tunneld
+            live[p.name] = TierFacts(configured: configured, inForce: p.tier, overrideSince: p.tierSinceMs,
+                                     origin: p.tierOrigin ?? "config", lapsed: p.lapsedTier)
+        }
+    }
+
+    /// The one way tunnelctl learns the peers' tiers (and windows): the running tunneld's answer
+    /// (`live`, its registry: the owner) where it gave one, else the store — shared when
+    /// configured — and the configuration, by the registry's rule.
+    static func open(_ config: TunnelConfig, local: Bool, live: [PeerStatus]?) throws -> WindowSource {
+        var s = try open(config, local: local)
+        if let live { s.adoptLive(live) }
+        return s
+    }
 
     /// The source for `config`: the shared store unless `local` or `Store = local`.
     static func open(_ config: TunnelConfig, local: Bool) throws -> WindowSource {
@@ -71,6 +102,7 @@ struct WindowSource {
         let setting: SharedStoreSetting = local ? .local : iface.store
         var s = WindowSource(own: own)
         s.isShared = setting.isShared
+        s.classes = config.tiers
         do {
             try s.load(setting.backend(local: own, gateway: iface.gatewayNameInForce, passFile: iface.storePassFile, readOnly: true))
             return s
@@ -81,5 +113,50 @@ struct WindowSource {
             throw CLIError.failure("cannot read the shared store \(setting.text): \(error)\n"
                 + "  the window every gateway enforces is there; this gateway's own copy (one sync pass behind): add --local")
         }
+    }
+}
+
+/// A peer's tier and where it comes from, as tunnelctl shows it.
+struct TierFacts: Hashable {
+    /// `Tier =` of its `[Peer]` section.
+    var configured: PeerTier
+    /// What `tier` rules match and limits resolve with.
+    var inForce: PeerTier
+    /// When the override in force was set (nil: none in force).
+    var overrideSince: Int64?
+    /// `config`, `admin` (tunnelctl peer tier), `shared` (the shared store), as tunneld names it.
+    var origin: String
+    /// An override that is recorded but lapsed: its tier is not configured.
+    var lapsed: PeerTier?
+
+    init(configured: PeerTier, inForce: PeerTier, overrideSince: Int64?, origin: String, lapsed: PeerTier?) {
+        self.configured = configured
+        self.inForce = inForce
+        self.overrideSince = overrideSince
+        self.origin = origin
+        self.lapsed = lapsed
+    }
+
+    /// From the store: the registry's rule (`PeerRegistry`), an override whose tier is not a
+    /// configured class lapses to the configured tier.
+    init(configured: PeerTier, override: (tier: PeerTier, since: Int64)?, classes: TierClasses?, shared: Bool, daemon: Bool) {
+        guard let o = override else {
+            self.init(configured: configured, inForce: configured, overrideSince: nil, origin: "config", lapsed: nil)
+            return
+        }
+        if let classes, !classes.isConfigured(o.tier) {
+            self.init(configured: configured, inForce: configured, overrideSince: nil, origin: "config", lapsed: o.tier)
+        } else {
+            self.init(configured: configured, inForce: o.tier, overrideSince: o.since, origin: shared ? "shared" : "admin", lapsed: nil)
+        }
+    }
+
+    /// `trial (tunnelctl peer tier, since 2026-12-02T10:00:00.000Z; configured: free)`, `free`,
+    /// `free (override trial lapsed: no [Tier trial] configured)`.
+    var text: String {
+        if let l = lapsed { return "\(inForce) (override \(l) lapsed: no [Tier \(l)] configured)" }
+        guard let since = overrideSince else { return inForce.rawValue }
+        let who = origin == "shared" ? "tunnelctl peer tier, shared store" : "tunnelctl peer tier"
+        return "\(inForce) (\(who), since \(TimeText.iso(since)); configured: \(configured))"
     }
 }

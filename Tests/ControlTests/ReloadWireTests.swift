@@ -15,6 +15,8 @@ import Testing
         ReloadReply(policyGeneration: 7),
         ReloadReply(added: ["bob"], removed: ["carol", "dave"], changed: ["alice"],
                     warnings: ["tunneld.conf:4: DNS: is a client setting"], policyGeneration: 3),
+        ReloadReply(changes: [PeerChange(peer: "bob", kind: .disabled),
+                              PeerChange(peer: "alice", kind: .tier, from: "free", to: "trial")], policyGeneration: 4),
     ])
     func replyRoundTrips(reply: ReloadReply) throws {
         let bytes = ControlWire.encode(ControlResponse.reload(reply))
@@ -24,7 +26,18 @@ import Testing
 
     @Test func replyWireForm() {
         let text = String(decoding: ControlWire.encode(ControlResponse.reload(ReloadReply(added: ["bob"], policyGeneration: 2))), as: UTF8.self)
-        #expect(text == #"{"reload":{"added":["bob"],"changed":[],"policyGeneration":2,"removed":[],"warnings":[]},"type":"reload","version":1}"# + "\n")
+        #expect(text == #"{"reload":{"added":["bob"],"changed":[],"changes":[],"policyGeneration":2,"removed":[],"warnings":[]},"type":"reload","version":1}"# + "\n")
+        let disabled = ReloadReply(changes: [PeerChange(peer: "bob", kind: .disabled)], policyGeneration: 3)
+        #expect(String(decoding: ControlWire.encode(ControlResponse.reload(disabled)), as: UTF8.self)
+            == #"{"reload":{"added":[],"changed":["bob"],"changes":[{"kind":"disabled","peer":"bob"}],"policyGeneration":3,"removed":[],"warnings":[]},"type":"reload","version":1}"# + "\n")
+    }
+
+    /// A reply of a tunneld that names changed peers only (no `changes`) still decodes, and its
+    /// text names them.
+    @Test func anOlderReplyWithoutChangesDecodes() throws {
+        let old = #"{"reload":{"added":[],"changed":["alice"],"policyGeneration":2,"removed":[],"warnings":[]},"type":"reload","version":1}"#
+        guard case .reload(let r) = try ControlWire.decodeResponse(Array(old.utf8)).get() else { Issue.record("not a reload"); return }
+        #expect(r.changed == ["alice"] && r.changes.isEmpty && r.peerText == "changed alice")
     }
 
     @Test func invalidConfigErrorRoundTrips() throws {

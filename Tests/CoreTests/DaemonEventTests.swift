@@ -7,7 +7,8 @@ import Testing
     static let all: [DaemonEvent] = [
         .sessionStart(peer: "alice", tier: .free),
         .sessionEnd(peer: "alice", tier: .premium, reason: .adminKick),
-        .windowEnd(peer: "alice", reconnectAtMs: 1_700_000_000_000),
+        // A window of a [Tier] class ended by its quota says so (not free / free-limit).
+        .windowEnd(peer: "alice", tier: PeerTier(rawValue: "trial")!, reason: .quota, reconnectAtMs: 1_700_000_000_000),
         .refusal(peer: "alice", tier: .free, reason: "free-pause"),
         .tierChange(peer: "alice", from: .free, to: .premium),
         .peerAdd(peer: "bob", tier: .free),
@@ -24,7 +25,7 @@ import Testing
         #expect(lines == [
             "peer alice: session started (free) TUNNELVISION_EVENT=session-start PEER=alice TIER=free",
             "peer alice: session ended (admin-kick) TUNNELVISION_EVENT=session-end PEER=alice TIER=premium REASON=admin-kick",
-            "peer alice: free window ended; refused until 2023-11-14T22:13:20.000Z TUNNELVISION_EVENT=window-end PEER=alice TIER=free REASON=free-limit RECONNECT_AT=2023-11-14T22:13:20.000Z",
+            "peer alice: trial window ended (quota); refused until 2023-11-14T22:13:20.000Z TUNNELVISION_EVENT=window-end PEER=alice TIER=trial REASON=quota RECONNECT_AT=2023-11-14T22:13:20.000Z",
             "peer alice: handshake refused (free-pause); further refusals are counted, not logged TUNNELVISION_EVENT=refusal PEER=alice TIER=free REASON=free-pause",
             "peer alice: tier free -> premium TUNNELVISION_EVENT=tier-change PEER=alice TIER=premium PREVIOUS_TIER=free",
             "peer bob: added (free) TUNNELVISION_EVENT=peer-add PEER=bob TIER=free",

@@ -28,6 +28,15 @@ final class CaptureSink: WatchdogSink, Sendable {
     func take() -> [WatchdogRecord] { records.withLock { r in defer { r = [] }; return r } }
 }
 
+extension Watchdog {
+    /// Test shorthand for a tier change: the overrides go to the registry (their one owner),
+    /// then the watchdog applies the new tiers at once.
+    func setOverrides(_ overrides: [String: PeerTier], now: Int64) {
+        peers.setOverrides(overrides.mapValues { PeerTierOverride(tier: $0, origin: .admin, since: now) })
+        tiersChanged(now: now)
+    }
+}
+
 @Suite struct WatchdogTests {
     static let tiers = TierClasses(freeSessionMs: 20_000, freePauseMs: 30_000)
     static let cfg = WatchdogConfig(idleMs: 180_000, intervalMs: 1_000)
@@ -42,8 +51,9 @@ final class CaptureSink: WatchdogSink, Sendable {
         let peers = PeerRegistry([
             GatewayPeer(handle: alice, name: "alice", publicKey: PublicKey([UInt8](repeating: 1, count: 32))!, tier: .free),
             GatewayPeer(handle: bob, name: "bob", publicKey: PublicKey([UInt8](repeating: 2, count: 32))!, tier: .premium),
-        ], tiers: TierClasses(freeSessionMs: Self.tiers.freeSessionMs, freePauseMs: Self.tiers.freePauseMs))
-        let w = Watchdog(config: Self.cfg, peers: peers, device: dev, sink: sink, windows: windows, overrides: overrides)
+        ], tiers: TierClasses(freeSessionMs: Self.tiers.freeSessionMs, freePauseMs: Self.tiers.freePauseMs),
+           overrides: overrides.mapValues { PeerTierOverride(tier: $0, origin: .admin, since: 0) })
+        let w = Watchdog(config: Self.cfg, peers: peers, device: dev, sink: sink, windows: windows)
         peers.onChange { [w, t0] old, new in w.peersChanged(from: old, to: new, now: t0 + 100) }
         return (w, dev, sink)
     }

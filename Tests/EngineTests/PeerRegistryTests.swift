@@ -84,15 +84,51 @@ import WireGuard
         r.onChange { old, new in seen.withLock { $0.append((new.version, old.count, new.count)) } }
         r.put(Self.peer(1, "alice", ["10.0.0.2/32"]))
         r.put(Self.peer(2, "bob", ["10.0.0.3/32"]))
-        #expect(r.update(PeerHandle(rawValue: 1)) { $0.tier = .premium })
-        #expect(!r.update(PeerHandle(rawValue: 1)) { $0.tier = .premium }, "no change, no event")
+        #expect(r.update(PeerHandle(rawValue: 1)) { $0.configTier = .premium })
+        #expect(!r.update(PeerHandle(rawValue: 1)) { $0.configTier = .premium }, "no change, no event")
         r.remove(PeerHandle(rawValue: 2))
         #expect(r.remove(PeerHandle(rawValue: 9)) == nil)
         let s = seen.withLock { $0 }
         #expect(s.map(\.0) == [1, 2, 3, 4])
         #expect(s.map(\.2) == [1, 2, 2, 1])
-        #expect(r.version == 4 && r.current.named("alice")?.tier == .premium && r.current.named("alice")?.configTier == .free)
+        #expect(r.version == 4 && r.current.named("alice")?.tier == .premium && r.current.named("alice")?.tierOrigin == .config)
         #expect(r.current.routes.lookupRaw(IPAddress("10.0.0.3")!) <= 0, "bob's route left with him")
+    }
+
+    /// The registry is the one owner of a peer's tier: the configured one, the override in force
+    /// with where it came from, and the limits of the tier in force. An override is kept by name
+    /// for a peer that comes later, lapses while its tier is not configured (and applies again
+    /// when it is), and its end brings the configured tier back — each one change, seen by
+    /// listeners with the old and new tier.
+    @Test func theTierInForceIsTheRegistrys() throws {
+        let trial = PeerTier(rawValue: "trial")!
+        var quota = LimitSettings()
+        try quota.set("Quota", "1GiB")
+        let withTrial = TierClasses(classes: [trial: quota])
+        let r = PeerRegistry([Self.peer(1, "alice", ["10.0.0.1/32"])], tiers: withTrial)
+        let seen = Mutex<[(PeerTier?, PeerTier?)]>([])
+        r.onChange { old, new in seen.withLock { $0.append((old.named("alice")?.tier, new.named("alice")?.tier)) } }
+        #expect(r.setOverride("alice", PeerTierOverride(tier: trial, origin: .admin, since: 1_000)))
+        var a = r.current.named("alice")!
+        #expect(a.tier == trial && a.configTier == .free && a.tierOrigin == .admin && a.tierOverride?.since == 1_000)
+        #expect(a.limits.quotaBytes == 1 << 30, "limits follow the tier in force")
+        // Kept by name for a peer that is not there yet.
+        r.setOverride("dave", PeerTierOverride(tier: .premium, origin: .shared, since: 2_000))
+        r.put(Self.peer(4, "dave", ["10.0.0.4/32"]))
+        #expect(r.current.named("dave")?.tier == .premium && r.current.named("dave")?.tierOrigin == .shared)
+        // A reload without [Tier trial]: the override lapses to the configured tier.
+        r.setTierClasses(TierClasses())
+        a = r.current.named("alice")!
+        #expect(a.tier == .free && a.tierOrigin == .config && a.lapsedTierOverride?.tier == trial && a.limits.quotaBytes == nil)
+        r.setTierClasses(withTrial)
+        #expect(r.current.named("alice")?.tier == trial)
+        // The override ends: the configured tier again.
+        #expect(r.setOverride("alice", nil))
+        a = r.current.named("alice")!
+        #expect(a.tier == .free && a.tierOverride == nil && a.lapsedTierOverride == nil)
+        let t = seen.withLock { $0 }.filter { $0.0 != $0.1 }
+        #expect(t.map(\.1) == [trial, .free, trial, .free])
+        #expect(MemoryLayout<GatewayPeer>.size <= 128)
     }
 
     @Test func runtimeNamesAreStableAndUnique() {

@@ -9,12 +9,12 @@ import Synchronization
 
 /// Everything issue 5 adds to the running daemon, wired in one place: the store (crash recovery,
 /// heartbeat), the `History` recorder hooked into the engine, the `Watchdog` with the stored
-/// windows and tier overrides, and its `WatchdogTicker` (which also polls the store for
-/// `tunnelctl peer tier` changes and moves the heartbeat).
+/// windows, the stored tier overrides handed to the registry (their one owner), and the
+/// `WatchdogTicker` (which also moves the heartbeat).
 public final class SessionService: @unchecked Sendable {
     // Safe: `ticker` and `heartbeatStore` are set once in init/`start` (before the ticker thread
     // exists) and then touched only by the ticker thread's body and `stop` (after the thread is
-    // joined), like `lastPassBootMs`; the tier overrides are behind their Mutex.
+    // joined), like `lastPassBootMs`; tier changes are serialised by their Mutex.
     /// The recorder hooked into the engine.
     public let history: History
     /// The free-session watchdog.
@@ -33,9 +33,9 @@ public final class SessionService: @unchecked Sendable {
     /// While the store could not be opened at start: when to try again, the backoff, and since
     /// when it has been unavailable (ticker thread only, after init).
     private var storeRetry: (at: Int64, delayMs: Int64, since: Int64)?
-    /// The tier overrides in force: the daemon is their one owner while it runs (control request
-    /// `peerTier`); the store's rows are read once, at start.
-    private let overrides: Mutex<[String: PeerTier]>
+    /// Serialises tier changes (admin, shared store, a late store), so the registry, the store
+    /// and the shared store get them in one order. The overrides themselves are the registry's.
+    private let tierChanges = Mutex(())
     /// Whether peer changes are events yet (not while the configured peers are added at start).
     private let peerEvents = Atomic<Bool>(false)
     /// The restrictions in force (peer-disable events for new ones).
@@ -80,7 +80,7 @@ public final class SessionService: @unchecked Sendable {
         let now = time.now()
         var windows: [String: WindowDates] = [:]
         var used: [String: ByteUse] = [:]
-        var overrides: [String: PeerTier] = [:]
+        var overrides: [String: PeerTierOverride] = [:]
         var writer: StoreWriter? = nil
         var ledger: WindowLedger? = nil
         var startMarker: (String, String)? = nil
@@ -102,7 +102,9 @@ public final class SessionService: @unchecked Sendable {
             // above any id a store can hold from earlier runs (each run starts above the last max).
             engine.seedFlowIDs(after: UInt64(max(0, now)) &* 1_000)
         }
-        self.overrides = Mutex(overrides)
+        // The stored overrides (`tunnelctl peer tier`, with or without the daemon) are the
+        // registry's from now on: it applies them to the peers added next.
+        engine.registry.setOverrides(overrides)
         history = History(writer: writer, clock: engine.clock, idBase: 0, peers: engine.registry, ledger: ledger,
                           recordFlows: recordFlows)
         if let (label, detail) = startMarker { history.record(.marker(at: now, label: label, detail: detail)) }
@@ -121,26 +123,34 @@ public final class SessionService: @unchecked Sendable {
         watchdog = Watchdog(
             config: WatchdogConfig(intervalMs: interface.watchdogInterval.milliseconds),
             peers: engine.registry, device: engine, sink: sync.map { SharedWindowSink(events, sync: $0) } ?? events,
-            windows: windows, overrides: overrides, used: used, quotas: engine.quotas)
+            windows: windows, used: used, quotas: engine.quotas)
         if let sync { watchdog.setAuthority(sync) }
         engine.events = history
         engine.admission = WatchdogAdmission(watchdog, time: time)
         // A peer removed (UAPI, reload) with a live session: its session ends `removed`.
         let (watchdog, time) = (watchdog, time)
         engine.registry.onChange { old, new in watchdog.peersChanged(from: old, to: new, now: time.now()) }
-        // peer-add / peer-remove events, once the configured peers are in (`start`).
+        // peer-add / peer-remove / tier-change events, once the configured peers are in (`start`):
+        // every change of a tier in force (override set, ended or lapsed; `Tier =` reloaded) is
+        // one event and one marker, told by the registry that decided it.
         engine.registry.onChange { [weak self] old, new in
             guard let self, self.peerEvents.load(ordering: .relaxed) else { return }
             let log = self.log
             for p in new.all where old.named(p.name) == nil { log.event(.peerAdd(peer: p.name, tier: p.tier)) }
             for p in old.all where new.named(p.name) == nil { log.event(.peerRemove(peer: p.name)) }
+            for p in new.all {
+                guard let was = old[p.handle], was.name == p.name, was.tier != p.tier else { continue }
+                log.event(.tierChange(peer: p.name, from: was.tier, to: p.tier))
+                self.history.record(.marker(at: self.time.now(), label: "tier: \(p.name) \(p.tier.rawValue)",
+                                            detail: "from=\(was.tier.rawValue) origin=\(p.tierOrigin.rawValue)"
+                                                + (p.lapsedTierOverride.map { " lapsed=\($0.tier.rawValue)" } ?? "")))
+            }
         }
     }
 
-    /// After the peers are added, before the engine starts: applies tier overrides to policy,
-    /// refuses every peer in its pause (a restarted daemon never lets one in), starts the ticker.
+    /// After the peers are added, before the engine starts: refuses every peer in its pause (a
+    /// restarted daemon never lets one in), starts the ticker.
     public func start() throws {
-        overrides.withLock { applyOverrides($0, log: false) }
         peerEvents.store(true, ordering: .relaxed)
         lastPassBootMs = Int64(engine.clock.boottimeNanoseconds() / 1_000_000)
         watchdog.tick(now: time.now())
@@ -178,7 +188,7 @@ public final class SessionService: @unchecked Sendable {
         var ledger: WindowLedger
         var windows: [String: WindowDates]
         var used: [String: ByteUse]
-        var overrides: [String: PeerTier]
+        var overrides: [String: PeerTierOverride]
         var maxFlowId: Int64
         var marker: (String, String)?
     }
@@ -235,8 +245,8 @@ public final class SessionService: @unchecked Sendable {
             marker = ("watchdog: \(text)", "ahead_ms=\(ms)")
         }
         try store.daemonStarted(pid: Int64(getpid()), at: now)
-        var overrides: [String: PeerTier] = [:]
-        for o in try store.tierOverrides() { overrides[o.peer] = o.tier }
+        var overrides: [String: PeerTierOverride] = [:]
+        for o in try store.tierOverrides() { overrides[o.peer] = PeerTierOverride(tier: o.tier, origin: .admin, since: o.changedAt) }
         let maxFlowId = try store.maxFlowId()
         let writer = try StoreWriter(path: path, log: log)
         return OpenedStore(store: store, writer: writer, ledger: WindowLedger(path: path, gateway: gateway, log: log), windows: windows,
@@ -262,13 +272,15 @@ public final class SessionService: @unchecked Sendable {
         heartbeatStore = opened.store
         history.attach(writer: opened.writer, ledger: opened.ledger)
         watchdog.adoptStored(windows: opened.windows, now: now)
-        overrides.withLock { current in
-            var merged = opened.overrides
-            for (peer, tier) in current { merged[peer] = tier }
-            current = merged
-            for (peer, tier) in current { opened.ledger.setTier(peer: peer, tier, at: now) }
-            applyOverrides(current, log: false)
+        tierChanges.withLock { _ in
+            // Stored overrides apply where tunneld was not told otherwise since it started.
+            let current = engine.registry.tierOverrides
+            for (peer, o) in opened.overrides.sorted(by: { $0.key < $1.key }) where current[peer] == nil {
+                engine.registry.setOverride(peer, o)
+            }
+            for (peer, o) in current { opened.ledger.setTier(peer: peer, o.tier, at: o.since) }
         }
+        watchdog.tiersChanged(now: now)
         let lost = history.droppedRecords
         let text = "store: \(storePath) is usable again after \(DurationFormat.format(ms: (now - retry.since + 500) / 1000 * 1000)) "
             + "without it; \(lost) record(s) could not be kept meanwhile"
@@ -376,26 +388,25 @@ public final class SessionService: @unchecked Sendable {
             }
         }
         watchdog.setRestrictions(restrictions, now: time.now())
-        overrides.withLock { applyOverrides($0, log: false) }
     }
 
     /// `tunnelctl peer tier NAME TIER` with the daemon running (control request `peerTier`): the
-    /// override is written on the watchdog's connection and applied to the watchdog and policy in
-    /// one step. Returns the tier before, or an error text for an unknown peer.
+    /// override goes to the registry (which applies it to policy, limits and the watchdog's
+    /// decisions at once), to the store on the watchdog's connection and to the shared store, in
+    /// one step. Returns the tier before.
     public func setTier(peer name: String, _ tier: PeerTier) -> Result<PeerTier, TierChangeError> {
-        guard engine.peer(named: name) != nil else { return .failure(.unknownPeer(name)) }
+        guard let peer = engine.peer(named: name) else { return .failure(.unknownPeer(name)) }
         guard engine.registry.tierClasses.isConfigured(tier) else { return .failure(.unknownTier(tier)) }
         let now = time.now()
-        return overrides.withLock { current in
-            let before = watchdog.tier(of: name) ?? tier
-            current[name] = tier
+        tierChanges.withLock { _ in
             shared?.localTier(peer: name, tier: tier, at: now)
             if let ledger, let error = ledger.setTier(peer: name, tier, at: now) {
                 log.warning("store: tier of \(name) is \(tier.rawValue) now, but the store did not take it yet (\(error)); retrying")
             }
-            applyOverrides(current, log: true)
-            return .success(before)
+            engine.registry.setOverride(name, PeerTierOverride(tier: tier, origin: .admin, since: now))
         }
+        watchdog.tiersChanged(now: now)
+        return .success(peer.tier)
     }
 
     /// Tier overrides another gateway set or cleared (pulled from the shared store): applied like
@@ -403,19 +414,20 @@ public final class SessionService: @unchecked Sendable {
     /// skipped with a warning (its config has no `[Tier NAME]` for it).
     func applySharedTiers(_ changes: [SharedTierChange]) {
         let now = time.now()
-        overrides.withLock { current in
+        let changed = tierChanges.withLock { _ -> Bool in
             var changed = false
-            for c in changes where current[c.peer] != c.tier {
+            for c in changes where engine.registry.tierOverrides[c.peer]?.tier != c.tier {
                 if let t = c.tier, !engine.registry.tierClasses.isConfigured(t) {
                     log.warning("shared store: tier of \(c.peer) is \(t.rawValue) on another gateway, which this one does not configure; kept as it was")
                     continue
                 }
-                current[c.peer] = c.tier
                 ledger?.setTier(peer: c.peer, c.tier, at: now)
+                engine.registry.setOverride(c.peer, c.tier.map { PeerTierOverride(tier: $0, origin: .shared, since: c.changedAt) })
                 changed = true
             }
-            if changed { applyOverrides(current, log: true) }
+            return changed
         }
+        if changed { watchdog.tiersChanged(now: now) }
     }
 
     /// The shared store's health for `status` (nil with `Store = local`).
@@ -427,7 +439,8 @@ public final class SessionService: @unchecked Sendable {
         watchdog.kicked(p.handle, now: time.now())
     }
 
-    /// The peers reply with the watchdog's dates and state.
+    /// The peers reply with the watchdog's dates and state (the tier is the registry's, as the
+    /// engine's reply already carries it).
     public func annotate(_ peers: [Control.PeerStatus]) -> [Control.PeerStatus] {
         let now = time.now()
         return peers.map { s in
@@ -440,18 +453,6 @@ public final class SessionService: @unchecked Sendable {
             s.quotaUsed = v.limits.hasQuota ? (v.used ?? .zero) : nil
             if case .paused = WatchdogRules.phase(now: now, limits: v.limits, window: v.window) { s.session = .paused }
             return s
-        }
-    }
-
-    private func applyOverrides(_ overrides: [String: PeerTier], log logChanges: Bool) {
-        let before = Dictionary(engine.peers.map { ($0.name, $0.tier) }, uniquingKeysWith: { a, _ in a })
-        for p in engine.peers { engine.setTier(p.handle, overrides[p.name] ?? configTier(p.name) ?? p.tier) }
-        let changed = watchdog.setOverrides(overrides, now: time.now())
-        if logChanges {
-            for (p, t) in changed {
-                log.event(.tierChange(peer: p.name, from: before[p.name] ?? p.configTier, to: t))
-                history.record(.marker(at: time.now(), label: "tier: \(p.name) \(t.rawValue)", detail: nil))
-            }
         }
     }
 
@@ -479,10 +480,6 @@ public final class SessionService: @unchecked Sendable {
     public enum TierChangeError: Error, Sendable {
         case unknownPeer(String)
         case unknownTier(PeerTier)
-    }
-
-    private func configTier(_ name: String) -> PeerTier? {
-        engine.registry.current.named(name)?.configTier
     }
 }
 

@@ -22,10 +22,15 @@ final class PeerConfigSync: Sendable {
     /// Applies a reloaded `[Interface]`'s listeners (`StatusListen`, `MetricsListen`); returns
     /// the warnings for the reply (a listener that could not move).
     let applyListeners: @Sendable (InterfaceConfig) -> [String]
-    private let lock = Mutex(())
+    /// The peers of the config applied last (what the next reload's changes are told against);
+    /// the lock a reload and a `wg set` share.
+    private let lock: Mutex<[PeerConfig]>
 
+    /// `peers`: the config's peers tunneld started with (already applied).
     init(configPath: String, interface: InterfaceConfig, engine: GatewayEngine, sessions: SessionService,
-         routes: InterfaceRoutes, log: Logger, applyListeners: @escaping @Sendable (InterfaceConfig) -> [String] = { _ in [] }) {
+         routes: InterfaceRoutes, log: Logger, peers: [PeerConfig] = [],
+         applyListeners: @escaping @Sendable (InterfaceConfig) -> [String] = { _ in [] }) {
+        lock = Mutex(peers)
         self.configPath = configPath
         self.interface = interface
         self.engine = engine
@@ -39,7 +44,7 @@ final class PeerConfigSync: Sendable {
     /// watchdog, `StatusListen`/`MetricsListen` moved, the policy reloaded. A config with errors changes nothing. `applied` is false
     /// when the config or the policy was refused (the metrics count it as a reload error).
     func reload() -> (reply: ControlResponse, applied: Bool) {
-        lock.withLock { _ in
+        lock.withLock { applied in
             let next: TunnelConfig
             do {
                 next = try TunnelConfig.load(path: configPath)
@@ -53,16 +58,16 @@ final class PeerConfigSync: Sendable {
             {
                 warnings.append("\(configPath): [Interface] Name, ListenPort or Address changed: they apply at the next restart")
             }
-            let diff = applyPeersLocked(next)
+            let diff = applyPeersLocked(next, applied: &applied)
             warnings += applyListeners(next.interface)
             let policyReply = engine.reloadPolicy(directory: interface.policyDirectory)
             warnings += policyReply.warnings.map(\.description)
             if !policyReply.succeeded { warnings += policyReply.errors.map { "policy: \($0) (the running policy is kept)" } }
-            log.notice("reload: " + Self.summary(diff))
+            let reply = ReloadReply(added: diff.added, removed: diff.removed, changes: diff.changes, warnings: warnings,
+                                    policyGeneration: engine.policy.generation)
+            log.notice("reload: " + Self.summary(reply))
             for w in warnings { log.warning("reload: \(w)") }
-            return (.reload(ReloadReply(added: diff.added, removed: diff.removed, changed: diff.changed,
-                                        warnings: warnings, policyGeneration: engine.policy.generation)),
-                    policyReply.succeeded)
+            return (.reload(reply), policyReply.succeeded)
         }
     }
 
@@ -70,7 +75,7 @@ final class PeerConfigSync: Sendable {
     /// the file cannot be read, parsed or written), then the file is applied, then what the file
     /// does not hold (endpoints, device checks) goes to the engine.
     func uapiSet(_ request: UAPISetRequest, listenPort: UInt16) -> UAPIError? {
-        lock.withLock { _ in
+        lock.withLock { applied in
             var deviceOnly = request
             deviceOnly.peers = []
             deviceOnly.replacePeers = false
@@ -103,10 +108,10 @@ final class PeerConfigSync: Sendable {
                 } catch {
                     return .io("cannot write \(configPath): \(error); nothing changed")
                 }
-                let applied = next
-                let diff = applyPeersLocked(applied)
+                let diff = applyPeersLocked(next, applied: &applied)
                 log.notice("uapi: written back to \(configPath): " + Self.summary(
-                    (writeBack.added, writeBack.removed, writeBack.changed)) + " (applied: \(Self.summary(diff)))")
+                    ReloadReply(added: writeBack.added, removed: writeBack.removed, changed: writeBack.changed, policyGeneration: 0))
+                    + " (applied: \(Self.summary(ReloadReply(added: diff.added, removed: diff.removed, changes: diff.changes, policyGeneration: 0))))")
             }
             var rest = request
             rest.replacePeers = false
@@ -122,20 +127,28 @@ final class PeerConfigSync: Sendable {
     }
 
     /// Applies `config`'s peers (lock held): the engine's peers, the watchdog's restrictions,
-    /// the interface routes.
-    private func applyPeersLocked(_ config: TunnelConfig) -> (added: [String], removed: [String], changed: [String]) {
+    /// the interface routes. Returns what changed against `applied` (the config applied last,
+    /// which becomes `config`'s peers): the file's changes, each named, with any peer the engine
+    /// added or removed beyond them (a peer added over the UAPI and not in the file before).
+    private func applyPeersLocked(_ config: TunnelConfig, applied: inout [PeerConfig])
+        -> (added: [String], removed: [String], changes: [PeerChange])
+    {
         engine.registry.setTierClasses(config.tiers)
-        let diff = engine.applyConfigPeers(config.peers)
+        let engineDiff = engine.applyConfigPeers(config.peers)
         sessions.configPeersChanged(config.peers)
         routes.sync(engine.registry.current)
+        var diff = PeerChange.between(applied, config.peers)
+        applied = config.peers
+        let replaced = Set(diff.changes.filter { $0.kind == .publicKey }.map(\.peer))
+        for name in engineDiff.added where !diff.added.contains(name) && !replaced.contains(name) { diff.added.append(name) }
+        for name in engineDiff.removed where !diff.removed.contains(name) && !replaced.contains(name) { diff.removed.append(name) }
         Sys.trimHeap()  // the reload's temporaries (a parse of every peer) back to the kernel
         return diff
     }
 
-    static func summary(_ diff: (added: [String], removed: [String], changed: [String])) -> String {
-        "\(diff.added.count) peer(s) added, \(diff.removed.count) removed, \(diff.changed.count) changed"
-            + (diff.added.isEmpty ? "" : "; added \(diff.added.joined(separator: ", "))")
-            + (diff.removed.isEmpty ? "" : "; removed \(diff.removed.joined(separator: ", "))")
-            + (diff.changed.isEmpty ? "" : "; changed \(diff.changed.joined(separator: ", "))")
+    /// The log line's text: the counts, then every change named (`ReloadReply.peerText`).
+    static func summary(_ r: ReloadReply) -> String {
+        "\(r.added.count) peer(s) added, \(r.removed.count) removed, \(r.changed.count) changed"
+            + (r.isUnchanged ? "" : ": " + r.peerText)
     }
 }

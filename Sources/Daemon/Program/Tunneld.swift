@@ -278,7 +278,7 @@ public enum Tunneld {
             return warnings
         }
         let peerSync = PeerConfigSync(configPath: configPath, interface: iface, engine: engine, sessions: sessions,
-                                      routes: routes, log: log, applyListeners: applyListeners)
+                                      routes: routes, log: log, peers: config.peers, applyListeners: applyListeners)
         let reloadConfig: @Sendable () -> ControlResponse = {
             systemd.reloading()
             defer { systemd.reloaded() }

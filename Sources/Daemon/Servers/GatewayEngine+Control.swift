@@ -61,12 +61,18 @@ extension GatewayEngine {
     public func peerStatuses() -> [Control.PeerStatus] {
         peers.map { p in
             let s = device.status(of: p.handle)
-            return Control.PeerStatus(
+            var status = Control.PeerStatus(
                 name: p.name, publicKey: p.publicKey.base64, tier: p.tier, endpoint: s?.endpoint?.description,
                 lastHandshakeMs: s?.lastHandshake.map { wallMilliseconds(ofMonotonic: $0) },
                 rxBytes: s?.rxBytes ?? 0, txBytes: s?.txBytes ?? 0,
                 session: s?.refused == true ? .paused : (s?.hasCurrentKeypair == true ? .connected : .disconnected),
                 allowedIPs: p.allowedIPs.map(\.description))
+            // The tier's facts, as the registry (their one owner) holds them.
+            status.configuredTier = p.configTier
+            status.tierOrigin = p.tierOrigin.rawValue
+            status.tierSinceMs = p.tierOverride?.since
+            status.lapsedTier = p.lapsedTierOverride?.tier
+            return status
         }
     }
 

@@ -53,9 +53,7 @@ extension GatewayEngine {
             if renamed || retiered || old.presharedKey != psk || old.persistentKeepalive != keepalive || old.limitSettings != p.limits {
                 registry.update(old.handle) { g in
                     g.name = p.name
-                    // The tier in force follows the configured one unless an override holds it
-                    // (the daemon re-applies overrides after a reload).
-                    if g.tier == g.configTier { g.tier = p.tier }
+                    // The tier in force follows unless an override holds it (the registry's).
                     g.configTier = p.tier
                     g.presharedKey = psk
                     g.persistentKeepalive = keepalive

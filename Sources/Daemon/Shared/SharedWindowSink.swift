@@ -18,4 +18,9 @@ public final class SharedWindowSink: WatchdogSink {
         if case let .windowPut(peer, w, used, _) = record { sync.localWindow(peer: peer, dates: w, used: used, at: sync.now()) }
         inner.record(record)
     }
+
+    public func record(_ record: WatchdogRecord, tier: PeerTier) {
+        if case let .windowPut(peer, w, used, _) = record { sync.localWindow(peer: peer, dates: w, used: used, at: sync.now()) }
+        inner.record(record, tier: tier)
+    }
 }

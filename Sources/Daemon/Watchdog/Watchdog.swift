@@ -30,7 +30,7 @@ public final class Watchdog: Sendable {
 
     /// What `tunnelctl peers` / `session` need from the daemon about one peer.
     public struct PeerView: Sendable, Hashable {
-        /// Tier in force (override or configuration).
+        /// Tier in force (the registry's: override or configuration).
         public var tier: PeerTier
         /// The stored window, if any.
         public var window: WindowDates?
@@ -58,7 +58,6 @@ public final class Watchdog: Sendable {
 
     struct State {
         var restrictions: [String: Restriction] = [:]
-        var overrides: [String: PeerTier] = [:]
         var windows: [String: WindowDates] = [:]
         var sessions: [String: LiveSession] = [:]
         var refused: Set<String> = []
@@ -69,7 +68,7 @@ public final class Watchdog: Sendable {
 
     /// Settings in force.
     public let config: WatchdogConfig
-    /// The peers (the engine's registry: names, handles, configured tiers).
+    /// The peers (the engine's registry: names, handles, the tier in force and its limits).
     public let peers: PeerRegistry
     let device: any WatchdogDevice
     let sink: any WatchdogSink
@@ -85,7 +84,7 @@ public final class Watchdog: Sendable {
 
     /// A watchdog with the windows stored before (restart safety, §6.6) and their byte use.
     public init(config: WatchdogConfig, peers: PeerRegistry, device: any WatchdogDevice, sink: any WatchdogSink, windows: [String: WindowDates] = [:],
-                overrides: [String: PeerTier] = [:], used: [String: ByteUse] = [:], quotas: QuotaMeter = QuotaMeter())
+                used: [String: ByteUse] = [:], quotas: QuotaMeter = QuotaMeter())
     {
         self.config = config
         self.peers = peers
@@ -95,22 +94,12 @@ public final class Watchdog: Sendable {
         var s = State()
         s.windows = windows
         s.used = used
-        s.overrides = overrides
         state = Mutex(s)
-    }
-
-    private static func tier(_ s: State, _ p: Peer) -> PeerTier { s.overrides[p.name] ?? p.configTier }
-
-    /// The limits in force for `p`: the registry's, resolved for the watchdog's tier when an
-    /// override the registry has not seen yet differs.
-    private func limits(_ s: State, _ p: Peer) -> PeerLimits {
-        let t = Watchdog.tier(s, p)
-        return t == p.tier ? p.limits : peers.tierClasses.resolve(tier: t, peer: p.limitSettings)
     }
 
     /// What ended the window `p` is paused after (its quota, or its Session time).
     private func pauseReason(_ s: State, _ p: Peer) -> WatchdogRules.PauseReason {
-        WatchdogRules.pauseReason(used: s.used[p.name] ?? .zero, limits: limits(s, p))
+        WatchdogRules.pauseReason(used: s.used[p.name] ?? .zero, limits: p.limits)
     }
 
     /// Why `p` is refused at `now` regardless of windows (nil: it is not).
@@ -154,10 +143,10 @@ public final class Watchdog: Sendable {
             if let why = Watchdog.restricted(s, p, now: now) {
                 closeSessionLocked(&s, p, at: now, reason: why)
                 refuseLocked(&s, p, at: now)
-                sink.record(.restricted(peer: p.name, reason: why.rawValue, at: now))
+                sink.record(.restricted(peer: p.name, reason: why.rawValue, at: now), tier: p.tier)
                 return false
             }
-            let phase = WatchdogRules.phase(now: now, limits: limits(s, p), window: s.windows[p.name])
+            let phase = WatchdogRules.phase(now: now, limits: p.limits, window: s.windows[p.name])
             if s.sessions[p.name] != nil {
                 // A rekey of a live session; refused only when its window ended between ticks.
                 guard case .paused = phase else { return true }
@@ -165,7 +154,7 @@ public final class Watchdog: Sendable {
                 refuseLocked(&s, p, at: now)
                 return false
             }
-            if case .refuse = WatchdogRules.onConnect(now: now, limits: limits(s, p), window: s.windows[p.name])
+            if case .refuse = WatchdogRules.onConnect(now: now, limits: p.limits, window: s.windows[p.name])
             {
                 refuseLocked(&s, p, at: now)
                 return false
@@ -190,7 +179,7 @@ public final class Watchdog: Sendable {
             }
             if var live = s.sessions[p.name] {
                 // Rekey of a live session (or an unconnected peer's retry): not a new connect.
-                if case .paused = WatchdogRules.phase(now: now, limits: limits(s, p), window: s.windows[p.name]) {
+                if case .paused = WatchdogRules.phase(now: now, limits: p.limits, window: s.windows[p.name]) {
                     // The window ended between ticks: end it now.
                     closeSessionLocked(&s, p, at: now, reason: .freeLimit)
                     refuseLocked(&s, p, at: now)
@@ -200,7 +189,7 @@ public final class Watchdog: Sendable {
                 s.sessions[p.name] = live
                 return true
             }
-            switch WatchdogRules.onConnect(now: now, limits: limits(s, p), window: s.windows[p.name]) {
+            switch WatchdogRules.onConnect(now: now, limits: p.limits, window: s.windows[p.name]) {
             case .admitUnlimited, .resume:
                 break
             case .openWindow(let w):
@@ -209,7 +198,7 @@ public final class Watchdog: Sendable {
                 sink.record(.windowPut(peer: p.name, w, opened: true))
             case .refuse(let w):
                 refuseLocked(&s, p, at: now)
-                sink.record(.refused(peer: p.name, windowEnd: w.allowedUntil, at: now, reason: pauseReason(s, p)))
+                sink.record(.refused(peer: p.name, windowEnd: w.allowedUntil, at: now, reason: pauseReason(s, p)), tier: p.tier)
                 return false
             }
             let bytes = device.byteCounts(p.handle)
@@ -217,7 +206,7 @@ public final class Watchdog: Sendable {
             s.sessions[p.name] = LiveSession(startedAt: now, lastHandshake: now, lastTraffic: now, rx0: bytes.rx, tx0: bytes.tx,
                                              seenBytes: meter?.used.total ?? 0)
             if s.refused.remove(p.name) != nil { device.setRefused(p.handle, false) }
-            sink.record(.sessionOpened(peer: p.name, at: now))
+            sink.record(.sessionOpened(peer: p.name, at: now), tier: p.tier)
             return true
         }
     }
@@ -229,9 +218,9 @@ public final class Watchdog: Sendable {
         state.withLock { s in
             guard let p = dir[handle] else { return }
             s.refusals[p.name, default: 0] &+= 1
-            switch WatchdogRules.phase(now: now, limits: limits(s, p), window: s.windows[p.name]) {
+            switch WatchdogRules.phase(now: now, limits: p.limits, window: s.windows[p.name]) {
             case .paused(let w):
-                sink.record(.refused(peer: p.name, windowEnd: w.allowedUntil, at: now, reason: pauseReason(s, p)))
+                sink.record(.refused(peer: p.name, windowEnd: w.allowedUntil, at: now, reason: pauseReason(s, p)), tier: p.tier)
             default:
                 // Refused for another reason, or the pause just ended: the next tick un-refuses.
                 break
@@ -250,7 +239,7 @@ public final class Watchdog: Sendable {
             case .expired?: return .expired
             default: break
             }
-            if case .paused = WatchdogRules.phase(now: now, limits: limits(s, p), window: s.windows[p.name]) {
+            if case .paused = WatchdogRules.phase(now: now, limits: p.limits, window: s.windows[p.name]) {
                 return pauseReason(s, p).refusalCode
             }
             return .unknown
@@ -265,7 +254,7 @@ public final class Watchdog: Sendable {
     private func askAuthority(_ a: any WindowAuthority, _ p: Peer, now: Int64) {
         let ask: WindowDates? = state.withLock { s in
             guard s.sessions[p.name] == nil, Watchdog.restricted(s, p, now: now) == nil else { return nil }
-            if case .openWindow(let w) = WatchdogRules.onConnect(now: now, limits: limits(s, p), window: s.windows[p.name]) { return w }
+            if case .openWindow(let w) = WatchdogRules.onConnect(now: now, limits: p.limits, window: s.windows[p.name]) { return w }
             return nil
         }
         guard let ask, let grant = a.open(peer: p.name, dates: ask, now: now) else { return }
@@ -304,26 +293,11 @@ public final class Watchdog: Sendable {
         }
     }
 
-    /// New runtime tier overrides (control request `peerTier`, or the store at start). The window
-    /// is kept whatever the tier: premium ignores it (a paused peer gets in at once), and a move
-    /// back to free finds the pause it was in, so a quick premium-and-back never hands out a fresh
-    /// window (docs/session.md, "Tier changes"). Returns the peers whose tier changed.
-    @discardableResult
-    public func setOverrides(_ overrides: [String: PeerTier], now: Int64) -> [(Peer, PeerTier)] {
-        let dir = peers.current
-        let changed = state.withLock { s -> [(Peer, PeerTier)] in
-            var changed: [(Peer, PeerTier)] = []
-            for p in dir.all {
-                let before = Watchdog.tier(s, p)
-                let after = overrides[p.name] ?? p.configTier
-                if before != after { changed.append((p, after)) }
-            }
-            s.overrides = overrides
-            return changed
-        }
-        tick(now: now)
-        return changed
-    }
+    /// The tier in force changed in the registry (`tunnelctl peer tier`, the shared store, a
+    /// reload): a pass applies it at once. The window is kept whatever the tier: premium ignores
+    /// it (a paused peer gets in at once), and a move back to free finds the pause it was in, so a
+    /// quick premium-and-back never hands out a fresh window (docs/session.md, "Tier changes").
+    public func tiersChanged(now: Int64) { tick(now: now) }
 
     /// Windows read from a store that opened late (it could not be opened at start): a stored
     /// window is taken where the watchdog has none (so a stored pause is kept); the watchdog's own
@@ -378,7 +352,7 @@ public final class Watchdog: Sendable {
                 }
                 quotaPassLocked(&s, p, now: now)
                 let d = WatchdogRules.onTick(
-                    now: now, limits: limits(s, p), window: s.windows[p.name],
+                    now: now, limits: p.limits, window: s.windows[p.name],
                     sessionLastHandshake: s.sessions[p.name]?.lastHandshake, lastTraffic: s.sessions[p.name]?.lastTraffic,
                     config: config)
                 if let w = d.openWindow {
@@ -417,13 +391,13 @@ public final class Watchdog: Sendable {
         return state.withLock { s in
             guard let p = dir.named(name) else { return nil }
             let live = quotas.account(p.handle).flatMap { a in a.window == s.windows[name]?.allowedUntil ? a.used : nil }
-            return PeerView(tier: Watchdog.tier(s, p), window: s.windows[name], session: s.sessions[name],
-                            refused: s.refused.contains(name), refusals: s.refusals[name] ?? 0, limits: limits(s, p),
-                            used: limits(s, p).hasQuota ? (live ?? s.used[name] ?? .zero) : nil)
+            return PeerView(tier: p.tier, window: s.windows[name], session: s.sessions[name],
+                            refused: s.refused.contains(name), refusals: s.refusals[name] ?? 0, limits: p.limits,
+                            used: p.limits.hasQuota ? (live ?? s.used[name] ?? .zero) : nil)
         }
     }
 
-    /// The tier in force for `name` (override or configuration).
+    /// The tier in force for `name` (the registry's: override or configuration).
     public func tier(of name: String) -> PeerTier? { view(name)?.tier }
 
     // MARK: - under the lock
@@ -432,7 +406,7 @@ public final class Watchdog: Sendable {
     /// disarms it. Returns the account.
     @discardableResult
     private func armLocked(_ s: inout State, _ p: Peer) -> QuotaMeter.Account? {
-        let l = limits(s, p)
+        let l = p.limits
         // Callers arm only a window in force (just opened, resumed, or in window at a pass).
         if l.hasQuota, let w = s.windows[p.name] {
             return quotas.arm(p.handle, window: w.allowedUntil, used: s.used[p.name] ?? .zero, limits: l)
@@ -448,7 +422,7 @@ public final class Watchdog: Sendable {
     /// from the meter and stored when it moved, and a window whose quota is used up ended now
     /// (reason `quota`; its pause starts now).
     private func quotaPassLocked(_ s: inout State, _ p: Peer, now: Int64) {
-        let l = limits(s, p)
+        let l = p.limits
         guard l.hasQuota || l.idleTimeoutMs != nil else {
             if quotas.account(p.handle) != nil { quotas.disarm(p.handle) }
             return
@@ -498,7 +472,7 @@ public final class Watchdog: Sendable {
             device.endSession(p.handle)
         }
         sink.record(.sessionClosed(peer: p.name, at: max(now, live.startedAt), reason: reason,
-                                   rx: bytes.rx &- live.rx0, tx: bytes.tx &- live.tx0))
+                                   rx: bytes.rx &- live.rx0, tx: bytes.tx &- live.tx0), tier: p.tier)
         if reason == .freeLimit || reason == .idle {
             let w = s.windows[p.name]
             sink.record(.marker(

@@ -17,4 +17,12 @@ public protocol WatchdogDevice: AnyObject, Sendable {
 public protocol WatchdogSink: AnyObject, Sendable {
     /// Queues one store record; never blocks.
     func record(_ record: WatchdogRecord)
+    /// Queues a record about a peer with the tier in force when the watchdog decided it, so the
+    /// events reporting the decision say that tier and not one read later (the store rows do not
+    /// carry it; by default the same as ``record(_:)``).
+    func record(_ record: WatchdogRecord, tier: PeerTier)
+}
+
+extension WatchdogSink {
+    public func record(_ record: WatchdogRecord, tier: PeerTier) { self.record(record) }
 }

@@ -23,13 +23,19 @@ public final class WatchdogEvents: WatchdogSink {
     }
 
     public func record(_ record: WatchdogRecord) {
-        if let e = event(record) { log.event(e) }
+        if let e = event(record, tier: nil) { log.event(e) }
         inner.record(record)
     }
 
+    public func record(_ record: WatchdogRecord, tier: PeerTier) {
+        if let e = event(record, tier: tier) { log.event(e) }
+        inner.record(record, tier: tier)
+    }
+
     /// The event a record is, if any (and the bookkeeping that makes refusals once per pause).
-    func event(_ record: WatchdogRecord) -> DaemonEvent? {
-        let tier = { (peer: String) in self.peers.current.named(peer)?.tier ?? .free }
+    /// `decided`: the tier in force when the watchdog decided (nil: read from the registry now).
+    func event(_ record: WatchdogRecord, tier decided: PeerTier? = nil) -> DaemonEvent? {
+        let tier = { (peer: String) in decided ?? self.peers.current.named(peer)?.tier ?? .free }
         switch record {
         case let .windowPut(peer, w, _, _):
             state.withLock { $0.windows[peer] = w }
@@ -39,9 +45,10 @@ public final class WatchdogEvents: WatchdogSink {
             return .sessionStart(peer: peer, tier: tier(peer))
         case let .sessionClosed(peer, _, reason, _, _):
             if reason == .freeLimit || reason == .quota {
+                // The window's own end: its tier and what ended it (time or quota).
                 let w = state.withLock { $0.windows[peer] }
                 log.event(.sessionEnd(peer: peer, tier: tier(peer), reason: reason))
-                return .windowEnd(peer: peer, reconnectAtMs: w?.reconnectAt)
+                return .windowEnd(peer: peer, tier: tier(peer), reason: reason, reconnectAtMs: w?.reconnectAt)
             }
             return .sessionEnd(peer: peer, tier: tier(peer), reason: reason)
         case let .refused(peer, windowEnd, _, why):
