@@ -6,8 +6,9 @@ import Store
 /// `tunnelctl peer tier NAME free|premium` (DESIGN.md §6.5, docs/session.md "Tier changes"): one
 /// owner for the change. With tunneld running, it is asked (control request `peerTier`) and applies
 /// the tier and writes the store in one step; only when tunneld is not running does tunnelctl write
-/// the store itself, and tunneld applies it at its next start. The window is never touched: premium
-/// ignores it, and a move back to free finds the pause it was in.
+/// the store itself (and the shared store, when one is configured), and tunneld applies it at its
+/// next start. The window is never touched: premium ignores it, and a move back to free finds the
+/// pause it was in.
 extension Tunnelctl {
     /// `text` as a tier of `config` (predefined or a `[Tier NAME]` section), else a usage error
     /// listing the configured ones.
@@ -46,8 +47,20 @@ extension Tunnelctl {
             } catch let e as StoreError {
                 throw CLIError.failure(e.description)
             }
-            before = try Tunnelctl.tier(of: peer, store)
-            try store.setTier(peer: name, tier: tier, at: cliNow())
+            before = try WindowSource.open(config, local: false).tier(of: peer)
+            let now = cliNow()
+            // With a shared store, there too: every gateway (and every tunnelctl reading it)
+            // answers with the override, as when tunneld sets it.
+            let iface = config.interface
+            if iface.store.isShared {
+                do {
+                    try iface.store.backend(local: store, gateway: iface.gatewayNameInForce, passFile: iface.storePassFile)?
+                        .setTier(peer: name, tier: tier, at: now)
+                } catch {
+                    throw CLIError.failure("cannot write the tier to the shared store \(iface.store.text): \(error); nothing changed")
+                }
+            }
+            try store.setTier(peer: name, tier: tier, at: now)
             applied = "at tunneld's next start"
         }
         if json {
