@@ -1,7 +1,7 @@
 import Control
 import Core
 @testable import Daemon
-import Engine
+@testable import Engine
 import Foundation
 import LiveFeed
 import Packet
@@ -227,6 +227,60 @@ final class DaemonHarness: @unchecked Sendable {
         #expect(beats.count >= 3, "heartbeats seen: \(beats.sorted())")
         let now = SystemClock().wallMilliseconds()
         #expect(now - (beats.max() ?? 0) <= 1_500)
+    }
+
+    /// One owner of the tier: after `peer tier`, after a restart, when the override lapses and
+    /// when another gateway clears it, the registry, the policy's stamp, the watchdog, the `peers`
+    /// reply, the status page and the metrics all say the same tier (and where it came from).
+    @Test func everyDaemonViewReadsTheRegistrysTier() throws {
+        let trial = PeerTier(rawValue: "trial")!
+        var quota = LimitSettings()
+        try quota.set("Quota", "1GiB")
+        let classes = TierClasses(classes: [trial: quota])
+        func expectTier(_ h: DaemonHarness, _ t: PeerTier, _ origin: TierOrigin, _ why: String,
+                        sourceLocation: SourceLocation = #_sourceLocation) throws {
+            let alice = try #require(h.engine.peer(named: "alice"), sourceLocation: sourceLocation)
+            let view = h.sessions.watchdog.view("alice")
+            let status = h.sessions.annotate(h.engine.peerStatuses()).first { $0.name == "alice" }
+            let page = PeerStatusPage.build(peer: alice, view: view, restriction: nil, now: h.sessions.time.now())
+            let metrics = DaemonMetrics(engine: h.engine, sessions: h.sessions) {
+                h.engine.statusReply(interface: "tv0", addresses: [], listenPort: 0, version: "test")
+            }.snapshot().peers.first { $0.name == "alice" }
+            let seen: [String: PeerTier?] = [
+                "registry": alice.tier, "policy": h.engine.policy.tier(alice.handle.rawValue), "watchdog": view?.tier,
+                "peers reply": status?.tier, "status page": PeerTier(rawValue: page.tier), "metrics": metrics?.tier,
+            ]
+            #expect(seen.values.allSatisfy { $0 == t }, "\(why): \(seen)", sourceLocation: sourceLocation)
+            #expect(alice.tierOrigin == origin && status?.tierOrigin == origin.rawValue && status?.configuredTier == .free,
+                    "\(why)", sourceLocation: sourceLocation)
+            #expect(view?.limits == alice.limits && alice.limits.hasQuota == (t == trial), "\(why): limits follow", sourceLocation: sourceLocation)
+        }
+        var dir = ""
+        do {
+            let h = try DaemonHarness()
+            dir = h.dir
+            h.engine.registry.setTierClasses(classes)
+            try expectTier(h, .free, .config, "configured")
+            guard case .success(.free) = h.sessions.setTier(peer: "alice", trial) else { Issue.record("trial"); return }
+            try expectTier(h, trial, .admin, "after peer tier")
+            #expect(try StateStore(path: h.storePath, mode: .readOnly).tierOverride(peer: "alice")?.tier == trial)
+            h.keep = true
+        }
+        let again = try DaemonHarness(reusing: dir)
+        again.keep = false
+        again.engine.registry.setTierClasses(classes)  // as tunneld does with the config's, after the store
+        try expectTier(again, trial, .admin, "after a restart")
+        // A reload without [Tier trial]: the override lapses, the configured tier applies.
+        again.engine.registry.setTierClasses(TierClasses())
+        try expectTier(again, .free, .config, "lapsed")
+        #expect(again.engine.peer(named: "alice")?.lapsedTierOverride?.tier == trial)
+        again.engine.registry.setTierClasses(classes)
+        try expectTier(again, trial, .admin, "configured again")
+        // Another gateway clears it through the shared store.
+        again.sessions.applySharedTiers([SharedTierChange(peer: "alice", tier: nil, changedAt: again.sessions.time.now())])
+        try expectTier(again, .free, .config, "cleared on another gateway")
+        again.sessions.applySharedTiers([SharedTierChange(peer: "alice", tier: trial, changedAt: again.sessions.time.now())])
+        try expectTier(again, trial, .shared, "set on another gateway")
     }
 
     /// The quick flip of the issue: premium then free inside one WatchdogInterval, in the pause.
