@@ -17,7 +17,8 @@ final class PeerConfigSync: Sendable {
     let interface: InterfaceConfig
     let engine: GatewayEngine
     let sessions: SessionService
-    let routes: InterfaceRoutes
+    /// The kernel routes to keep in step (nil: no kernel interface, as in tests).
+    let routes: InterfaceRoutes?
     let log: Logger
     /// Applies a reloaded `[Interface]`'s listeners (`StatusListen`, `MetricsListen`); returns
     /// the warnings for the reply (a listener that could not move).
@@ -28,7 +29,7 @@ final class PeerConfigSync: Sendable {
 
     /// `peers`: the config's peers tunneld started with (already applied).
     init(configPath: String, interface: InterfaceConfig, engine: GatewayEngine, sessions: SessionService,
-         routes: InterfaceRoutes, log: Logger, peers: [PeerConfig] = [],
+         routes: InterfaceRoutes?, log: Logger, peers: [PeerConfig] = [],
          applyListeners: @escaping @Sendable (InterfaceConfig) -> [String] = { _ in [] }) {
         lock = Mutex(peers)
         self.configPath = configPath
@@ -121,7 +122,7 @@ final class PeerConfigSync: Sendable {
                 for p in engine.peers where p.origin == .runtime && !named.contains(p.publicKey.bytes) { engine.removePeer(p.handle) }
             }
             let refused = engine.uapiSet(rest, listenPort: listenPort)
-            routes.sync(engine.registry.current)
+            routes?.sync(engine.registry.current)
             return refused
         }
     }
@@ -136,7 +137,7 @@ final class PeerConfigSync: Sendable {
         engine.registry.setTierClasses(config.tiers)
         let engineDiff = engine.applyConfigPeers(config.peers)
         sessions.configPeersChanged(config.peers)
-        routes.sync(engine.registry.current)
+        routes?.sync(engine.registry.current)
         var diff = PeerChange.between(applied, config.peers)
         applied = config.peers
         let replaced = Set(diff.changes.filter { $0.kind == .publicKey }.map(\.peer))
