@@ -41,7 +41,7 @@ struct FlowDecision {
         guard let t = flow.tier else { return "not given" + (flow.peer == nil ? "" : " (peer not configured)") }
         switch tierSource {
         case "store": return tierFacts?.text ?? "\(t) (tunnelctl peer tier override)"
-        case "config": return tierFacts?.lapsed == nil ? "\(t) (from the configuration)" : tierFacts!.text
+        case "config": return tierFacts?.lapsed == nil && tierFacts?.note == nil ? "\(t) (from the configuration)" : tierFacts!.text
         default: return t.name
         }
     }
@@ -68,8 +68,16 @@ extension Tunnelctl {
                 peerSource = "config"
             }
             if flow.tier == nil, let name = flow.peer, let p = config.peer(named: name) {
-                // The tier every other view shows: the running tunneld's, else the store's.
-                let facts = try WindowSource.open(config, local: false, live: livePeers(config)).tierFacts(of: p)
+                // The tier every other view shows: the running tunneld's, else the store's (a
+                // shared store that cannot be read: this router's copy, said so).
+                let live = livePeers(config)
+                var facts: TierFacts
+                do {
+                    facts = try WindowSource.open(config, local: false, live: live, localOption: false).tierFacts(of: p)
+                } catch {
+                    facts = try WindowSource.open(config, local: true, live: live).tierFacts(of: p)
+                    facts.note = "this router's copy: the shared store could not be read"
+                }
                 flow.tier = facts.inForce
                 tierSource = facts.origin == "config" ? "config" : "store"
                 tierFacts = facts

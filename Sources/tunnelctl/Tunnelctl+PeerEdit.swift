@@ -345,7 +345,7 @@ extension Tunnelctl {
     static func peerList(_ config: TunnelConfig, _ console: Console, json: Bool) throws -> ExitCode {
         let live = livePeers(config)
         let handshakes = handshakes(live)
-        let tiers = try WindowSource.open(config, local: false, live: live)
+        let tiers = try WindowSource.open(config, local: false, live: live, localOption: false)
         let now = cliNow()
         let shared = try sharedAdmissions(config)
         let peers = config.peers.map { admitted($0, shared).peer }
@@ -376,7 +376,7 @@ extension Tunnelctl {
     static func peerShow(_ configured: PeerConfig, _ config: TunnelConfig, _ console: Console, json: Bool) throws -> ExitCode {
         let (p, from) = admitted(configured, try sharedAdmissions(config))
         let live = livePeers(config)
-        let tier = try WindowSource.open(config, local: false, live: live).tierFacts(of: p)
+        let tier = try WindowSource.open(config, local: false, live: live, localOption: false).tierFacts(of: p)
         if json {
             console.print(try encodeJSON(peerJSON(p, tier, handshakes(live), cliNow())))
             return .ok

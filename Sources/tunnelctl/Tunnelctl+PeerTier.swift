@@ -47,7 +47,7 @@ extension Tunnelctl {
             } catch let e as StoreError {
                 throw CLIError.failure(e.description)
             }
-            before = try WindowSource.open(config, local: false).tier(of: peer)
+            before = try WindowSource.open(config, local: false, localOption: false).tier(of: peer)
             let now = cliNow()
             // With a shared store, there too: every gateway (and every tunnelctl reading it)
             // answers with the override, as when tunneld sets it.

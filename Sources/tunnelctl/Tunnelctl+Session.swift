@@ -307,7 +307,7 @@ extension Tunnelctl {
         console.error("note: tunneld is not running; showing the configuration and the store (no live handshakes or counters)")
         if store == nil { console.error("note: \(noHistoryYet(config))") }
         let now = cliNow()
-        let tiers = try WindowSource.open(config, local: false)
+        let tiers = try WindowSource.open(config, local: false, localOption: false)
         var out: [PeerStatus] = []
         for p in config.peers {
             let facts = tiers.tierFacts(of: p)

@@ -89,14 +89,15 @@ struct WindowSource {
     /// The one way tunnelctl learns the peers' tiers (and windows): the running tunneld's answer
     /// (`live`, its registry: the owner) where it gave one, else the store — shared when
     /// configured — and the configuration, by the registry's rule.
-    static func open(_ config: TunnelConfig, local: Bool, live: [PeerStatus]?) throws -> WindowSource {
-        var s = try open(config, local: local)
+    /// `localOption`: the command takes `--local` (the error names it).
+    static func open(_ config: TunnelConfig, local: Bool, live: [PeerStatus]?, localOption: Bool = true) throws -> WindowSource {
+        var s = try open(config, local: local, localOption: localOption)
         if let live { s.adoptLive(live) }
         return s
     }
 
     /// The source for `config`: the shared store unless `local` or `Store = local`.
-    static func open(_ config: TunnelConfig, local: Bool) throws -> WindowSource {
+    static func open(_ config: TunnelConfig, local: Bool, localOption: Bool = true) throws -> WindowSource {
         let own = try Tunnelctl.readStore(config)
         let iface = config.interface
         let setting: SharedStoreSetting = local ? .local : iface.store
@@ -111,7 +112,8 @@ struct WindowSource {
         } catch {
             guard setting.isShared else { throw error }
             throw CLIError.failure("cannot read the shared store \(setting.text): \(error)\n"
-                + "  the window every gateway enforces is there; this gateway's own copy (one sync pass behind): add --local")
+                + (localOption ? "  the window every gateway enforces is there; this gateway's own copy (one sync pass behind): add --local"
+                    : "  the tiers every gateway applies are there; with tunneld running, it answers with its own"))
         }
     }
 }
@@ -128,6 +130,8 @@ struct TierFacts: Hashable {
     var origin: String
     /// An override that is recorded but lapsed: its tier is not configured.
     var lapsed: PeerTier?
+    /// What the reader should know about where this was read (nil: nothing).
+    var note: String? = nil
 
     init(configured: PeerTier, inForce: PeerTier, overrideSince: Int64?, origin: String, lapsed: PeerTier?) {
         self.configured = configured
@@ -154,9 +158,10 @@ struct TierFacts: Hashable {
     /// `trial (tunnelctl peer tier, since 2026-12-02T10:00:00.000Z; configured: free)`, `free`,
     /// `free (override trial lapsed: no [Tier trial] configured)`.
     var text: String {
-        if let l = lapsed { return "\(inForce) (override \(l) lapsed: no [Tier \(l)] configured)" }
-        guard let since = overrideSince else { return inForce.rawValue }
+        let note = self.note.map { "; \($0)" } ?? ""
+        if let l = lapsed { return "\(inForce) (override \(l) lapsed: no [Tier \(l)] configured\(note))" }
+        guard let since = overrideSince else { return note.isEmpty ? inForce.rawValue : "\(inForce) (\(note.dropFirst(2)))" }
         let who = origin == "shared" ? "tunnelctl peer tier, shared store" : "tunnelctl peer tier"
-        return "\(inForce) (\(who), since \(TimeText.iso(since)); configured: \(configured))"
+        return "\(inForce) (\(who), since \(TimeText.iso(since)); configured: \(configured)\(note))"
     }
 }
