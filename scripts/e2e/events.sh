@@ -5,12 +5,17 @@
 # session-end REASON=free-limit), its handshakes during the pause are refused many times but
 # logged once (refusal); a tier change (tier-change); `tunnelctl peer add|disable|remove` (peer-add,
 # peer-disable, peer-remove); a policy reload and a refused one (policy-reload, RULE=file:line:col).
+# Then each event says the tier and reason of the decision that caused it: bob, a second client in
+# a [Tier trial] with a quota, uses it up (session-end, window-end and refusal say TIER=trial and
+# quota, never free / free-limit); alice, premium by then with [Tier premium] IdleTimeout = 3s,
+# goes idle, is disabled and expires (session-end and refusal with TIER=premium and
+# idle / disabled / expired), and the reload replies name the change (`alice disabled`).
 # EVENTS_VIA=journal (scripts/e2e/journal.sh) runs the same checks through libsystemd's
 # sd_journal_sendv: tunneld starts in a mount namespace of its own where /run/systemd is a tmpfs
 # and journal-capture.py listens on /run/systemd/journal/socket (the native protocol), with
 # JOURNAL_STREAM naming its stderr file as systemd does; each event must then arrive there as one
 # entry with its fields (and PRIORITY, SYSLOG_IDENTIFIER=tunneld), none fall back to stderr, and the
-# text lines carry no time of their own. Needs root; ~35 s.
+# text lines carry no time of their own. Needs root; ~90 s.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/lib/topology.sh
@@ -41,6 +46,8 @@ journal_tunneld_up() {
 tv_topology_up
 tv_tunneld_config e2e free
 sed -i "s/^\[Interface\]$/[Interface]\nPublicEndpoint = $TV_GW_UNDERLAY:$TV_PORT/" "$TV_DIR/tunneld.conf"
+printf '\n[Tier trial]\nQuota = 256KiB\n\n[Tier premium]\nIdleTimeout = 3s\n' >>"$TV_DIR/tunneld.conf"
+tv_bob_peer trial
 if [ "$VIA" = journal ]; then
   journal_tunneld_up || { tv_bad "tunneld starts (with the test journal)"; tv_summary; exit 1; }
 else
@@ -52,6 +59,7 @@ TV_PIDS+=("$TV_WG_C_PID")
 echo "events: a free session, its window end, the refusals of the pause"
 check "alice connects" tv_wait_tunnel
 tv_spawn "$TV_NS_C" "$TV_DIR/ping.log" ping -i 0.5 -W1 $TV_SRV   # keeps the client re-handshaking during the pause
+ALICE_PING=$TV_LAST_PID
 check_output "session-start with PEER and TIER" 'peer alice: session started \(free\) TUNNELVISION_EVENT=session-start PEER=alice TIER=free$' ev session-start
 wait_for 15 grep -q 'TUNNELVISION_EVENT=window-end' "$EVLOG" >/dev/null
 check_output "window-end with its reconnect time" 'TUNNELVISION_EVENT=window-end PEER=alice TIER=free REASON=free-limit RECONNECT_AT=20[0-9-]+T' ev window-end
@@ -66,12 +74,12 @@ check "… once for the whole pause" one refusal
 echo "events: tier, peers, policy"
 $CTL peer tier alice premium >/dev/null 2>&1
 check_output "tier-change names both tiers" 'TUNNELVISION_EVENT=tier-change PEER=alice TIER=premium PREVIOUS_TIER=free$' ev tier-change
-$CTL peer add bob --tier free >/dev/null 2>&1
-check_output "peer-add" 'peer bob: added \(free\) TUNNELVISION_EVENT=peer-add PEER=bob TIER=free$' ev peer-add
-$CTL peer disable bob >/dev/null 2>&1
-check_output "peer-disable" 'TUNNELVISION_EVENT=peer-disable PEER=bob REASON=disabled$' ev peer-disable
-$CTL peer remove bob >/dev/null 2>&1
-check_output "peer-remove" 'TUNNELVISION_EVENT=peer-remove PEER=bob REASON=removed$' ev peer-remove
+$CTL peer add carol --tier free >/dev/null 2>&1
+check_output "peer-add" 'peer carol: added \(free\) TUNNELVISION_EVENT=peer-add PEER=carol TIER=free$' ev peer-add
+$CTL peer disable carol >/dev/null 2>&1
+check_output "peer-disable" 'TUNNELVISION_EVENT=peer-disable PEER=carol REASON=disabled$' ev peer-disable
+$CTL peer remove carol >/dev/null 2>&1
+check_output "peer-remove" 'TUNNELVISION_EVENT=peer-remove PEER=carol REASON=removed$' ev peer-remove
 $CTL policy reload >/dev/null 2>&1
 check_output "policy-reload (applied)" 'TUNNELVISION_EVENT=policy-reload REASON=reloaded POLICY_GENERATION=[0-9]+ POLICY_RULES=3$' ev policy-reload
 printf 'blok proto tcp port 9\n' >"$TV_DIR/policies/06-broken.rules"
@@ -81,6 +89,44 @@ check_output "policy-reload (refused) names the rule file:line:column" \
 for e in session-start window-end tier-change peer-add peer-disable peer-remove; do
   check "$e appears once" one "$e"
 done
+
+echo "events: each says the tier and reason of its decision (quota, idle, disable, expiry)"
+# bob (trial, Quota = 256KiB) sends well over it at once, then keeps pinging through his pause.
+tv_bob_up
+tv_in "$TV_NS_C" ping -I $TV_BOB_TUN -c 400 -i 0.01 -s 1200 -W1 -q $TV_SRV >/dev/null 2>&1
+tv_spawn "$TV_NS_C" "$TV_DIR/bob-ping.log" ping -I $TV_BOB_TUN -i 0.5 -W1 $TV_SRV
+evp() { grep "TUNNELVISION_EVENT=$1 PEER=$2 " "$EVLOG" || grep "TUNNELVISION_EVENT=$1 PEER=$2\$" "$EVLOG"; }
+wait_for 10 grep -q 'TUNNELVISION_EVENT=window-end PEER=bob' "$EVLOG" >/dev/null
+check_output "quota: bob's session-end says his tier and quota" 'TUNNELVISION_EVENT=session-end PEER=bob TIER=trial REASON=quota$' evp session-end bob
+check_output "quota: bob's window-end says the same tier and reason" 'TUNNELVISION_EVENT=window-end PEER=bob TIER=trial REASON=quota RECONNECT_AT=20[0-9-]+T' evp window-end bob
+check "… never free / free-limit" bash -c "! grep -q 'TUNNELVISION_EVENT=window-end PEER=bob TIER=free' '$EVLOG'"
+# alice is premium (tier change above) and pinging: with the ping stopped, IdleTimeout ends her session.
+alice_starts() { grep -c 'TUNNELVISION_EVENT=session-start PEER=alice' "$EVLOG"; }
+alice_starts_above() { [ "$(alice_starts)" -gt "$1" ]; }
+wait_for 20 alice_starts_above 1 >/dev/null
+kill "$ALICE_PING" 2>/dev/null
+wait_for 10 grep -q 'TUNNELVISION_EVENT=session-end PEER=alice TIER=premium REASON=idle' "$EVLOG" >/dev/null
+check_output "idle: session-end with her tier in force" 'TUNNELVISION_EVENT=session-end PEER=alice TIER=premium REASON=idle$' evp session-end alice
+n=$(alice_starts)
+tv_spawn "$TV_NS_C" "$TV_DIR/ping2.log" ping -i 0.5 -W1 $TV_SRV
+wait_for 25 alice_starts_above "$n" >/dev/null
+check_output "disable: the reload reply names it" '^tunneld reloaded: alice disabled; policy generation [0-9]+$' $CTL peer disable alice
+wait_for 5 grep -q 'TUNNELVISION_EVENT=session-end PEER=alice TIER=premium REASON=disabled' "$EVLOG" >/dev/null
+check_output "disable: session-end with her tier" 'TUNNELVISION_EVENT=session-end PEER=alice TIER=premium REASON=disabled$' evp session-end alice
+wait_for 20 grep -q 'TUNNELVISION_EVENT=refusal PEER=alice TIER=premium REASON=disabled' "$EVLOG" >/dev/null
+check_output "disable: her refused handshakes, once, with her tier" 'TUNNELVISION_EVENT=refusal PEER=alice TIER=premium REASON=disabled$' evp refusal alice
+n=$(alice_starts)
+check_output "enable: the reload reply names it" '^tunneld reloaded: alice enabled; policy generation [0-9]+$' $CTL peer enable alice
+wait_for 25 alice_starts_above "$n" >/dev/null
+EXPIRES=$(date -u -d '+4 seconds' +%Y-%m-%dT%H:%M:%SZ)
+sed -i "/^Name = alice\$/a Expires = $EXPIRES" "$TV_DIR/tunneld.conf"
+check_output "expiry: the reload reply names the new Expires" "^tunneld reloaded: alice Expires never -> ${EXPIRES%Z}\\.000Z; policy generation [0-9]+\$" $CTL reload
+wait_for 10 grep -q 'TUNNELVISION_EVENT=session-end PEER=alice TIER=premium REASON=expired' "$EVLOG" >/dev/null
+check_output "expiry: session-end with her tier" 'TUNNELVISION_EVENT=session-end PEER=alice TIER=premium REASON=expired$' evp session-end alice
+wait_for 20 grep -q 'TUNNELVISION_EVENT=refusal PEER=alice TIER=premium REASON=expired' "$EVLOG" >/dev/null
+check_output "expiry: her refused handshakes, with her tier" 'TUNNELVISION_EVENT=refusal PEER=alice TIER=premium REASON=expired$' evp refusal alice
+wait_for 25 grep -q 'TUNNELVISION_EVENT=refusal PEER=bob' "$EVLOG" >/dev/null
+check_output "quota: bob's refused handshakes in his pause say trial and quota-pause" 'TUNNELVISION_EVENT=refusal PEER=bob TIER=trial REASON=quota-pause$' evp refusal bob
 if [ "$VIA" = journal ]; then
   echo "events: through the journal"
   check "no event fell back to stderr" bash -c "! grep -q TUNNELVISION_EVENT= '$LOG'"

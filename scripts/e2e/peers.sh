@@ -3,7 +3,8 @@
 # `tunnelctl peer add bob` appends bob to the config and has the daemon reload; bob's printed
 # client config brings a wireguard-go client up that pings through; `peer disable bob` cuts him
 # within WatchdogInterval + 1 s; `peer remove bob` ends his session with reason removed; alice's
-# stream never stalls more than 1 s; tunneld's pid is the same throughout; `peer qr bob --png`
+# stream never stalls more than 1 s; tunneld's pid is the same throughout; each reload reply (and
+# tunneld's log line) names the change (added bob, bob disabled, bob enabled, removed bob); `peer qr bob --png`
 # decodes (zbarimg) to exactly the `peer config bob` text. Peers added with `wg set` are written
 # back to the config (named peer-KEYPREFIX, DefaultTier) and survive a restart; `wg set … remove`
 # removes them from it; kernel routes for AllowedIPs outside the interface subnet follow every
@@ -30,7 +31,7 @@ tv_spawn "$TV_NS_C" "$TV_DIR/alice-ping.log" ping -D -i 0.05 -W1 -I $TV_C_TUN $T
 echo "peers: add bob while alice streams"
 $CTL peer add bob --tier free >"$TV_DIR/bob.conf" 2>"$TV_DIR/add.err"
 check "peer add bob succeeded" test -s "$TV_DIR/bob.conf"
-check_output "the daemon reloaded (not a restart)" 'added|reload' cat "$TV_DIR/add.err"
+check_output "the daemon reloaded (not a restart) and says bob was added" '^tunneld reloaded: added bob; policy generation [0-9]+$' cat "$TV_DIR/add.err"
 check_output "bob's client config has the gateway as endpoint" "^Endpoint = $TV_GW_UNDERLAY:$TV_PORT" cat "$TV_DIR/bob.conf"
 BOB_ADDR=$(sed -n 's/^Address = \([0-9.]*\)\/32.*/\1/p' "$TV_DIR/bob.conf")
 python3 - "$TV_DIR/bob.conf" "$TV_DIR/bob.key" "$TV_DIR/bob.peer" <<'PY'
@@ -59,14 +60,14 @@ check "bob ($BOB_ADDR) pings through with the printed config" wait_for 10 bob_pi
 check_output "peer list shows bob" 'bob' $CTL peer list
 
 echo "peers: disable, remove"
-$CTL peer disable bob >/dev/null 2>&1
-T=$(date +%s.%N)
+check_output "the reload reply names the disable (not 'no peer changed')" '^tunneld reloaded: bob disabled; policy generation [0-9]+$' $CTL peer disable bob
+check_output "… and so does tunneld's log line" 'reload: 0 peer\(s\) added, 0 removed, 1 changed: bob disabled' cat "$TV_DIR/tunneld.log"
 check "bob is cut within WatchdogInterval + 1 s" bash -c "for i in \$(seq 20); do ip netns exec $TV_NS_C ping -c1 -W0.2 -I $BOB_ADDR $TV_SRV >/dev/null 2>&1 || exit 0; sleep 0.1; done; exit 1"
 check_output "his session ended disabled" 'disabled' store_sql "SELECT end_reason FROM sessions WHERE peer = 'bob' ORDER BY id DESC LIMIT 1"
-$CTL peer enable bob >/dev/null 2>&1
+check_output "the reload reply names the enable" '^tunneld reloaded: bob enabled; policy generation [0-9]+$' $CTL peer enable bob
 # wireguard-go notices its dead session (~15 s) and retries its handshake every 5 s.
 check "enabled again, bob pings" wait_for 30 bob_ping
-$CTL peer remove bob >/dev/null 2>&1
+check_output "the reload reply names the removal" '^tunneld reloaded: removed bob; policy generation [0-9]+$' $CTL peer remove bob
 sleep 1.5
 check_output "peer remove: bob's session ended removed" 'removed' store_sql "SELECT end_reason FROM sessions WHERE peer = 'bob' ORDER BY id DESC LIMIT 1"
 check "bob no longer gets through" bash -c "! ip netns exec $TV_NS_C ping -c2 -W1 -I $BOB_ADDR $TV_SRV"

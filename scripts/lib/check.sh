@@ -10,4 +10,5 @@ check_output() { local name=$1 re=$2; shift 2; local out; out=$("$@" 2>&1 || tru
 check_exit() { local name=$1 want=$2; shift 2; local out rc=0; out=$("$@" 2>&1) || rc=$?; if [ "$rc" = "$want" ]; then tv_ok "$name"; else tv_bad "$name" "exit $rc, wanted $want: $(printf '%s' "$out" | tail -n 5)"; fi; }
 # wait_for SECS CMD...: retries CMD every 0.5 s until it succeeds or SECS pass.
 wait_for() { local secs=$1; shift; local end=$((SECONDS+secs)); while [ $SECONDS -lt $end ]; do "$@" >/dev/null 2>&1 && return 0; sleep 0.5; done; "$@"; }
-tv_summary() { echo "$(basename "$0"): $TV_PASS passed, $TV_FAIL failed"; [ "$TV_FAIL" -eq 0 ]; }
+# The result line names the script that was run: TV_SCRIPT when one script runs another's checks.
+tv_summary() { echo "${TV_SCRIPT:-$(basename "$0")}: $TV_PASS passed, $TV_FAIL failed"; [ "$TV_FAIL" -eq 0 ]; }
