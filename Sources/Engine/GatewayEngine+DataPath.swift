@@ -647,7 +647,7 @@ extension GatewayEngine {
         }
         if let events {
             if let ended = t.ended { events.flowEnded(ended) }
-            events.flowDecided(table[t.handle], peer: peer, verdict: v, policy: policy, opened: t.opened, host: host)
+            events.flowDecided(FlowDecision(entry: table[t.handle], peer: peer, verdict: v, policy: policy, opened: t.opened, host: host))
         }
         if let host { self.observer?.noteFlowHost(flowID: entry.id, peer: peer, verdict: v.action, host: host) }
         return v.action
@@ -700,7 +700,8 @@ extension GatewayEngine {
             v = PolicyVerdict(action: .block, ruleIndex: -1, direction: q.direction)
         }
         hostGate.finish(slot, verdict: v.action)
-        settlePending(table, handle, record: record, verdict: v, host: host, source: source, policy: policy)
+        settlePending(table, handle, record: record, verdict: v, host: host, source: source, policy: policy,
+                      quicUnknown: { if case .blockUnknown = step { true } else { false } }())
         // A reply (the server spoke first) decided `reject`: it is answered, and the peer that
         // opened the flow, waiting on it, is reset too (the outbound loop builds that RST).
         if isReply, v.action == .reject, p.proto == .tcp { hostGate.rejectOpener = true }
@@ -711,13 +712,13 @@ extension GatewayEngine {
 
     /// Caches the final verdict of a flow that was pending and tells history (with its host).
     func settlePending(_ table: FlowTable, _ handle: FlowHandle, record: HostGate.Record, verdict v: PolicyVerdict,
-                       host: String?, source: HostSource?, policy: ActivePolicy)
+                       host: String?, source: HostSource?, policy: ActivePolicy, quicUnknown: Bool = false)
     {
         hostGate.markDone(handle.index, host: host, source: source)
         policy.hit(v)
         table.setVerdict(handle, generation: policy.generation, action: v.action.rawValue, ruleIndex: v.ruleIndex)
-        events?.flowDecided(table[handle], peer: record.peer, verdict: v, policy: policy, opened: record.opened,
-                            host: host)
+        events?.flowDecided(FlowDecision(entry: table[handle], peer: record.peer, verdict: v, policy: policy, opened: record.opened,
+                                         host: host, quicUnknown: quicUnknown))
         if let host { observer?.noteFlowHost(flowID: table[handle].id, peer: record.peer, verdict: v.action, host: host) }
     }
 

@@ -20,8 +20,7 @@ extension Tunnelctl {
         let rows = try storeCall { try store?.reader.historyRefusals(since: since, peer: peer, gateway: scope.gateway, limit: 10_000) ?? [] }
         if json {
             if store == nil { console.error("note: \(noHistoryYet(config))") }
-            let names = RuleNames(directory: config.interface.policyDirectory)
-            console.print(try encodeJSON(rows.map { RefusalRow($0.row, rules: names, gateway: $0.gateway) }))
+            console.print(try encodeJSON(rows.map { RefusalRow($0.row, gateway: $0.gateway) }))
             return .ok
         }
         if store == nil {
@@ -60,8 +59,7 @@ extension Tunnelctl {
         }
         if json {
             if store == nil { console.error("note: \(noHistoryYet(config))") }
-            let names = RuleNames(directory: config.interface.policyDirectory)
-            console.print(try encodeJSON(rows.map { FlowRow($0.row, rules: names, gateway: $0.gateway) }))
+            console.print(try encodeJSON(rows.map { FlowRow($0.row, gateway: $0.gateway) }))
             return .ok
         }
         if store == nil {
@@ -80,15 +78,29 @@ extension Tunnelctl {
             daemonUp && (gateway == nil || gateway == config.interface.gatewayNameInForce)
                 ? "live" : "open"
         }
-        var table = [["ID"] + (shared ? ["GATEWAY"] : []) + ["PEER", "FLOW", "HOST", "VERDICT", "RULE", "OUT", "IN", "FIRST", "LAST", "STATE"]]
+        var table = [["ID"] + (shared ? ["GATEWAY"] : []) + ["PEER", "FLOW", "HOST", "VERDICT", "RULE", "OUT", "IN", "FIRST", "LAST", "STATE", "REASON"]]
         for f in rows {
             let c = f.counters
             table.append([String(f.id)] + (shared ? [f.gateway ?? "-"] : []) + [f.peer, flowText(f.row), f.host ?? "-", f.verdict.name, f.rule ?? "default",
                           "\(c.packetsOut)p/\(bytesText(c.bytesOut))", "\(c.packetsIn)p/\(bytesText(c.bytesIn))",
-                          dateTimeText(f.firstSeen), clockText(f.lastSeen), f.closedAt == nil ? openState(f.gateway) : (f.closeReason ?? "closed")])
+                          dateTimeText(f.firstSeen), clockText(f.lastSeen), f.closedAt == nil ? openState(f.gateway) : (f.closeReason ?? "closed"),
+                          decisionText(f.row)])
         }
         console.print(Tunnelctl.table(table))
         return .ok
+    }
+
+    /// Why a stored flow got its verdict, as decided: the reason, with the generation and tier
+    /// (`no outgoing mail (gen 3, free)`); `not recorded` for a row an older tunneld stored, `-`
+    /// while the verdict is pending.
+    static func decisionText(_ f: Flow) -> String {
+        guard let d = f.decision else { return f.verdict == .pending ? "-" : "not recorded" }
+        return "\(d.reason) (\(generationText(d)))"
+    }
+
+    /// `gen 3, free`: the generation and tier of a decision.
+    static func generationText(_ d: DecidedRule) -> String {
+        "gen \(d.generation)\(d.tier.map { ", \($0)" } ?? "")"
     }
 
     /// " on gw-b" / " in the shared store" for an empty answer from a shared store.

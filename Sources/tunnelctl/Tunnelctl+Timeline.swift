@@ -26,14 +26,13 @@ extension Tunnelctl {
             }
             return .ok
         }
-        let names = RuleNames(directory: config.interface.policyDirectory)
         // Audit sessions stay on the router that ran them (they are not shipped): shown when the
         // answer covers this router.
         let ownAudits = !source.shared || scope.gateway == nil || scope.gateway == config.interface.gatewayName
         let (events, truncated) = try storeCall {
             try source.reader.readingOneSnapshot {
                 try timelineEvents(source.reader, audits: ownAudits ? source.local : nil, since: since, peer: peer,
-                                   gateway: scope.gateway, rules: names)
+                                   gateway: scope.gateway)
             }
         }
         if json {
@@ -57,8 +56,15 @@ extension Tunnelctl {
     /// The events at or after `since`, oldest first; ties keep a fixed family order, then id.
     /// The events at or after `since`, oldest first; ties keep a fixed family order, then
     /// gateway, then id. Audit sessions come from `audits` (this router's store) when given.
-    static func timelineEvents(_ store: any HistoryReading, audits: StateStore?, since: Int64, peer: String?, gateway: String?,
-                               rules: RuleNames) throws -> ([TimelineEvent], Bool) {
+    /// `10-web.rules:4: web (gen 2, free)` or `the default (gen 2, free)`: what decided a stored
+    /// flow, with why, as decided; a row that records no decision says so.
+    static func decidedBy(_ f: Flow) -> String {
+        guard let d = f.decision else { return "\(f.rule ?? "the default") (reason not recorded)" }
+        guard let place = f.rule else { return "the default (\(generationText(d)))" }
+        return "\(place): \(d.reason) (\(generationText(d)))"
+    }
+
+    static func timelineEvents(_ store: any HistoryReading, audits: StateStore?, since: Int64, peer: String?, gateway: String?) throws -> ([TimelineEvent], Bool) {
         let limit = timelineLimit
         var events: [(rank: Int, e: TimelineEvent)] = []
         var current: String? = nil  // the gateway of the row being added
@@ -73,13 +79,13 @@ extension Tunnelctl {
             let f = g.row
             current = g.gateway
             let tuple = flowText(f)
-            let row = FlowRow(f, rules: rules, gateway: g.gateway)
+            let row = FlowRow(f, gateway: g.gateway)
             let host = f.host.map { " (\($0))" } ?? ""
             if f.verdict == .block || f.verdict == .reject {
-                add(2, "flow-block", f.firstSeen, f.id, f.peer, "\(tuple)\(host) \(f.verdict == .block ? "blocked" : "rejected") by \(f.rule ?? "the default")", flow: row)
+                add(2, "flow-block", f.firstSeen, f.id, f.peer, "\(tuple)\(host) \(f.verdict == .block ? "blocked" : "rejected") by \(decidedBy(f))", flow: row)
                 continue
             }
-            let verdict = f.verdict == .pending ? "verdict pending" : "allowed by \(f.rule ?? "the default")"
+            let verdict = f.verdict == .pending ? "verdict pending" : "allowed by \(decidedBy(f))"
             add(2, "flow-open", f.firstSeen, f.id, f.peer, "\(tuple)\(host) \(verdict)", flow: row)
             if let closed = f.closedAt {
                 let bytes = "\(bytesText(f.counters.bytesOut)) out, \(bytesText(f.counters.bytesIn)) in"
@@ -93,7 +99,7 @@ extension Tunnelctl {
             let times = r.count == 1 ? "once" : "\(r.count) times, last \(dateTimeText(r.lastAt))"
             let what = r.kind == .session ? "session refused: \(r.reason)"
                 : "\(r.flowKey)\(r.host.isEmpty ? "" : " host \(r.host)") refused by \(r.rule): \(r.reason)"
-            add(3, "refusal", r.firstAt, r.id, r.peer, "\(what) (\(times))", refusal: RefusalRow(r, rules: rules, gateway: g.gateway))
+            add(3, "refusal", r.firstAt, r.id, r.peer, "\(what) (\(times))", refusal: RefusalRow(r, gateway: g.gateway))
         }
         let sessions = try store.historySessions(since: since, peer: peer, gateway: gateway, limit: limit)
         for g in sessions {
