@@ -222,8 +222,9 @@ extension Tunnelctl {
                 and refused flows, coalesced to one row per peer, rule and destination per hour. Never needs \
                 the daemon.
 
-                Exit 1 when --peer names no configured peer, or when the configuration or the store cannot be \
-                read. When the store does not exist yet, that is what it says (tunneld has not run).
+                Exit 1 when --peer names neither a configured peer nor one the history holds rows of, or when \
+                the configuration or the store cannot be read. When the store does not exist yet, that is what \
+                it says (tunneld has not run).
 
                 \(sharedHistoryHelp)
                 """,
@@ -386,7 +387,8 @@ extension Tunnelctl {
             "watch", summary: "live packets, flows, blocks and refusals (piped: one line each)",
             options: [OptionSpec("--peer", "NAME", help: "only this peer's records"),
                       OptionSpec("--blocked", help: "only blocked and rejected packets and flows, and refusals"),
-                      OptionSpec("--count", "N", help: "stop after N printed records"),
+                      OptionSpec("--count", "N", help: "stop after N records that pass --peer and --blocked (exit 0)"),
+                      OptionSpec("--timeout", "DURATION", help: "stop after DURATION (10s, 2m); with --count, exit 1 when fewer than N records came"),
                       OptionSpec("--lines", help: "one line per record even on a terminal"),
                       OptionSpec("--view", help: "the refreshing view even when piped"),
                       OptionSpec("--ring", "PATH", help: "the live feed file (default: RuntimeDirectory/live.ring of the configuration)"),
@@ -394,8 +396,14 @@ extension Tunnelctl {
                       .config],
             help: """
                 The live feed tunneld writes (RuntimeDirectory/live.ring). On a terminal: a view redrawn every \
-                second with the top flows, new flows, blocks and refusals. Piped: one line per record. Waits \
-                for tunneld when it is not running, and re-attaches when it restarts; Ctrl-C stops.
+                second with the top flows, new flows, blocks and refusals. Piped, or with --count: one line per \
+                record. Once attached it follows tunneld across restarts. Exit 3 at once when tunneld is not \
+                running (no live feed, or the one there was closed when tunneld stopped).
+
+                It ends on Ctrl-C, after --count N records that pass the filters (a quiet peer can keep it \
+                waiting: add --timeout DURATION to bound the wait), or after --timeout. --peer NAME must be a \
+                configured peer (or, with --ring alone, one the running tunneld reports): any other name is an \
+                error (exit 1), never a watch that waits for records that cannot come.
                 """,
             run: runWatch),
         Command(

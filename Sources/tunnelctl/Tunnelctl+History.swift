@@ -15,8 +15,8 @@ extension Tunnelctl {
         let peer = try args.option("--peer")
         let scope = try historyScope(&args)
         try args.finish()
-        if let peer { _ = try configuredPeer(peer, config) }
         let store = try historySource(config, local: scope.local, gateway: scope.gateway)
+        if let peer { try checkHistoryPeer(peer, config, store) }
         let rows = try storeCall { try store?.reader.historyRefusals(since: since, peer: peer, gateway: scope.gateway, limit: 10_000) ?? [] }
         if json {
             if store == nil { console.error("note: \(noHistoryYet(config))") }
@@ -53,8 +53,8 @@ extension Tunnelctl {
         let peer = try args.option("--peer")
         let scope = try historyScope(&args)
         try args.finish()
-        if let peer { _ = try configuredPeer(peer, config) }
         let store = try historySource(config, local: scope.local, gateway: scope.gateway)
+        if let peer { try checkHistoryPeer(peer, config, store) }
         let rows = try storeCall {
             try store?.reader.historyFlows(since: since, peer: peer, gateway: scope.gateway, blockedOnly: blocked, limit: 10_000) ?? []
         }

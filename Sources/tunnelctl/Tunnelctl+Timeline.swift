@@ -17,7 +17,9 @@ extension Tunnelctl {
         let config = try cliConfig(&args)
         let scope = try historyScope(&args)
         try args.finish()
-        guard let source = try historySource(config, local: scope.local, gateway: scope.gateway) else {
+        let found = try historySource(config, local: scope.local, gateway: scope.gateway)
+        if let peer { try checkHistoryPeer(peer, config, found) }
+        guard let source = found else {
             if json {
                 console.error("note: \(noHistoryYet(config))")
                 console.print(try encodeJSON(TimelineJSON(since: since == .min ? nil : JSONTime(ms: since), truncated: false, events: [])))

@@ -77,4 +77,99 @@ import WireGuard
             }
         }
     }
+
+    // MARK: --peer names a peer
+
+    /// A misspelt peer is an error with a did-you-mean (exit 1) for every filter; a peer that is
+    /// no longer configured but has history is still a fine filter.
+    @Test func anUnknownPeerInAFilterIsAnError() throws {
+        let f = try Fixture()
+        defer { f.remove() }
+        // zoe was removed from the configuration; her flow stays in the history.
+        let s = try StateStore(path: f.store)
+        try s.insertFlow(FlowOpen(id: 40, proto: 17, src: IPAddress(v4: 0x0A63_0009), srcPort: 5353, dst: IPAddress(v4: 0x0A63_0001),
+                                  dstPort: 53, peer: "zoe", at: SessionCommandTests.now - 50 * 60_000, verdict: .allow))
+        try s.closeFlow(FlowClose(id: 40, at: SessionCommandTests.now - 49 * 60_000, counters: FlowCounters(bytesOut: 60, bytesIn: 90, packetsOut: 1, packetsIn: 1), reason: "idle"))
+        let r = try Self.expectTranscripts([
+            ["timeline", "--peer", "alcie"],
+            ["flows", "--peer", "alcie"],
+            ["refusals", "--peer", "alcie"],
+            ["watch", "--peer", "mallory", "--count", "1"],
+            ["flows", "--peer", "zoe"],
+            ["timeline", "--peer", "zoe", "--since", "1d"],
+        ], "truth-unknown-peer.txt", run: f.run, shown: Self.shown(f))
+        #expect(r.map(\.code) == [.failure, .failure, .failure, .failure, .ok, .ok])
+        #expect(r[0].out.isEmpty && r[0].err.contains("did you mean 'alice'?"))
+    }
+
+    /// Without a configuration to check against, `watch --ring` asks the tunneld next to the ring.
+    @Test func watchChecksThePeerWithTheDaemonNextToTheRing() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tv-truth-peer-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let server = try ControlServer(path: dir + "/control.sock") { request, _ in
+            guard case .peers = request else { return .failure(.failed, "not in this test") }
+            return .peers(JSONGoldenTests.peers)
+        }
+        defer { server.stop() }
+        let console = Console(capturing: true)
+        #expect(Tunnelctl.run(["watch", "--ring", dir + "/live.ring", "--peer", "alcie"], console: console) == .failure)
+        #expect(console.err == "tunnelctl watch: no peer named 'alcie', did you mean 'alice'? (configured: alice, bob, carol)\n")
+    }
+
+    // MARK: watch ends
+
+    /// No tunneld: exit 3 at once, whether there is no feed at all or the one there was closed
+    /// when tunneld stopped.
+    @Test func watchWithoutTheDaemonExitsThreeAtOnce() throws {
+        let f = try Fixture()
+        defer { f.remove() }
+        let started = Date()
+        let r = try Self.expectTranscripts([["watch"], ["watch", "--peer", "alice", "--count", "1", "--json"]],
+                                           "truth-watch-no-daemon.txt", run: f.run, shown: Self.shown(f))
+        #expect(r.map(\.code) == [.daemonNotRunning, .daemonNotRunning])
+        // A feed left behind by a tunneld that stopped.
+        try FileManager.default.createDirectory(atPath: f.dir + "/run", withIntermediateDirectories: true)
+        let producer = try RingProducer(directory: f.dir + "/run", slotCount: 64)
+        producer.close()
+        let closed = f.run(["watch", "--count", "1"])
+        #expect(closed.code == .daemonNotRunning && closed.err.contains("was closed when it stopped"), "\(closed.err)")
+        #expect(Date().timeIntervalSince(started) < 5)
+    }
+
+    /// `--count N` counts records that pass the filters; `--timeout` bounds the wait for them
+    /// (exit 1 when fewer came), so a quiet peer cannot keep a script waiting.
+    @Test func watchCountEndsAndTimeoutBoundsTheWait() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tv-truth-watch-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let producer = try RingProducer(directory: dir, slotCount: 64)
+        defer { producer.close() }
+        let path = producer.path
+        func run(_ argv: [String]) -> Result {
+            let console = Console(capturing: true)
+            let code = Tunnelctl.run(argv, console: console)
+            return (code, console.out, console.err.replacingOccurrences(of: dir, with: "DIR"))
+        }
+        let r = try Self.expectTranscripts([
+            ["watch", "--ring", path, "--peer", "carol", "--count", "1", "--timeout", "200ms"],
+        ], "truth-watch-timeout.txt", run: run, shown: { $0.map { $0.replacingOccurrences(of: dir, with: "DIR") } })
+        #expect(r[0].code == .failure)
+        // Records that pass the filter end it: the second of alice's is the one that counts.
+        let box = ResultBox()
+        let console = Console(capturing: true)
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            box.code = Tunnelctl.run(["watch", "--ring", path, "--peer", "alice", "--count", "2", "--timeout", "10s"], console: console)
+            done.signal()
+        }
+        for _ in 0..<500 where !producer.hasConsumer { usleep(10_000) }
+        let records = WatchTests.recorded
+        for r in records { producer.publish(r) }
+        producer.endBatch()
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(box.code == .ok)
+        #expect(console.out.split(separator: "\n").count == 2)
+        #expect(console.out.split(separator: "\n").allSatisfy { $0.contains(" alice ") }, "\(console.out)")
+    }
 }
