@@ -172,4 +172,24 @@ import WireGuard
         #expect(console.out.split(separator: "\n").count == 2)
         #expect(console.out.split(separator: "\n").allSatisfy { $0.contains(" alice ") }, "\(console.out)")
     }
+
+    // MARK: policy check without a configuration
+
+    @Test func policyCheckSaysPeerNamesWereNotChecked() throws {
+        let f = try Fixture()
+        defer { f.remove() }
+        let fixture = PolicyCommandTests.fixture
+        func run(_ argv: [String]) -> Result {
+            let console = Console(capturing: true)
+            let code = Tunnelctl.run(argv, console: console)
+            return (code, console.out.replacingOccurrences(of: fixture, with: "DIR"),
+                    console.err.replacingOccurrences(of: fixture, with: "DIR"))
+        }
+        let r = try Self.expectTranscripts([["policy", "check", fixture]], "truth-policy-check-unchecked.txt", run: run,
+                                           shown: { $0.map { $0.replacingOccurrences(of: fixture, with: "DIR") } })
+        #expect(r[0].code == .ok && r[0].out.contains("note: peer names (admin) were not checked"))
+        // With the configuration they are checked, and the note gives way to the warning.
+        let checked = f.run(["policy", "check"])
+        #expect(!checked.out.contains("were not checked") && checked.out.contains("'peer admin': no configured peer"), "\(checked.out)")
+    }
 }
