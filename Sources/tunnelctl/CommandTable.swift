@@ -54,7 +54,8 @@ extension Tunnelctl {
 
                 When tunneld is not running, the configuration and the store answer instead (tiers with their \
                 overrides, windows, the last session) and a note on stderr says so; there are then no live \
-                handshakes or counters. A store that cannot be read is an error (exit 1).
+                handshakes or counters. A store that cannot be read or does not exist is exit 1 with the \
+                reason (on stdout without --json), never peers shown as disconnected by default.
 
                 --names prints the names of the configuration's [Peer] sections and nothing else, from the \
                 configuration alone (no daemon, no store); with --json, as a JSON array of strings.
@@ -186,15 +187,16 @@ extension Tunnelctl {
                 a shared store that cannot be read is an error that names --local.
 
                 Exit 1 when NAME is not a configured peer, or when the configuration or the store cannot be \
-                read (for example: permission denied). When the store does not exist yet (tunneld has not \
-                run), a note on stderr says so.
+                read (for example: permission denied). A store that does not exist (tunneld has not run, or \
+                StateDirectory points elsewhere) is exit 1 too, saying so where the answer would be: the \
+                window is not known without it.
                 """,
             run: runSession),
         Command(
             "explain", "PEER | 'FLOW'", summary: "why a peer is refused now, or which rule decides a flow",
             arguments: [
-                ArgumentSpec("PEER", "a configured peer: is it refused now, why, and until when"),
-                ArgumentSpec("FLOW", "a flow, in quotes (syntax above)"),
+                ArgumentSpec("PEER", "a configured peer: is it refused now, why, and until when (exit 0 refused, 1 not refused)"),
+                ArgumentSpec("FLOW", "a flow, in quotes (syntax above) (exit 0 allowed, 1 blocked or rejected)"),
             ],
             options: [OptionSpec("--policies", "DIR", help: "rule files to decide FLOW with (default: PolicyDirectory of the configuration)"),
                       .windowLocal, .json("docs/session.md"), .config],
@@ -209,7 +211,8 @@ extension Tunnelctl {
                 is blocked or rejected. FLOW:
                   \(PolicyFlow.syntax)
 
-                A configuration or store that cannot be read is an error (exit 1), never a "not refused".
+                A configuration or store that cannot be read, or a store that does not exist, is exit 1 with \
+                the reason, never a "not refused".
                 """,
             run: runExplain),
         Command(

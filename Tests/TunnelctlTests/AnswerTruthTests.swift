@@ -192,4 +192,23 @@ import WireGuard
         let checked = f.run(["policy", "check"])
         #expect(!checked.out.contains("were not checked") && checked.out.contains("'peer admin': no configured peer"), "\(checked.out)")
     }
+
+    // MARK: a store that is not there
+
+    /// `session`, `explain PEER` and `peers` without tunneld answer from the store: without one
+    /// they say so where the answer would be, exit 1, and give no default answer.
+    @Test func noStoreIsNoAnswer() throws {
+        let f = try Fixture()
+        defer { f.remove() }
+        // StateDirectory pointing at a directory tunneld never wrote.
+        let moved = try String(contentsOfFile: f.config, encoding: .utf8)
+            .replacingOccurrences(of: "StateDirectory = \(f.dir)/state", with: "StateDirectory = \(f.dir)/elsewhere")
+        try moved.write(toFile: f.config, atomically: true, encoding: .utf8)
+        let r = try Self.expectTranscripts([
+            ["session", "alice"], ["session"], ["session", "--json"], ["explain", "alice"], ["peers"],
+        ], "truth-no-store.txt", run: f.run, shown: Self.shown(f))
+        #expect(r.allSatisfy { $0.code == .failure })
+        #expect(r.allSatisfy { !$0.out.contains("disconnected") && !$0.out.contains("opens a") && !$0.out.contains("not refused") })
+        #expect(r[2].out.isEmpty, "--json keeps stdout for JSON")
+    }
 }
