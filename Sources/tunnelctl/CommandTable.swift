@@ -128,6 +128,10 @@ extension Tunnelctl {
                     help: """
                         The text of 'peer config NAME' as a QR code for the WireGuard phone apps: UTF-8 half blocks on \
                         the terminal (light modules drawn, for dark terminals), or a PNG with --png FILE (libqrencode, libpng).
+
+                        Exit 1, with no code, when the client's private key is not stored beside the configuration \
+                        (clients/NAME.key, kept by 'peer add --keep-client-key') or is not the key of the peer's \
+                        PublicKey: a code without it cannot make a working tunnel.
                         """),
                 Command(
                     "tier", "NAME TIER", summary: "set a peer's tier at runtime (free, premium or a [Tier] class)",

@@ -211,4 +211,32 @@ import WireGuard
         #expect(r.allSatisfy { !$0.out.contains("disconnected") && !$0.out.contains("opens a") && !$0.out.contains("not refused") })
         #expect(r[2].out.isEmpty, "--json keeps stdout for JSON")
     }
+
+    // MARK: peer qr
+
+    @Test func peerQRWithoutTheClientKeyRefuses() throws {
+        let f = try PeerCommandTests().fixture()
+        defer { try? FileManager.default.removeItem(atPath: f.dir) }
+        func run(_ argv: [String]) -> Result {
+            let console = Console(capturing: true)
+            let code = Tunnelctl.run(argv + ["--config", f.conf], console: console)
+            return (code, console.out.replacingOccurrences(of: f.dir, with: "DIR"), console.err.replacingOccurrences(of: f.dir, with: "DIR"))
+        }
+        #expect(run(["peer", "add", "bob"]).code == .ok)
+        let noKey = run(["peer", "qr", "bob"])
+        // A key that is not bob's (alice's public key is all 2s: any other private key).
+        try FileManager.default.createDirectory(atPath: f.dir + "/clients", withIntermediateDirectories: true)
+        try (WireGuardKey(bytes: [UInt8](repeating: 9, count: 32))!.base64 + "\n").write(toFile: f.dir + "/clients/bob.key", atomically: true, encoding: .utf8)
+        let wrongKey = run(["peer", "qr", "bob", "--png", f.dir + "/bob.png"])
+        let text = [(["peer", "qr", "bob"], noKey), (["peer", "qr", "bob", "--png", "DIR/bob.png"], wrongKey)]
+            .map { Self.transcript($0 + ["--config", "DIR/tunneld.conf"], $1) }.joined(separator: "\n")
+        try HistoryFixture.expectGolden(text, "truth-peer-qr.txt")
+        #expect(noKey.code == .failure && noKey.out.isEmpty && noKey.err.contains("peer add bob --keep-client-key"))
+        #expect(wrongKey.code == .failure && !FileManager.default.fileExists(atPath: f.dir + "/bob.png"))
+        // The client's own key put there by hand: a usable code.
+        try FileManager.default.removeItem(atPath: f.dir + "/clients/bob.key")
+        #expect(run(["peer", "remove", "bob"]).code == .ok)
+        #expect(run(["peer", "add", "bob", "--keep-client-key"]).code == .ok)
+        #expect(run(["peer", "qr", "bob"]).code == .ok)
+    }
 }
