@@ -244,11 +244,14 @@ extension Tunnelctl {
                       .json("docs/session.md"), .config],
             help: """
                 The store's flow rows, newest first: the 5-tuple, the host it is known by (TLS SNI, HTTP Host, QUIC SNI or DNS name), verdict and rule, packets and bytes each way, \
-                first and last seen, and its state: its close reason, `live` (open, and this router's tunneld runs), \
-                or `open` (open when last recorded: tunneld is not running, or another gateway's row). Never needs the daemon.
+                first and last seen, and its state: its close reason, `live` (open in this router's tunneld now, \
+                which is asked for its packets and bytes), or `open` (open when last recorded: tunneld is not \
+                running, or another gateway's row; a note says its counts are as of that record). Never needs \
+                the daemon.
 
-                Exit 1 when --peer names no configured peer, or when the configuration or the store cannot be \
-                read. When the store does not exist yet, that is what it says (tunneld has not run).
+                Exit 1 when --peer names neither a configured peer nor one the history holds rows of, or when \
+                the configuration or the store cannot be read. When the store does not exist yet, that is what \
+                it says (tunneld has not run).
 
                 \(sharedHistoryHelp)
                 """,
@@ -260,10 +263,12 @@ extension Tunnelctl {
                 + OptionSpec.historyScope + [.json("docs/audit.md"), .config],
             help: """
                 Flows (opened, closed, blocked), refusals, sessions, audit sessions and markers from the store, \
-                in time order, oldest first. At most 10,000 rows of each family are read; a note says when \
-                more were left out.
+                in time order, oldest first. A flow still open shows its packets and bytes: this router's \
+                tunneld's current ones, or those of its last record, saying so. At most 10,000 rows of each \
+                family are read; a note says when more were left out.
 
-                Exit 1 when the configuration or the store cannot be read. When the store does not exist yet, \
+                Exit 1 when --peer names neither a configured peer nor one the history holds rows of, or when \
+                the configuration or the store cannot be read. When the store does not exist yet, \
                 that is what it says (tunneld has not run).
 
                 \(sharedHistoryHelp) Audit sessions stay on the router that ran them.

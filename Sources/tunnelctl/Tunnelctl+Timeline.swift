@@ -32,11 +32,14 @@ extension Tunnelctl {
         // Audit sessions stay on the router that ran them (they are not shipped): shown when the
         // answer covers this router.
         let ownAudits = !source.shared || scope.gateway == nil || scope.gateway == config.interface.gatewayName
-        let (events, truncated) = try storeCall {
+        var (events, truncated) = try storeCall {
             try source.reader.readingOneSnapshot {
                 try timelineEvents(source.reader, audits: ownAudits ? source.local : nil, since: since, peer: peer,
                                    gateway: scope.gateway, rules: names)
             }
+        }
+        if events.contains(where: { $0.event == "flow-open" && $0.flow?.closedAt == nil }) {
+            events = withOpenFlowCounts(events, try LiveFlowCounts.ask(config, peer: peer))
         }
         if json {
             console.print(try encodeJSON(TimelineJSON(since: since == .min ? nil : JSONTime(ms: since), truncated: truncated, events: events)))

@@ -239,4 +239,30 @@ import WireGuard
         #expect(run(["peer", "add", "bob", "--keep-client-key"]).code == .ok)
         #expect(run(["peer", "qr", "bob"]).code == .ok)
     }
+
+    // MARK: live flows' counts
+
+    /// carol's web flow is open: with tunneld running, `flows` and `timeline` show the counts its
+    /// flow table has now (160 packets out, not the 150 of the last record); without it they say
+    /// the counts are as of the last record.
+    @Test func liveFlowsShowTheDaemonsCounts() throws {
+        let f = try Fixture()
+        defer { f.remove() }
+        let down = try Self.expectTranscripts([["flows", "--peer", "carol"], ["timeline", "--peer", "carol"]],
+                                              "truth-live-counts-no-daemon.txt", run: f.run, shown: Self.shown(f))
+        #expect(down.allSatisfy { $0.code == .ok })
+        #expect(down[0].out.contains("as of the flow's last record") && down[1].out.contains("as of its last record"))
+        let server = try JSONGoldenTests.daemon(f)
+        defer { server.stop() }
+        let up = try Self.expectTranscripts([["flows", "--peer", "carol"], ["timeline", "--peer", "carol"]],
+                                            "truth-live-counts.txt", run: f.run, shown: Self.shown(f))
+        #expect(up.allSatisfy { $0.code == .ok })
+        #expect(up[0].out.contains("160p/") && up[0].out.contains(" live") && !up[0].out.contains("150p/"))
+        #expect(up[1].out.contains("open, now 160p/"))
+        let json = f.run(["flows", "--peer", "carol", "--json"])
+        let rows = try #require(try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [[String: Any]])
+        #expect(rows.first?["packetsOut"] as? Int == 160 && rows.first?["bytesIn"] as? Int == 500_000)
+        let timeline = f.run(["timeline", "--peer", "carol", "--json"])
+        #expect(timeline.out.contains("\"packetsOut\" : 160"), "\(timeline.out)")
+    }
 }
