@@ -358,7 +358,8 @@ extension Tunnelctl {
                     options: [.retentionLocal, .json("docs/audit.md"), .config],
                     help: """
                         The settings row of the store, decoded tolerantly: a value that did not come from the row \
-                        is marked (default: missing, wrong type …); unknown fields are listed. A row that is not \
+                        is marked (factory default), with what was wrong when the row held a bad one (wrong type …); \
+                        unknown fields are listed. A row that is not \
                         JSON is shown raw (exit 1). Exit 1 too when the configuration or the store cannot be \
                         read; when the store does not exist yet, the factory values are shown and it says so.
 
@@ -440,7 +441,7 @@ extension Tunnelctl {
                 Command(
                     "extract", summary: "one flow's packets (both directions) into a pcap file",
                     options: [OptionSpec("--flow", "ID", required: true, help: "the flow id (tunnelctl flows and watch show it)"),
-                              OptionSpec("-o", "FILE", required: true, help: "the pcap file to write"),
+                              OptionSpec("-o", "FILE", required: true, help: "the pcap file to write (refused when FILE exists)"),
                               OptionSpec("--filter", "BPF", help: "only packets matching this pcap-filter(7) expression"),
                               .config],
                     help: """

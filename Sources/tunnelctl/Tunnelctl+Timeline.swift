@@ -123,7 +123,7 @@ extension Tunnelctl {
         for g in markers {
             let m = g.row
             current = g.gateway
-            add(4, "marker", m.at, m.id, nil, "\(m.kind == .manual ? "" : "[daemon] ")\(m.label)\(m.detail.map { " (\($0))" } ?? "")",
+            add(4, "marker", m.at, m.id, nil, "\(m.kind == .manual ? "" : "[daemon] ")\(m.label)\(m.detail.map { " (\(markerDetailText($0, m.kind)))" } ?? "")",
                 marker: MarkerRow(m, gateway: g.gateway))
         }
         events.sort { a, b in
@@ -134,6 +134,20 @@ extension Tunnelctl {
         }
         let truncated = flows.count == limit || refusals.count == limit || sessions.count == limit || markers.count == limit
         return (events.map(\.e), truncated)
+    }
+
+    /// A marker's detail as a person reads it. tunneld writes its facts as `key=value` words with
+    /// times in epoch milliseconds (`allowed_until=1796526912659 reconnect_at=…`, kept so in the
+    /// store and in --json); a time key (`…_until`, `…_at`) is shown as every other time here.
+    /// An operator's own detail (`audit mark --detail`) is shown as written.
+    static func markerDetailText(_ detail: String, _ kind: MarkerKind) -> String {
+        guard kind != .manual else { return detail }
+        return detail.split(separator: " ", omittingEmptySubsequences: false).map { word -> String in
+            guard let eq = word.firstIndex(of: "=") else { return String(word) }
+            let key = word[..<eq], value = word[word.index(after: eq)...]
+            guard key.hasSuffix("_until") || key.hasSuffix("_at"), let ms = Int64(value), ms >= 1_000_000_000_000 else { return String(word) }
+            return "\(key)=\(dateTimeText(ms))"
+        }.joined(separator: " ")
     }
 
     static func protoName(_ p: UInt8) -> String { IPProtocol(rawValue: p).name }

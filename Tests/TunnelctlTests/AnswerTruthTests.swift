@@ -265,4 +265,40 @@ import WireGuard
         let timeline = f.run(["timeline", "--peer", "carol", "--json"])
         #expect(timeline.out.contains("\"packetsOut\" : 160"), "\(timeline.out)")
     }
+
+    // MARK: papercuts
+
+    /// Daemon markers carry times as epoch milliseconds in the store; the timeline and `audit
+    /// list` show them as every other time. An operator's own detail is shown as written.
+    @Test func daemonMarkerTimesAreTimes() throws {
+        let f = try HistoryFixture()
+        let s = try f.store()
+        let n = HistoryFixture.now, m = HistoryFixture.minute
+        try s.addMarker(MarkerInput(at: n - 10 * m, label: "watchdog: alice's window ended", kind: .automatic,
+                                    detail: "allowed_until=\(n - 10 * m) reconnect_at=\(n + 35 * m)"))
+        try s.addMarker(MarkerInput(at: n - 5 * m, label: "note", kind: .manual, detail: "seen_at=\(n)"))
+        let r = try Self.expectTranscripts([["timeline", "--since", "1h"], ["audit", "list"]], "truth-marker-times.txt", run: f.run,
+                                           shown: Self.shown(f))
+        #expect(r.allSatisfy { $0.code == .ok })
+        #expect(r[0].out.contains("allowed_until=2026-03-01 11:50:00 UTC reconnect_at=2026-03-01 12:35:00 UTC"), "\(r[0].out)")
+        #expect(r[0].out.contains("seen_at=\(n)"), "a manual marker's detail is the operator's text")
+    }
+
+    /// `capture extract -o FILE` refuses an existing FILE, as `import -o` does, and leaves it as it was.
+    @Test func captureExtractRefusesAnExistingFile() throws {
+        let f = try HistoryFixture()
+        try f.buildHistory()
+        try "keep me".write(toFile: f.dir + "/out.pcap", atomically: true, encoding: .utf8)
+        let r = try Self.expectTranscripts([["capture", "extract", "--flow", "1", "-o", f.dir + "/out.pcap"]],
+                                           "truth-capture-extract-exists.txt", run: f.run, shown: Self.shown(f))
+        #expect(r[0].code == .failure)
+        #expect(try String(contentsOfFile: f.dir + "/out.pcap", encoding: .utf8) == "keep me")
+    }
+
+    /// `explain --help` says which exit code means what, next to each argument.
+    @Test func explainHelpNamesItsExitCodes() {
+        let console = Console(capturing: true)
+        #expect(Tunnelctl.run(["explain", "--help"], console: console) == .ok)
+        #expect(console.out.contains("(exit 0 refused, 1 not refused)"))
+    }
 }
