@@ -66,7 +66,8 @@ import WireGuard
     /// The rule is the option parser's, so it holds for every option of every command.
     @Test func everyDeclaredOptionMayBeGivenTwice() throws {
         for c in Tunnelctl.commands {
-            for (path, spec) in [([c.name], c)] + c.subcommands.map { ([c.name, $0.name], $0) } where spec.subcommands.isEmpty {
+            let entries = [([c.name], c)] + c.subcommands.map { ([c.name, $0.name], $0) }
+            for (path, spec) in entries where spec.subcommands.isEmpty {
                 for o in spec.options {
                     let one = o.takesValue ? [o.name, "first"] : [o.name]
                     let two = o.takesValue ? [o.name, "second"] : [o.name]
