@@ -59,7 +59,7 @@ extension Tunnelctl {
             try store?.reader.historyFlows(since: since, peer: peer, gateway: scope.gateway, blockedOnly: blocked, limit: 10_000) ?? []
         }
         // Open flows: the counts tunneld has now (the store's are as of the last record).
-        let counts = try LiveFlowCounts.ask(config, peer: peer)
+        let counts = LiveFlowCounts.ask(config, peer: peer)
         var isLive = Set<Int>()  // indices of rows
         for i in rows.indices where rows[i].row.closedAt == nil {
             let (now, live) = counts.current(rows[i].row, rowGateway: rows[i].gateway)

@@ -10,20 +10,31 @@ import Store
 /// `liveFlows`, as `explain 'FLOW'` asks), and a row it holds shows them; any other open row says
 /// its counts are as of its last record.
 struct LiveFlowCounts {
-    /// The daemon's open flows by id; nil when tunneld is not running.
+    /// The daemon's open flows by id; nil when it could not be asked.
     let byID: [Int64: LiveFlow]?
     /// This router's gateway name: only its own rows are in its tunneld's table.
     let gateway: String
-
-    var daemonRunning: Bool { byID != nil }
+    /// Why `byID` is nil: tunneld is not running, or it could not be asked (this user may read
+    /// the store but not use control.sock, …) — the history is still the answer then.
+    let unavailable: String?
 
     /// Asks this router's tunneld for its flows (one peer's with `peer`).
-    static func ask(_ config: TunnelConfig, peer: String?) throws -> LiveFlowCounts {
-        var byID: [Int64: LiveFlow]? = nil
-        if case .liveFlows(let all)? = try Tunnelctl.askIfRunning(config, .liveFlows(peer: peer)) {
-            byID = Dictionary(all.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+    static func ask(_ config: TunnelConfig, peer: String?) -> LiveFlowCounts {
+        let gateway = config.interface.gatewayNameInForce
+        do {
+            guard let reply = try Tunnelctl.askIfRunning(config, .liveFlows(peer: peer)) else {
+                return LiveFlowCounts(byID: nil, gateway: gateway, unavailable: "tunneld is not running")
+            }
+            guard case .liveFlows(let all) = reply else {
+                return LiveFlowCounts(byID: nil, gateway: gateway, unavailable: "tunneld answered \(reply.type) to liveFlows")
+            }
+            return LiveFlowCounts(byID: Dictionary(all.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a }), gateway: gateway,
+                                  unavailable: nil)
+        } catch let e as CLIError {
+            return LiveFlowCounts(byID: nil, gateway: gateway, unavailable: "tunneld could not be asked (\(e.message))")
+        } catch {
+            return LiveFlowCounts(byID: nil, gateway: gateway, unavailable: "tunneld could not be asked (\(error))")
         }
-        return LiveFlowCounts(byID: byID, gateway: config.interface.gatewayNameInForce)
     }
 
     /// The daemon's entry for flow `id` when the row is open, this router's own (`rowGateway`
@@ -44,8 +55,7 @@ struct LiveFlowCounts {
 
     /// Why an open row's counts are as of its last record.
     var staleReason: String {
-        daemonRunning ? "it is not in tunneld's flow table now (another gateway's row, or ended and not yet recorded)"
-            : "tunneld is not running"
+        unavailable ?? "it is not in tunneld's flow table now (another gateway's row, or ended and not yet recorded)"
     }
 }
 

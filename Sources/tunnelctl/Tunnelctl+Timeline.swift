@@ -39,7 +39,7 @@ extension Tunnelctl {
             }
         }
         if events.contains(where: { $0.event == "flow-open" && $0.flow?.closedAt == nil }) {
-            events = withOpenFlowCounts(events, try LiveFlowCounts.ask(config, peer: peer))
+            events = withOpenFlowCounts(events, LiveFlowCounts.ask(config, peer: peer))
         }
         if json {
             console.print(try encodeJSON(TimelineJSON(since: since == .min ? nil : JSONTime(ms: since), truncated: truncated, events: events)))

@@ -267,6 +267,21 @@ import WireGuard
         #expect(timeline.out.contains("\"packetsOut\" : 160"), "\(timeline.out)")
     }
 
+    /// A tunneld that cannot tell its flows leaves the history as the answer, saying why the
+    /// counts are the recorded ones — never an error in place of the history.
+    @Test func liveFlowsFromATunneldThatCannotTell() throws {
+        let f = try Fixture()
+        defer { f.remove() }
+        try FileManager.default.createDirectory(atPath: f.dir + "/run", withIntermediateDirectories: true)
+        let server = try ControlServer(path: f.dir + "/run/control.sock") { _, _ in .status(StatusRenderTests.reply(offload: nil)) }
+        defer { server.stop() }
+        let flows = f.run(["flows", "--peer", "carol"])
+        #expect(flows.code == .ok && flows.out.hasSuffix("open: packets and bytes as of the flow's last record (LAST): tunneld answered status to liveFlows\n"), "\(flows.out)")
+        #expect(flows.out.contains("150p/"))
+        let timeline = f.run(["timeline", "--peer", "carol"])
+        #expect(timeline.code == .ok && timeline.out.contains("as of its last record"))
+    }
+
     // MARK: papercuts
 
     /// Daemon markers carry times as epoch milliseconds in the store; the timeline and `audit
