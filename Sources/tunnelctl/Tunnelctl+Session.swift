@@ -18,7 +18,7 @@ extension Tunnelctl {
         let peers = try name.map { [try configuredPeer($0, config)] } ?? config.peers
         let now = cliNow()
         let source = try WindowSource.open(config, local: local)
-        if source.local == nil && !source.isShared { return noStoreAnswer(config, json: json, console) }
+        if source.local == nil && !source.isShared { return noStoreAnswer("session", config, json: json, console) }
         let live = try liveSessions(config)
         if live == nil && !json { console.error("note: tunneld is not running; connection state from the store") }
         let reports = try peers.map { try sessionReport($0, config: config, source: source, live: live, now: now) }
@@ -35,11 +35,11 @@ extension Tunnelctl {
     /// next connection opens a window") would be a guess that reads as a fact — StateDirectory
     /// may point elsewhere. Exit 1 with the reason where the answer would be (stdout; stderr
     /// with --json, whose stdout is for JSON only).
-    static func noStoreAnswer(_ config: TunnelConfig, json: Bool, _ console: Console, peer: String? = nil) -> ExitCode {
+    static func noStoreAnswer(_ command: String, _ config: TunnelConfig, json: Bool, _ console: Console, peer: String? = nil) -> ExitCode {
         let why = "not known: the store \(config.interface.storePath) does not exist "
             + "(tunneld has not run with this configuration yet, or StateDirectory points elsewhere)"
         if json {
-            console.error("tunnelctl: \(peer.map { "\($0): " } ?? "")\(why)")
+            console.error("tunnelctl \(command): \(peer.map { "\($0): " } ?? "")\(why)")
         } else {
             console.print("\(peer.map { "\($0): " } ?? "")\(why)")
         }
@@ -166,7 +166,7 @@ extension Tunnelctl {
             return .ok
         }
         // Disabled and Expires come from the configuration; a pause only from the store.
-        if noStore { return noStoreAnswer(config, json: json, console, peer: name) }
+        if noStore { return noStoreAnswer("explain", config, json: json, console, peer: name) }
         if session.state == "paused", let w = try source.window(name)?.window {
             e.refused = true
             // Which limit ended the window: its quota when the window's use reached one (the rule
@@ -306,7 +306,7 @@ extension Tunnelctl {
     /// `tunnelctl peers` while tunneld is not running: configured peers, tiers (with the store's
     /// overrides), windows and the last session from the store. Says so on stderr; exit 0.
     static func peersFromStore(_ config: TunnelConfig, json: Bool, _ console: Console) throws -> ExitCode {
-        guard let store = try readStore(config) else { return noStoreAnswer(config, json: json, console) }
+        guard let store = try readStore(config) else { return noStoreAnswer("peers", config, json: json, console) }
         console.error("note: tunneld is not running; showing the configuration and the store (no live handshakes or counters)")
         let now = cliNow()
         var out: [PeerStatus] = []

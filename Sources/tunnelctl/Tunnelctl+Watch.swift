@@ -59,7 +59,7 @@ extension Tunnelctl {
                                 lines: lines, view: view)
         }
 
-    /// Whether `r` passes `--peer` and `--blocked`.
+        /// Whether `r` passes `--peer` and `--blocked`.
         func accepts(_ r: LiveRecord) -> Bool {
             if let peer, r.peerName.description != peer { return false }
             if blockedOnly && !(r.verdict != .allow || r.kind == .refusal) { return false }
