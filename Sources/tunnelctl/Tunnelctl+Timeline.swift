@@ -17,7 +17,9 @@ extension Tunnelctl {
         let config = try cliConfig(&args)
         let scope = try historyScope(&args)
         try args.finish()
-        guard let source = try historySource(config, local: scope.local, gateway: scope.gateway) else {
+        let found = try historySource(config, local: scope.local, gateway: scope.gateway)
+        if let peer { try checkHistoryPeer(peer, config, found) }
+        guard let source = found else {
             if json {
                 console.error("note: \(noHistoryYet(config))")
                 console.print(try encodeJSON(TimelineJSON(since: since == .min ? nil : JSONTime(ms: since), truncated: false, events: [])))
@@ -29,11 +31,14 @@ extension Tunnelctl {
         // Audit sessions stay on the router that ran them (they are not shipped): shown when the
         // answer covers this router.
         let ownAudits = !source.shared || scope.gateway == nil || scope.gateway == config.interface.gatewayName
-        let (events, truncated) = try storeCall {
+        var (events, truncated) = try storeCall {
             try source.reader.readingOneSnapshot {
                 try timelineEvents(source.reader, audits: ownAudits ? source.local : nil, since: since, peer: peer,
                                    gateway: scope.gateway)
             }
+        }
+        if events.contains(where: { $0.event == "flow-open" && $0.flow?.closedAt == nil }) {
+            events = withOpenFlowCounts(events, LiveFlowCounts.ask(config, peer: peer))
         }
         if json {
             console.print(try encodeJSON(TimelineJSON(since: since == .min ? nil : JSONTime(ms: since), truncated: truncated, events: events)))
@@ -124,7 +129,7 @@ extension Tunnelctl {
         for g in markers {
             let m = g.row
             current = g.gateway
-            add(4, "marker", m.at, m.id, nil, "\(m.kind == .manual ? "" : "[daemon] ")\(m.label)\(m.detail.map { " (\($0))" } ?? "")",
+            add(4, "marker", m.at, m.id, nil, "\(m.kind == .manual ? "" : "[daemon] ")\(m.label)\(m.detail.map { " (\(markerDetailText($0, m.kind)))" } ?? "")",
                 marker: MarkerRow(m, gateway: g.gateway))
         }
         events.sort { a, b in
@@ -135,6 +140,20 @@ extension Tunnelctl {
         }
         let truncated = flows.count == limit || refusals.count == limit || sessions.count == limit || markers.count == limit
         return (events.map(\.e), truncated)
+    }
+
+    /// A marker's detail as a person reads it. tunneld writes its facts as `key=value` words with
+    /// times in epoch milliseconds (`allowed_until=1796526912659 reconnect_at=…`, kept so in the
+    /// store and in --json); a time key (`…_until`, `…_at`) is shown as every other time here.
+    /// An operator's own detail (`audit mark --detail`) is shown as written.
+    static func markerDetailText(_ detail: String, _ kind: MarkerKind) -> String {
+        guard kind != .manual else { return detail }
+        return detail.split(separator: " ", omittingEmptySubsequences: false).map { word -> String in
+            guard let eq = word.firstIndex(of: "=") else { return String(word) }
+            let key = word[..<eq], value = word[word.index(after: eq)...]
+            guard key.hasSuffix("_until") || key.hasSuffix("_at"), let ms = Int64(value), ms >= 1_000_000_000_000 else { return String(word) }
+            return "\(key)=\(dateTimeText(ms))"
+        }.joined(separator: " ")
     }
 
     static func protoName(_ p: UInt8) -> String { IPProtocol(rawValue: p).name }
