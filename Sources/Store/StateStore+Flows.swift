@@ -131,6 +131,14 @@ extension StateStore {
         return try s.step() ? StateStore.flow(from: s) : nil
     }
 
+    /// The largest policy generation a stored decision names (0 when none): the daemon numbers its
+    /// generations above it, so a generation names one policy across restarts too.
+    public func maxDecisionGeneration() throws -> Int64 {
+        try connection.scalarInt("""
+            SELECT max(coalesce((SELECT max(generation) FROM flows), 0), coalesce((SELECT max(generation) FROM refusals), 0))
+            """) ?? 0
+    }
+
     /// The largest flow id stored (0 when none): the daemon starts its flow ids above it.
     public func maxFlowId() throws -> Int64 {
         try connection.scalarInt("SELECT max(id) FROM flows") ?? 0
