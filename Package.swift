@@ -78,7 +78,7 @@ let package = Package(
             name: "Daemon",
             dependencies: ["Core", "Runtime", "Sessions", "Packet", "Policy", "WireGuard", "SystemIO", "Engine", "Store", "LiveFeed", "Capture", "Control", "CShims"],
             swiftSettings: strict),
-        .target(name: "TestSupport", dependencies: ["Core", "Runtime", "Engine", "SystemIO", "Packet", "WireGuard"], swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["Core", "Runtime", "Engine", "SystemIO", "Packet", "Policy", "WireGuard"], swiftSettings: strict),
 
         // Executables.
         .executableTarget(name: "tunneld", dependencies: ["Daemon", "Runtime", "Core"], swiftSettings: strict),

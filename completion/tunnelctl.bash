@@ -35,7 +35,7 @@ _tunnelctl_reply() {
         w=${COMP_WORDS[i]}
         if ((skip)); then [[ $w == = ]] || skip=0; continue; fi
         case $w in
-            --allowed-ips|--config|--count|--detail|--dns|--endpoint|--expires|--filter|--flow|--gateway|--ip|--peer|--png|--policies|--ring|--since|--tier|-o) skip=1 ;;
+            --allowed-ips|--config|--count|--detail|--dns|--endpoint|--expires|--filter|--flow|--gateway|--ip|--peer|--png|--policies|--ring|--since|--tier|--timeout|-o) skip=1 ;;
             -*) ;;
             *) pos+=("$w") ;;
         esac
@@ -147,7 +147,7 @@ _tunnelctl_reply() {
             'retention show') w='--local --json --config --help' ;;
             'retention set') w='--json --config --help' ;;
             'prune') w='--dry-run -n --json --config --help' ;;
-            'watch') w='--peer --blocked --count --lines --view --ring --json --config --help' ;;
+            'watch') w='--peer --blocked --count --timeout --lines --view --ring --json --config --help' ;;
             'capture on') w='--detail --config --help' ;;
             'capture off') w='--config --help' ;;
             'capture list') w='--json --config --help' ;;

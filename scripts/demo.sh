@@ -19,7 +19,25 @@ trap tv_cleanup EXIT
 CTL="$TV_TUNNELCTL --config $TV_DIR/tunneld.conf"
 CLIENT="tv_in $TV_NS_C python3 scripts/e2e/lib/netclient.py"
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
-run() { printf '$ %s\n' "$*"; "$@" 2>&1 | sed 's/^/  /' || true; }
+# expect CODE CMD...: shows CMD and its output, and stops the demo when CMD exits other than CODE
+# (a demo that prints an error and carries on shows nothing). run CMD... expects 0.
+expect() {
+  local want=$1 rc=0; shift
+  printf '$ %s\n' "$*"
+  # pipefail: the pipeline's status is CMD's (sed does not fail).
+  "$@" 2>&1 | sed 's/^/  /' || rc=$?
+  [ "$rc" -eq "$want" ] || { echo "demo: '$*' exited $rc, expected $want; stopping" >&2; exit 1; }
+}
+run() { expect 0 "$@"; }
+# expect_output REGEX CMD...: as run, and CMD's output must match REGEX (a blocked connection
+# prints "timeout" and exits 0).
+expect_output() {
+  local re=$1 out rc=0; shift
+  printf '$ %s\n' "$*"
+  out=$("$@" 2>&1) || rc=$?
+  printf '%s\n' "$out" | sed 's/^/  /'
+  [ "$rc" -eq 0 ] && printf '%s' "$out" | grep -Eq -- "$re" || { echo "demo: '$*' (exit $rc) did not print /$re/; stopping" >&2; exit 1; }
+}
 
 say "namespaces: client $TV_NS_C, gateway $TV_NS_G, server $TV_NS_S"
 tv_topology_up
@@ -41,11 +59,12 @@ run tv_in "$TV_NS_C" ping -6 -c3 -i0.2 $TV_SRV6
 say "a TCP transfer through the gateway (iperf3, 3 s)"
 run tv_in "$TV_NS_C" iperf3 -c $TV_SRV -t 3 -f m
 say "a blocked flow (tcp port 7001) times out; a rejected one (tcp port 7002) is refused at once"
-run $CLIENT connect $TV_SRV 7001 3
-run $CLIENT connect $TV_SRV 7002 3
+expect_output '^timeout' $CLIENT connect $TV_SRV 7001 3
+expect_output '^refused' $CLIENT connect $TV_SRV 7002 3
 say "tunnelctl asks why: policy test offline (peer and tier from the config), explain with the history"
-run $CTL policy test --config $TV_DIR/tunneld.conf "tcp $TV_C_TUN:40000 -> $TV_SRV:7002"
-run $CTL explain "tcp $TV_C_TUN:40000 -> $TV_SRV:7001"
+# Exit 1: the answer is "no" (rejected, blocked).
+expect 1 $CTL policy test "tcp $TV_C_TUN:40000 -> $TV_SRV:7002"
+expect 1 $CTL explain "tcp $TV_C_TUN:40000 -> $TV_SRV:7001"
 run $CTL policy show
 say "the stock wg tool reads tunneld over the WireGuard UAPI"
 run tv_in "$TV_NS_G" wg show "$TV_IF_G"
@@ -69,7 +88,7 @@ reconnect() {
       allowed-ips 10.99.0.0/24,fd99::/64,198.19.0.0/24,fd98::/64
   tv_in "$TV_NS_C" ping -c2 -W1 $TV_SRV
 }
-run reconnect
+expect 1 reconnect  # the pings get no answer: alice is refused
 run $CTL session alice
 run $CTL explain alice
 run $CTL refusals
@@ -84,7 +103,7 @@ say "Prometheus metrics (MetricsListen = 127.0.0.1:9586; tunnelctl metrics print
 metrics_lines() {
   tv_in "$TV_NS_G" curl -s http://127.0.0.1:9586/metrics \
     | grep -E '^tunnelvision_(peer_(session_state|refusals_total|receive_bytes_total)|rule_hits_total|drops_total|policy_generation)' \
-    | grep -v ' 0$' | head -12
+    | grep -v ' 0$' | sed -n 1,12p  # not head: with pipefail, an early exit would fail grep (SIGPIPE)
 }
 run metrics_lines
 say "operator events tunneld logged (journald fields when run by systemd; stderr here)"

@@ -484,16 +484,9 @@ extension GatewayEngine {
             }
             if control.count > 0 { sendRuns(control, valid: valid) }
             let nowMs = Int64(now / 1_000_000)
-            let trie = registry.current.routes
             withFlows { table in
                 observer?.tick()
-                _ = table.expire(now: nowMs, budget: options.expiryBudget) { ended in
-                    events?.flowEnded(ended)
-                    if let observer {
-                        let p = max(trie.lookupRaw(ended.entry.originator), trie.lookupRaw(ended.entry.responder))
-                        observer.flowEnded(ended, peer: p > 0 ? UInt32(p) : observedNoPeer)
-                    }
-                }
+                _ = table.expire(now: nowMs, budget: options.expiryBudget) { ended in reportEnded(ended, observer) }
                 events?.timerTick(flows: table, monoMs: nowMs)
                 observer?.endBatch()
             }
@@ -569,10 +562,7 @@ extension GatewayEngine {
             let quoted = try? PacketParser.parseQuoted(UnsafeRawBufferPointer(rebasing: packet[p.payloadOffset...]))
         {
             let (handle, ended) = table.lookup(quoted.flowKey.key, now: nowMs)
-            if let ended {  // the lookup found the quoted flow expired: it ends here, like in the sweep
-                events?.flowEnded(ended)
-                observer?.flowEnded(ended, peer: peer)
-            }
+            if let ended { reportEnded(ended, observer) }  // the lookup found the quoted flow expired: it ends here
             if let handle, table[handle].verdictGeneration == policy.generation,
                 let cached = Verdict(rawValue: table[handle].verdictAction)
             {
@@ -583,8 +573,11 @@ extension GatewayEngine {
         // A new flow over the peer's caps (or into a table full of other peers' flows) is
         // refused: counted there; `.pending` tells the loop the packet is consumed.
         guard let t = trackOwned(table, key, reversed: reversed, length: packet.count, tcpFlags: p.tcpFlags,
-                                 nowMs: nowMs, peer: peer) else { return .pending }
-        if let ended = t.ended { observer?.flowEnded(ended, peer: ended.entry.key == key ? peer : observedNoPeer) }
+                                 nowMs: nowMs, peer: peer) else {
+            if let ended = table.lastRefusedEnded { reportEnded(ended, observer) }
+            return .pending
+        }
+        if let ended = t.ended { reportEnded(ended, observer) }
         let entry = table[t.handle]
         if entry.verdictGeneration == policy.generation, let cached = Verdict(rawValue: entry.verdictAction) {
             if cached == .pending {
@@ -630,7 +623,6 @@ extension GatewayEngine {
                                                opened: t.opened, nowMs: nowMs)
                 {
                     table.setVerdict(t.handle, generation: policy.generation, action: Verdict.pending.rawValue, ruleIndex: -1)
-                    if let ended = t.ended { events?.flowEnded(ended) }
                     return pendingPacket(table, t.handle, p, packet, peer: peer, fromPeer: fromPeer, isReply: t.isReply,
                                          policy: policy, watcher: observer, nowMs: nowMs)
                 }
@@ -646,11 +638,18 @@ extension GatewayEngine {
                             action: v.action, peer: peer, fromPeer: fromPeer)
         }
         if let events {
-            if let ended = t.ended { events.flowEnded(ended) }
-            events.flowDecided(table[t.handle], peer: peer, verdict: v, policy: policy, opened: t.opened, host: host)
+            events.flowDecided(FlowDecision(entry: table[t.handle], peer: peer, verdict: v, policy: policy, opened: t.opened, host: host))
         }
         if let host { self.observer?.noteFlowHost(flowID: entry.id, peer: peer, verdict: v.action, host: host) }
         return v.action
+    }
+
+    /// A flow left the table (expired, evicted, ended by a refused insert): history, then the
+    /// observer, each told once, with the flow's owner. Every end goes through here. Flow lock held.
+    @inline(__always)
+    func reportEnded(_ ended: FlowRecord, _ observer: (any PacketObserving)?) {
+        events?.flowEnded(ended)
+        observer?.flowEnded(ended, peer: ended.owner > 0 ? ended.owner : observedNoPeer)
     }
 
     /// A packet of a pending flow. Handshake packets (no payload) pass; the originator's payload
@@ -700,7 +699,8 @@ extension GatewayEngine {
             v = PolicyVerdict(action: .block, ruleIndex: -1, direction: q.direction)
         }
         hostGate.finish(slot, verdict: v.action)
-        settlePending(table, handle, record: record, verdict: v, host: host, source: source, policy: policy)
+        settlePending(table, handle, record: record, verdict: v, host: host, source: source, policy: policy,
+                      quicUnknown: { if case .blockUnknown = step { true } else { false } }())
         // A reply (the server spoke first) decided `reject`: it is answered, and the peer that
         // opened the flow, waiting on it, is reset too (the outbound loop builds that RST).
         if isReply, v.action == .reject, p.proto == .tcp { hostGate.rejectOpener = true }
@@ -711,13 +711,13 @@ extension GatewayEngine {
 
     /// Caches the final verdict of a flow that was pending and tells history (with its host).
     func settlePending(_ table: FlowTable, _ handle: FlowHandle, record: HostGate.Record, verdict v: PolicyVerdict,
-                       host: String?, source: HostSource?, policy: ActivePolicy)
+                       host: String?, source: HostSource?, policy: ActivePolicy, quicUnknown: Bool = false)
     {
         hostGate.markDone(handle.index, host: host, source: source)
         policy.hit(v)
         table.setVerdict(handle, generation: policy.generation, action: v.action.rawValue, ruleIndex: v.ruleIndex)
-        events?.flowDecided(table[handle], peer: record.peer, verdict: v, policy: policy, opened: record.opened,
-                            host: host)
+        events?.flowDecided(FlowDecision(entry: table[handle], peer: record.peer, verdict: v, policy: policy, opened: record.opened,
+                                         host: host, quicUnknown: quicUnknown))
         if let host { observer?.noteFlowHost(flowID: table[handle].id, peer: record.peer, verdict: v.action, host: host) }
     }
 

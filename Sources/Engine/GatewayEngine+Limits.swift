@@ -127,7 +127,6 @@ extension GatewayEngine {
                 return t
             }
         }
-        if let ended = table.lastRefusedEnded { events?.flowEnded(ended) }
         switch table.lastRefusal {
         case .tableFull:
             counters.drop(.flowTableFull)

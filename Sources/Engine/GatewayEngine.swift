@@ -324,6 +324,18 @@ public final class GatewayEngine: @unchecked Sendable {
     /// Flow ids continue above `last` (the store's highest), so they are unique across restarts.
     public func seedFlowIDs(after last: UInt64) { withFlows { $0.seedIDs(after: last) } }
 
+    /// Numbers policy generations above `last` (the highest one the store's decisions name), so
+    /// a stored generation names one policy across restarts. The policy in force is restamped.
+    public func seedPolicyGeneration(after last: UInt64) {
+        let now = clock.wallMilliseconds()
+        let peers = policyPeers(registry.current)
+        policyState.withLock { current in
+            guard current.generation <= last else { return }
+            current = current.restamped(generation: last + 1, peers: peers,
+                                        nextBoundary: GatewayEngine.boundary(current.compiled, nowMs: now))
+        }
+    }
+
     /// Runs `body` with the flow table, under the flow lock (held once per data-path batch).
     @inline(__always)
     public func withFlows<R: Sendable>(_ body: (FlowTable) throws -> R) rethrows -> R {

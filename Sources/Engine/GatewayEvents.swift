@@ -13,12 +13,9 @@ import WireGuard
 /// on other threads; a short mutex and a bounded queue are fine). Flow hooks run under the flow
 /// table's lock, once per flow decision, never per packet of a flow with a cached verdict.
 public protocol GatewayEvents: AnyObject, Sendable {
-    /// A flow was (re-)evaluated: `opened` when this packet created it (or, for a flow that
-    /// waited for its host, when its first packet did); `entry` is its state after the packet.
-    /// `peer` is the WireGuard peer handle's raw value; `host` the name the flow is known by
-    /// (TLS SNI, HTTP Host, QUIC SNI or a DNS name), nil when none is known.
-    func flowDecided(_ entry: FlowEntry, peer: UInt32, verdict: PolicyVerdict, policy: ActivePolicy, opened: Bool,
-                     host: String?)
+    /// A flow was decided (its first packet, or its first packet under a new policy generation):
+    /// the decision as taken (`FlowDecision`), reported once.
+    func flowDecided(_ decision: FlowDecision)
     /// A flow left the table (expired, evicted, removed).
     func flowEnded(_ record: FlowRecord)
     /// The timer thread's tick, under the flow lock (`monoMs`: the table's clock).

@@ -6,4 +6,12 @@ public struct FlowRecord: Sendable, Equatable {
     public var entry: FlowEntry
     /// Why it left.
     public var reason: FlowEndReason
+    /// Its owner in the table (the engine: the peer handle that opened it).
+    public var owner: UInt32 = 0
+
+    public init(entry: FlowEntry, reason: FlowEndReason, owner: UInt32 = 0) {
+        self.entry = entry
+        self.reason = reason
+        self.owner = owner
+    }
 }

@@ -164,7 +164,7 @@ public final class FlowTable {
             slot = -1
         }
         if slot < 0 {
-            let o = Int(owner & UInt32(ownerCapacity - 1))
+            let o = ownerIndex(owner)
             if !allowNew || Int(ownerCount[o]) >= maxFlows {
                 return refuse(.ownerCap, ended: ended)
             }
@@ -179,7 +179,7 @@ public final class FlowTable {
                 }
             }
             slot = insert(key, hash: hash, reversed: reversed, tcpFlags: tcpFlags, now: now)
-            linkOwner(slot, o)
+            linkOwner(slot, owner)
             opened = true
         }
         let e = slots + Int(slot)
@@ -198,10 +198,13 @@ public final class FlowTable {
     }
 
     /// Flows `owner` holds now.
-    @inlinable public func flowCount(owner: UInt32) -> Int { Int(ownerCount[Int(owner & UInt32(ownerCapacity - 1))]) }
+    @inlinable public func flowCount(owner: UInt32) -> Int { Int(ownerCount[ownerIndex(owner)]) }
 
-    /// The owner (as accounted, modulo `ownerCapacity`) of the flow in slot `handle`.
+    /// The owner of the flow in slot `handle` (the value `track` was given).
     @inlinable public func owner(of handle: FlowHandle) -> UInt32 { slotOwner[Int(handle.index)] }
+
+    /// An owner's accounting index (owners are accounted modulo `ownerCapacity`).
+    @inlinable func ownerIndex(_ owner: UInt32) -> Int { Int(owner & UInt32(ownerCapacity - 1)) }
 
     /// The flow a refused `track` ended (its key's expired entry), nil when none.
     public private(set) var lastRefusedEnded: FlowRecord? = nil
@@ -319,7 +322,7 @@ public final class FlowTable {
         if prev >= 0 { slots[Int(prev)].lruNext = next } else { lruHead = next }
         if next >= 0 { slots[Int(next)].lruPrev = prev } else { lruTail = prev }
         unlinkOwner(slot)
-        let record = FlowRecord(entry: s.pointee.entry, reason: reason)
+        let record = FlowRecord(entry: s.pointee.entry, reason: reason, owner: slotOwner[Int(slot)])
         // Free list.
         s.pointee.entry.id = 0
         s.pointee.chainNext = freeHead
@@ -333,9 +336,10 @@ public final class FlowTable {
         return record
     }
 
-    @usableFromInline func linkOwner(_ slot: Int32, _ o: Int) {
+    @usableFromInline func linkOwner(_ slot: Int32, _ owner: UInt32) {
         let i = Int(slot)
-        slotOwner[i] = UInt32(o)
+        let o = ownerIndex(owner)
+        slotOwner[i] = owner
         ownerPrev[i] = -1
         ownerNext[i] = ownerHead[o]
         if ownerHead[o] >= 0 { ownerPrev[Int(ownerHead[o])] = slot } else { ownerTail[o] = slot }
@@ -345,7 +349,7 @@ public final class FlowTable {
 
     @usableFromInline func unlinkOwner(_ slot: Int32) {
         let i = Int(slot)
-        let o = Int(slotOwner[i])
+        let o = ownerIndex(slotOwner[i])
         let prev = ownerPrev[i]
         let next = ownerNext[i]
         if prev >= 0 { ownerNext[Int(prev)] = next } else { ownerHead[o] = next }
@@ -370,7 +374,7 @@ public final class FlowTable {
 
     @inlinable func moveToOwnerFront(_ slot: Int32) {
         let i = Int(slot)
-        let o = Int(slotOwner[i])
+        let o = ownerIndex(slotOwner[i])
         if ownerHead[o] == slot { return }
         let prev = ownerPrev[i]
         let next = ownerNext[i]

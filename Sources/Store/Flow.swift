@@ -33,4 +33,17 @@ public struct Flow: Hashable, Sendable {
     public var closedAt: Int64?
     /// Why it ended; nil while live.
     public var closeReason: String?
+    /// The decision as it was taken (generation, rule name, reason, tier); nil for a row stored
+    /// before decisions were recorded, or not decided yet.
+    public var decision: DecidedRule? = nil
+}
+
+extension DecidedRule {
+    /// A decision read back from a row's columns; nil when the row recorded none (generation 0
+    /// or NULL: stored before decisions were kept, or a session or `flow-limit` row).
+    public static func stored(generation: Int64, place: String?, name: String?, reason: String, tier: String?) -> DecidedRule? {
+        guard generation > 0 else { return nil }
+        return DecidedRule(generation: UInt64(generation), place: place?.isEmpty == true ? nil : place, name: name, reason: reason,
+                           tier: tier)
+    }
 }

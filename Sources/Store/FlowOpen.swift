@@ -23,13 +23,16 @@ public struct FlowOpen: Sendable {
     public var verdict: Verdict
     /// The deciding rule as `file:line`, nil for the default.
     public var rule: String?
+    /// The rest of the decision as it was taken: generation, rule name, reason, tier (nil:
+    /// not recorded, e.g. a benchmark's rows).
+    public var decision: DecidedRule?
     /// Capture location of the first packet, if captured.
     public var capture: CaptureLocation?
 
     /// A flow-opened record.
     public init(id: Int64, proto: UInt8, src: IPAddress, srcPort: UInt16, dst: IPAddress, dstPort: UInt16,
                 peer: String, host: String? = nil, at: Int64, verdict: Verdict, rule: String? = nil,
-                capture: CaptureLocation? = nil) {
+                decision: DecidedRule? = nil, capture: CaptureLocation? = nil) {
         self.id = id
         self.proto = proto
         self.src = src
@@ -40,7 +43,8 @@ public struct FlowOpen: Sendable {
         self.host = host
         self.at = at
         self.verdict = verdict
-        self.rule = rule
+        self.rule = decision.map(\.place) ?? rule
+        self.decision = decision
         self.capture = capture
     }
 }

@@ -24,4 +24,7 @@ public struct Refusal: Hashable, Sendable {
     /// Flow refusals: the host the flow was known by (SNI, HTTP Host, QUIC SNI or the DNS name of
     /// its destination) — the newest one named in this row's attempts; empty when none was.
     public var host: String = ""
+    /// Flow refusals: the decision as it was taken (generation, rule name, tier); nil for
+    /// session rows, `flow-limit` rows and rows stored before decisions were recorded.
+    public var decision: DecidedRule? = nil
 }

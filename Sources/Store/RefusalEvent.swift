@@ -28,6 +28,9 @@ public struct RefusalEvent: Sendable {
     public var dstPort: UInt16
     /// Flow refusals: the host the flow was known by, when it was (docs/hosts.md).
     public var host: String? = nil
+    /// Flow refusals: the decision as it was taken (generation, rule name, tier); nil for
+    /// session refusals and the flow caps' `flow-limit`.
+    public var decision: DecidedRule? = nil
 
     /// A refused handshake of `peer` during the pause after the window ending at `windowEnd`.
     public static func session(peer: String, windowEnd: Int64, at: Int64, reason: String = "free-limit pause",
@@ -41,5 +44,12 @@ public struct RefusalEvent: Sendable {
                             dstPort: UInt16, at: Int64, count: Int64 = 1, host: String? = nil) -> RefusalEvent {
         RefusalEvent(kind: .flow, peer: peer, at: at, count: count, reason: reason, rule: rule, windowEnd: 0,
                      proto: proto, dst: dst, dstPort: dstPort, host: host)
+    }
+
+    /// A flow of `peer` refused by `decision` (its place, or `default`, is the row's rule).
+    public static func flow(peer: String, decision: DecidedRule, proto: UInt8, dst: IPAddress, dstPort: UInt16, at: Int64,
+                            count: Int64 = 1, host: String? = nil) -> RefusalEvent {
+        RefusalEvent(kind: .flow, peer: peer, at: at, count: count, reason: decision.reason, rule: decision.place ?? "default",
+                     windowEnd: 0, proto: proto, dst: dst, dstPort: dstPort, host: host, decision: decision)
     }
 }

@@ -17,7 +17,7 @@ public enum Schema {
     }
 
     /// All migrations in order; `migrations[i].version == i + 1`.
-    public static let migrations: [Migration] = [v1, v2, v3, v4, v5, v6, v7]
+    public static let migrations: [Migration] = [v1, v2, v3, v4, v5, v6, v7, v8]
 
     /// The version this build writes and understands.
     public static var currentVersion: Int { migrations.count }
@@ -233,6 +233,46 @@ public enum Schema {
         ALTER TABLE session_windows ADD COLUMN epoch INTEGER NOT NULL DEFAULT 1;
         ALTER TABLE session_windows ADD COLUMN opened_at INTEGER NOT NULL DEFAULT 0;
         ALTER TABLE session_windows ADD COLUMN gateway TEXT NOT NULL DEFAULT '';
+        """)
+
+    /// Version 8: a flow or refusal row keeps the decision as it was taken — the policy
+    /// generation, the rule's name, the reason shown, the peer's tier — so a reload that puts
+    /// another rule at the same `file:line` never re-attributes it. NULL: not recorded (rows
+    /// stored before). Refusals coalesce per generation too (the same place may hold another
+    /// rule after a reload); the table is rebuilt for its key, rows, indexes and journal
+    /// triggers kept.
+    static let v8 = Migration(version: 8, summary: "flows and refusals keep the decision as taken", sql: """
+        ALTER TABLE flows ADD COLUMN rule_name TEXT;
+        ALTER TABLE flows ADD COLUMN reason TEXT;
+        ALTER TABLE flows ADD COLUMN tier TEXT;
+        ALTER TABLE flows ADD COLUMN generation INTEGER;
+        CREATE TABLE refusals_v8 (
+            id INTEGER PRIMARY KEY,
+            kind TEXT NOT NULL CHECK (kind IN ('flow', 'session')),
+            peer TEXT NOT NULL,
+            rule TEXT NOT NULL DEFAULT '',
+            flow_key TEXT NOT NULL DEFAULT '',
+            reason TEXT NOT NULL DEFAULT '',
+            window INTEGER NOT NULL,
+            count INTEGER NOT NULL,
+            first_at INTEGER NOT NULL,
+            last_at INTEGER NOT NULL,
+            host TEXT NOT NULL DEFAULT '',
+            rule_name TEXT,
+            tier TEXT,
+            generation INTEGER NOT NULL DEFAULT 0,
+            UNIQUE (kind, peer, window, rule, flow_key, generation)
+        );
+        INSERT INTO refusals_v8 (id, kind, peer, rule, flow_key, reason, window, count, first_at, last_at, host)
+            SELECT id, kind, peer, rule, flow_key, reason, window, count, first_at, last_at, host FROM refusals;
+        DROP TABLE refusals;
+        ALTER TABLE refusals_v8 RENAME TO refusals;
+        CREATE INDEX refusals_last_at ON refusals (last_at);
+        CREATE INDEX refusals_peer_last_at ON refusals (peer, last_at);
+        CREATE TRIGGER refusals_ship_insert AFTER INSERT ON refusals WHEN EXISTS (SELECT 1 FROM ship_target)
+            BEGIN INSERT INTO ship_queue (family, row_id, inserted) VALUES (2, NEW.id, 1); END;
+        CREATE TRIGGER refusals_ship_update AFTER UPDATE ON refusals WHEN EXISTS (SELECT 1 FROM ship_target)
+            BEGIN INSERT INTO ship_queue (family, row_id, inserted) VALUES (2, NEW.id, 0); END;
         """)
 
     /// Brings the store at `connection` up to `target` (default: current). Returns the version

@@ -3,23 +3,31 @@ import Core
 extension StateStore {
     static let flowColumns = """
         id, proto, src_addr, src_port, dst_addr, dst_port, peer, host, first_seen, last_seen, bytes_out, bytes_in, \
-        packets_out, packets_in, verdict, rule, capture_file, capture_offset, closed_at, close_reason
+        packets_out, packets_in, verdict, rule, capture_file, capture_offset, closed_at, close_reason, \
+        rule_name, reason, tier, generation
         """
 
     static let insertFlowSQL = """
-        INSERT INTO flows (\(flowColumns)) VALUES (?,?,?,?,?,?,?,?,?,?,0,0,0,0,?,?,?,?,NULL,NULL)
+        INSERT INTO flows (\(flowColumns)) VALUES (?,?,?,?,?,?,?,?,?,?,0,0,0,0,?,?,?,?,NULL,NULL,?,?,?,?)
         ON CONFLICT (id) DO UPDATE SET proto = excluded.proto, src_addr = excluded.src_addr,
           src_port = excluded.src_port, dst_addr = excluded.dst_addr, dst_port = excluded.dst_port,
           peer = excluded.peer, host = excluded.host, first_seen = excluded.first_seen,
           last_seen = excluded.last_seen, verdict = excluded.verdict, rule = excluded.rule,
           capture_file = excluded.capture_file, capture_offset = excluded.capture_offset,
-          closed_at = NULL, close_reason = NULL
+          closed_at = NULL, close_reason = NULL, rule_name = excluded.rule_name, reason = excluded.reason,
+          tier = excluded.tier, generation = excluded.generation
         """
     // A capture location (?10 file, ?11 offset) fills a row that has none; the first one stays.
-    // (SET expressions see the row as it was, so both test the old capture_file.)
+    // (SET expressions see the row as it was, so both test the old capture_file.) A new decision
+    // (?7 verdict not NULL) replaces the stored one whole; without one the stored one stays.
     static let updateFlowSQL = """
         UPDATE flows SET last_seen = max(last_seen, ?2), bytes_out = ?3, bytes_in = ?4, packets_out = ?5,
-          packets_in = ?6, verdict = ?7, rule = ?8, host = coalesce(?9, host),
+          packets_in = ?6, verdict = coalesce(?7, verdict), host = coalesce(?9, host),
+          rule = CASE WHEN ?7 IS NULL THEN rule ELSE ?8 END,
+          rule_name = CASE WHEN ?7 IS NULL THEN rule_name ELSE ?12 END,
+          reason = CASE WHEN ?7 IS NULL THEN reason ELSE ?13 END,
+          tier = CASE WHEN ?7 IS NULL THEN tier ELSE ?14 END,
+          generation = CASE WHEN ?7 IS NULL THEN generation ELSE ?15 END,
           capture_file = CASE WHEN capture_file IS NULL AND ?11 IS NOT NULL THEN ?10 ELSE capture_file END,
           capture_offset = CASE WHEN capture_file IS NULL AND ?11 IS NOT NULL THEN ?11 ELSE capture_offset END
           WHERE id = ?1
@@ -48,6 +56,7 @@ extension StateStore {
         s.bind(11, f.verdict.name)
         s.bind(12, f.rule)
         bindCapture(s, 13, f.capture)
+        bindDecision(s, 15, f.decision)
         try s.run()
     }
 
@@ -57,10 +66,11 @@ extension StateStore {
         s.bind(1, u.id)
         s.bind(2, u.lastSeen)
         bindCounters(s, 3, u.counters)
-        s.bind(7, u.verdict.name)
-        s.bind(8, u.rule)
+        s.bind(7, u.verdict?.name)
+        s.bind(8, u.decision?.place)
         s.bind(9, u.host)
         bindCapture(s, 10, u.capture)
+        bindDecision(s, 12, u.decision)
         try s.run()
     }
 
@@ -80,6 +90,14 @@ extension StateStore {
         s.bind(first + 1, Int64(truncatingIfNeeded: c.bytesIn))
         s.bind(first + 2, Int64(truncatingIfNeeded: c.packetsOut))
         s.bind(first + 3, Int64(truncatingIfNeeded: c.packetsIn))
+    }
+
+    /// A decision as the columns `rule_name`, `reason`, `tier`, `generation` (NULLs for none).
+    private func bindDecision(_ s: Statement, _ first: Int32, _ d: DecidedRule?) {
+        s.bind(first, d?.name)
+        s.bind(first + 1, d?.reason)
+        s.bind(first + 2, d?.tier)
+        s.bind(first + 3, d.map { Int64(truncatingIfNeeded: $0.generation) })
     }
 
     /// A capture location as the two columns `capture_file`, `capture_offset` (NULL, NULL for none).
@@ -113,6 +131,14 @@ extension StateStore {
         return try s.step() ? StateStore.flow(from: s) : nil
     }
 
+    /// The largest policy generation a stored decision names (0 when none): the daemon numbers its
+    /// generations above it, so a generation names one policy across restarts too.
+    public func maxDecisionGeneration() throws -> Int64 {
+        try connection.scalarInt("""
+            SELECT max(coalesce((SELECT max(generation) FROM flows), 0), coalesce((SELECT max(generation) FROM refusals), 0))
+            """) ?? 0
+    }
+
     /// The largest flow id stored (0 when none): the daemon starts its flow ids above it.
     public func maxFlowId() throws -> Int64 {
         try connection.scalarInt("SELECT max(id) FROM flows") ?? 0
@@ -129,6 +155,10 @@ extension StateStore {
                                    packetsOut: UInt64(truncatingIfNeeded: s.int64(12)), packetsIn: UInt64(truncatingIfNeeded: s.int64(13))),
             verdict: Verdict(name: s.text(14)) ?? .pending, rule: s.optionalText(15),
             capture: file.flatMap { f in offset.map { CaptureLocation(fileSequence: UInt32(truncatingIfNeeded: f), offset: UInt64(truncatingIfNeeded: $0)) } },
-            closedAt: s.optionalInt64(18), closeReason: s.optionalText(19))
+            closedAt: s.optionalInt64(18), closeReason: s.optionalText(19),
+            decision: s.optionalText(21).flatMap { reason in
+                DecidedRule.stored(generation: s.optionalInt64(23) ?? 0, place: s.optionalText(15), name: s.optionalText(20),
+                                   reason: reason, tier: s.optionalText(22))
+            })
     }
 }

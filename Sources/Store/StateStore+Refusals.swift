@@ -2,9 +2,9 @@ import Core
 /// Refusals: coalesced upserts (DESIGN.md §6.3) and the CLI's listing.
 extension StateStore {
     static let upsertRefusalSQL = """
-        INSERT INTO refusals (kind, peer, rule, flow_key, reason, window, count, first_at, last_at, host)
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9)
-        ON CONFLICT (kind, peer, window, rule, flow_key) DO UPDATE SET
+        INSERT INTO refusals (kind, peer, rule, flow_key, reason, window, count, first_at, last_at, host, rule_name, tier, generation)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10, ?11, ?12)
+        ON CONFLICT (kind, peer, window, rule, flow_key, generation) DO UPDATE SET
           count = count + excluded.count,
           first_at = min(first_at, excluded.first_at),
           last_at = max(last_at, excluded.last_at),
@@ -30,6 +30,9 @@ extension StateStore {
         s.bind(7, max(1, e.count))
         s.bind(8, e.at)
         s.bind(9, e.kind == .flow ? (e.host ?? "") : "")
+        s.bind(10, e.decision?.name)
+        s.bind(11, e.decision?.tier)
+        s.bind(12, Int64(truncatingIfNeeded: e.decision?.generation ?? 0))
         try s.run()
     }
 
@@ -61,11 +64,14 @@ extension StateStore {
         return out
     }
 
-    static let refusalColumns = "id, kind, peer, rule, flow_key, reason, window, count, first_at, last_at, host"
+    static let refusalColumns = "id, kind, peer, rule, flow_key, reason, window, count, first_at, last_at, host, rule_name, tier, generation"
 
     static func refusal(from s: Statement) -> Refusal {
-        Refusal(id: s.int64(0), kind: RefusalKind(rawValue: s.text(1)) ?? .flow, peer: s.text(2),
-                rule: s.text(3), flowKey: s.text(4), reason: s.text(5), window: s.int64(6),
-                count: s.int64(7), firstAt: s.int64(8), lastAt: s.int64(9), host: s.text(10))
+        let rule = s.text(3), reason = s.text(5)
+        return Refusal(id: s.int64(0), kind: RefusalKind(rawValue: s.text(1)) ?? .flow, peer: s.text(2),
+                       rule: rule, flowKey: s.text(4), reason: reason, window: s.int64(6),
+                       count: s.int64(7), firstAt: s.int64(8), lastAt: s.int64(9), host: s.text(10),
+                       decision: DecidedRule.stored(generation: s.int64(13), place: rule == "default" ? nil : rule,
+                                                    name: s.optionalText(11), reason: reason, tier: s.optionalText(12)))
     }
 }

@@ -39,13 +39,13 @@ enum HistoryBench {
             let k = FlowKey.oriented(proto: .tcp, source: src, sourcePort: 1, destination: dst, destinationPort: 443)
             let t = table.track(k.key, reversed: k.reversed, length: 100, now: 0)
             let entry = table[t.handle]
-            h.flowDecided(entry, peer: 1, verdict: verdict, policy: policy, opened: true)
+            h.flowDecided(FlowDecision(entry: entry, peer: 1, verdict: verdict, policy: policy, opened: true, host: nil))
             let a0 = allocationCount()
-            for _ in 0..<10_000 { h.flowDecided(entry, peer: 1, verdict: verdict, policy: policy, opened: true) }
+            for _ in 0..<10_000 { h.flowDecided(FlowDecision(entry: entry, peer: 1, verdict: verdict, policy: policy, opened: true, host: nil)) }
             let a = allocationCount() - a0
             let blocked = PolicyVerdict(action: .block, ruleIndex: 0, direction: .out)
             let b0 = allocationCount()
-            for _ in 0..<10_000 { h.flowDecided(entry, peer: 1, verdict: blocked, policy: policy, opened: true) }
+            for _ in 0..<10_000 { h.flowDecided(FlowDecision(entry: entry, peer: 1, verdict: blocked, policy: policy, opened: true, host: nil)) }
             let b = allocationCount() - b0
             try holder.connection.execute("ROLLBACK")
             writer.flush()
@@ -64,7 +64,7 @@ enum HistoryBench {
                 let k = FlowKey.oriented(proto: .tcp, source: src, sourcePort: port, destination: IPAddress(v4: dst.v4 &+ UInt32(i / 60000)), destinationPort: 443)
                 let t = table.track(k.key, reversed: k.reversed, length: 100, now: mono)
                 let c0 = SystemClock().monotonicNanoseconds()
-                h.flowDecided(table[t.handle], peer: 1, verdict: verdict, policy: policy, opened: t.opened)
+                h.flowDecided(FlowDecision(entry: table[t.handle], peer: 1, verdict: verdict, policy: policy, opened: t.opened, host: nil))
                 hookNs += SystemClock().monotonicNanoseconds() - c0
             }
             mono += 10

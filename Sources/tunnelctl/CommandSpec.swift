@@ -174,7 +174,7 @@ extension Tunnelctl {
             s += "  " + name.padding(toLength: width, withPad: " ", startingAt: 0) + c.summary + "\n"
         }
         s += "\n" + wrap("""
-            Options may come before or after the command. Every read command takes --json and --config PATH \
+            Options may come before or after the command; one given twice counts once, with its last value. Every read command takes --json and --config PATH \
             (default /etc/tunnelvision/tunneld.conf). 'tunnelctl help COMMAND [SUBCOMMAND]' or \
             'tunnelctl COMMAND --help' shows one command's arguments and options; 'tunnelctl --version' the version.
 
@@ -221,17 +221,29 @@ extension Tunnelctl {
     /// Checks `words` (after the command name; the subcommand, if any, included) against the
     /// options `c` declares, and rewrites aliases to their names. Unknown options, a value
     /// missing or a flag given a value are usage errors naming the declared options.
+    ///
+    /// An option given more than once counts once, with its last value (`--config` from a shell
+    /// alias, then again on the line): only its last occurrence is kept, so every body reads one
+    /// value and nothing is left over to be taken for an unknown option.
     static func checkOptions(_ words: [String], _ c: Command, path: [String], siblings: [Command]) throws -> [String] {
-        var out: [String] = []
+        // Positionals as one-word groups, options as their words; an earlier group of an option
+        // seen again is emptied.
+        var groups: [[String]] = []
+        var lastGroup: [String: Int] = [:]
+        func keep(_ name: String, _ group: [String]) {
+            if let earlier = lastGroup[name] { groups[earlier] = [] }
+            lastGroup[name] = groups.count
+            groups.append(group)
+        }
         var i = 0
         while i < words.count {
             let w = words[i]
             if w == "--" {
-                out += words[i...]
+                groups.append(Array(words[i...]))
                 break
             }
             guard isOption(w) else {
-                out.append(w)
+                groups.append([w])
                 i += 1
                 continue
             }
@@ -250,21 +262,21 @@ extension Tunnelctl {
             }
             if o.takesValue {
                 if let inline {
-                    out.append(o.name + "=" + inline)
+                    keep(o.name, [o.name + "=" + inline])
                 } else {
                     guard i + 1 < words.count else {
                         throw CLIError.usage("\(o.name) needs a value (\(o.usageText))\n\(usageText(path))")
                     }
-                    out += [o.name, words[i + 1]]
+                    keep(o.name, [o.name, words[i + 1]])
                     i += 1
                 }
             } else {
                 if inline != nil { throw CLIError.usage("\(o.name) takes no value\n\(usageText(path))") }
-                out.append(o.name)
+                keep(o.name, [o.name])
             }
             i += 1
         }
-        return out
+        return groups.flatMap { $0 }
     }
 
     /// The first positional word of `words`, skipping options and their values.

@@ -54,7 +54,8 @@ extension Tunnelctl {
 
                 When tunneld is not running, the configuration and the store answer instead (tiers with their \
                 overrides, windows, the last session) and a note on stderr says so; there are then no live \
-                handshakes or counters. A store that cannot be read is an error (exit 1).
+                handshakes or counters. A store that cannot be read or does not exist is exit 1 with the \
+                reason (on stdout without --json), never peers shown as disconnected by default.
 
                 --names prints the names of the configuration's [Peer] sections and nothing else, from the \
                 configuration alone (no daemon, no store); with --json, as a JSON array of strings.
@@ -127,6 +128,10 @@ extension Tunnelctl {
                     help: """
                         The text of 'peer config NAME' as a QR code for the WireGuard phone apps: UTF-8 half blocks on \
                         the terminal (light modules drawn, for dark terminals), or a PNG with --png FILE (libqrencode, libpng).
+
+                        Exit 1, with no code, when the client's private key is not stored beside the configuration \
+                        (clients/NAME.key, kept by 'peer add --keep-client-key') or is not the key of the peer's \
+                        PublicKey: a code without it cannot make a working tunnel.
                         """),
                 Command(
                     "tier", "NAME TIER", summary: "set a peer's tier at runtime (free, premium or a [Tier] class)",
@@ -186,15 +191,16 @@ extension Tunnelctl {
                 a shared store that cannot be read is an error that names --local.
 
                 Exit 1 when NAME is not a configured peer, or when the configuration or the store cannot be \
-                read (for example: permission denied). When the store does not exist yet (tunneld has not \
-                run), a note on stderr says so.
+                read (for example: permission denied). A store that does not exist (tunneld has not run, or \
+                StateDirectory points elsewhere) is exit 1 too, saying so where the answer would be: the \
+                window is not known without it.
                 """,
             run: runSession),
         Command(
             "explain", "PEER | 'FLOW'", summary: "why a peer is refused now, or which rule decides a flow",
             arguments: [
-                ArgumentSpec("PEER", "a configured peer: is it refused now, why, and until when"),
-                ArgumentSpec("FLOW", "a flow, in quotes (syntax above)"),
+                ArgumentSpec("PEER", "a configured peer: is it refused now, why, and until when (exit 0 refused, 1 not refused)"),
+                ArgumentSpec("FLOW", "a flow, in quotes (syntax above) (exit 0 allowed, 1 blocked or rejected)"),
             ],
             options: [OptionSpec("--policies", "DIR", help: "rule files to decide FLOW with (default: PolicyDirectory of the configuration)"),
                       .windowLocal, .json("docs/session.md"), .config],
@@ -209,7 +215,8 @@ extension Tunnelctl {
                 is blocked or rejected. FLOW:
                   \(PolicyFlow.syntax)
 
-                A configuration or store that cannot be read is an error (exit 1), never a "not refused".
+                A configuration or store that cannot be read, or a store that does not exist, is exit 1 with \
+                the reason, never a "not refused".
                 """,
             run: runExplain),
         Command(
@@ -222,8 +229,9 @@ extension Tunnelctl {
                 and refused flows, coalesced to one row per peer, rule and destination per hour. Never needs \
                 the daemon.
 
-                Exit 1 when --peer names no configured peer, or when the configuration or the store cannot be \
-                read. When the store does not exist yet, that is what it says (tunneld has not run).
+                Exit 1 when --peer names neither a configured peer nor one the history holds rows of, or when \
+                the configuration or the store cannot be read. When the store does not exist yet, that is what \
+                it says (tunneld has not run).
 
                 \(sharedHistoryHelp)
                 """,
@@ -236,11 +244,14 @@ extension Tunnelctl {
                       .json("docs/session.md"), .config],
             help: """
                 The store's flow rows, newest first: the 5-tuple, the host it is known by (TLS SNI, HTTP Host, QUIC SNI or DNS name), verdict and rule, packets and bytes each way, \
-                first and last seen, and its state: its close reason, `live` (open, and this router's tunneld runs), \
-                or `open` (open when last recorded: tunneld is not running, or another gateway's row). Never needs the daemon.
+                first and last seen, and its state: its close reason, `live` (open in this router's tunneld now, \
+                which is asked for its packets and bytes), or `open` (open when last recorded: tunneld is not \
+                running, or another gateway's row; a note says its counts are as of that record). Never needs \
+                the daemon.
 
-                Exit 1 when --peer names no configured peer, or when the configuration or the store cannot be \
-                read. When the store does not exist yet, that is what it says (tunneld has not run).
+                Exit 1 when --peer names neither a configured peer nor one the history holds rows of, or when \
+                the configuration or the store cannot be read. When the store does not exist yet, that is what \
+                it says (tunneld has not run).
 
                 \(sharedHistoryHelp)
                 """,
@@ -252,10 +263,12 @@ extension Tunnelctl {
                 + OptionSpec.historyScope + [.json("docs/audit.md"), .config],
             help: """
                 Flows (opened, closed, blocked), refusals, sessions, audit sessions and markers from the store, \
-                in time order, oldest first. At most 10,000 rows of each family are read; a note says when \
-                more were left out.
+                in time order, oldest first. A flow still open shows its packets and bytes: this router's \
+                tunneld's current ones, or those of its last record, saying so. At most 10,000 rows of each \
+                family are read; a note says when more were left out.
 
-                Exit 1 when the configuration or the store cannot be read. When the store does not exist yet, \
+                Exit 1 when --peer names neither a configured peer nor one the history holds rows of, or when \
+                the configuration or the store cannot be read. When the store does not exist yet, \
                 that is what it says (tunneld has not run).
 
                 \(sharedHistoryHelp) Audit sessions stay on the router that ran them.
@@ -345,7 +358,8 @@ extension Tunnelctl {
                     options: [.retentionLocal, .json("docs/audit.md"), .config],
                     help: """
                         The settings row of the store, decoded tolerantly: a value that did not come from the row \
-                        is marked (default: missing, wrong type …); unknown fields are listed. A row that is not \
+                        is marked (factory default), with what was wrong when the row held a bad one (wrong type …); \
+                        unknown fields are listed. A row that is not \
                         JSON is shown raw (exit 1). Exit 1 too when the configuration or the store cannot be \
                         read; when the store does not exist yet, the factory values are shown and it says so.
 
@@ -386,7 +400,8 @@ extension Tunnelctl {
             "watch", summary: "live packets, flows, blocks and refusals (piped: one line each)",
             options: [OptionSpec("--peer", "NAME", help: "only this peer's records"),
                       OptionSpec("--blocked", help: "only blocked and rejected packets and flows, and refusals"),
-                      OptionSpec("--count", "N", help: "stop after N printed records"),
+                      OptionSpec("--count", "N", help: "stop after N records that pass --peer and --blocked (exit 0)"),
+                      OptionSpec("--timeout", "DURATION", help: "stop after DURATION (10s, 2m); with --count, exit 1 when fewer than N records came"),
                       OptionSpec("--lines", help: "one line per record even on a terminal"),
                       OptionSpec("--view", help: "the refreshing view even when piped"),
                       OptionSpec("--ring", "PATH", help: "the live feed file (default: RuntimeDirectory/live.ring of the configuration)"),
@@ -394,8 +409,14 @@ extension Tunnelctl {
                       .config],
             help: """
                 The live feed tunneld writes (RuntimeDirectory/live.ring). On a terminal: a view redrawn every \
-                second with the top flows, new flows, blocks and refusals. Piped: one line per record. Waits \
-                for tunneld when it is not running, and re-attaches when it restarts; Ctrl-C stops.
+                second with the top flows, new flows, blocks and refusals. Piped, or with --count: one line per \
+                record. Once attached it follows tunneld across restarts. Exit 3 at once when tunneld is not \
+                running (no live feed, or the one there was closed when tunneld stopped).
+
+                It ends on Ctrl-C, after --count N records that pass the filters (a quiet peer can keep it \
+                waiting: add --timeout DURATION to bound the wait), or after --timeout. --peer NAME must be a \
+                configured peer (or, with --ring alone, one the running tunneld reports): any other name is an \
+                error (exit 1), never a watch that waits for records that cannot come.
                 """,
             run: runWatch),
         Command(
@@ -420,7 +441,7 @@ extension Tunnelctl {
                 Command(
                     "extract", summary: "one flow's packets (both directions) into a pcap file",
                     options: [OptionSpec("--flow", "ID", required: true, help: "the flow id (tunnelctl flows and watch show it)"),
-                              OptionSpec("-o", "FILE", required: true, help: "the pcap file to write"),
+                              OptionSpec("-o", "FILE", required: true, help: "the pcap file to write (refused when FILE exists)"),
                               OptionSpec("--filter", "BPF", help: "only packets matching this pcap-filter(7) expression"),
                               .config],
                     help: """

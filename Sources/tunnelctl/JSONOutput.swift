@@ -115,42 +115,15 @@ enum StoredRule: Equatable {
     }
 }
 
-/// Rule names by place, from the policy directory tunnelctl reads: the store records a rule as
-/// `FILE:LINE` only, so its `name` is that of the rule now written at that place (null when
-/// none is, or the directory cannot be read).
-struct RuleNames {
-    private var byPlace: [String: [Int: String]] = [:]
-    private var byBase: [String: [Int: String]] = [:]
-
-    init() {}
-
-    init(rules: some Sequence<PolicyRule>) {
-        for r in rules {
-            guard let n = r.name else { continue }
-            byPlace[r.location.file, default: [:]][r.location.line] = n
-            byBase[(r.location.file as NSString).lastPathComponent, default: [:]][r.location.line] = n
-        }
-    }
-
-    /// The rules of `directory` (empty when it cannot be read).
-    init(directory: String) {
-        guard let sources = try? PolicySource.loadDirectory(directory) else {
-            self.init()
-            return
-        }
-        self.init(rules: PolicyParser.parse(sources).rules)
-    }
-
-    func name(file: String, line: Int) -> String? {
-        if let n = byPlace[file]?[line] { return n }
-        return file.contains("/") ? nil : byBase[file]?[line]
-    }
-
-    /// The `rule` and `default` fields for the store's text (`default` nil when no rule or
-    /// default applies, e.g. a session refusal, or the verdict is still pending).
-    func resolve(_ text: String?, decided: Bool = true) -> (rule: RuleRef?, isDefault: Bool?) {
+extension RuleRef {
+    /// The `rule` and `default` fields of a stored row: its rule text (`FILE:LINE`, `default`,
+    /// nothing) and the decision it keeps (the rule's name as it was when it decided). A row
+    /// stored before decisions were kept has no name: null, never the name of whatever rule
+    /// is written at that place now. `default` is nil when no rule or default applies (a
+    /// session refusal, a pending verdict).
+    static func stored(_ text: String?, decision: DecidedRule?, decided: Bool = true) -> (rule: RuleRef?, isDefault: Bool?) {
         switch StoredRule(text) {
-        case .rule(let file, let line): return (RuleRef(file: file, line: line, name: name(file: file, line: line)), false)
+        case .rule(let file, let line): return (RuleRef(file: file, line: line, name: decision?.name), false)
         case .byDefault: return (nil, true)
         case .none: return (nil, decided ? true : nil)
         }

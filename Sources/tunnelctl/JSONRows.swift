@@ -24,6 +24,12 @@ struct FlowRow: Encodable {
     /// True when a default decided, false when a rule did, null when not known (pending, or a
     /// live flow the store has not recorded).
     @Nullable var `default`: Bool?
+    /// The decision as it was taken: why (the rule's reason, else its name, else its text; or
+    /// `default ACTION`), the peer's tier then, and the policy generation that decided. Null
+    /// when the row does not record them (stored by an older tunneld, or not decided yet).
+    @Nullable var reason: String?
+    @Nullable var tier: String?
+    @Nullable var generation: UInt64?
     var firstSeen: JSONTime
     var lastSeen: JSONTime
     @Nullable var closedAt: JSONTime?
@@ -36,7 +42,7 @@ struct FlowRow: Encodable {
     @Nullable var capture: CaptureRef?
 
     /// A flow row of the store.
-    init(_ f: Flow, rules: RuleNames, gateway: String? = nil) {
+    init(_ f: Flow, gateway: String? = nil) {
         let p = IPProtocol(rawValue: f.proto)
         id = f.id
         self.gateway = gateway
@@ -48,9 +54,12 @@ struct FlowRow: Encodable {
         dstPort = p.hasPorts ? f.dstPort : nil
         host = f.host
         verdict = f.verdict.name
-        let decided = rules.resolve(f.rule, decided: f.verdict != .pending)
+        let decided = RuleRef.stored(f.rule, decision: f.decision, decided: f.verdict != .pending)
         rule = decided.rule
         self.default = decided.isDefault
+        reason = f.decision?.reason
+        tier = f.decision?.tier
+        generation = f.decision?.generation
         firstSeen = JSONTime(ms: f.firstSeen)
         lastSeen = JSONTime(ms: f.lastSeen)
         closedAt = f.closedAt.map(JSONTime.init(ms:))
@@ -78,6 +87,9 @@ struct FlowRow: Encodable {
         verdict = f.verdict
         rule = stored?.rule
         self.default = stored?.default
+        reason = stored?.reason
+        tier = stored?.tier
+        generation = stored?.generation
         firstSeen = JSONTime(ms: f.firstSeenMs)
         lastSeen = JSONTime(ms: f.lastSeenMs)
         closedAt = nil
@@ -108,18 +120,22 @@ struct RefusalRow: Encodable {
     /// Flow refusals: the host the flow was known by (the newest in this row); null when none.
     @Nullable var host: String?
     var reason: String
+    /// Flow refusals: the peer's tier and the policy generation when the rule decided (null
+    /// for session rows, `flow-limit` rows and rows stored by an older tunneld).
+    @Nullable var tier: String?
+    @Nullable var generation: UInt64?
     /// Session: the end of the window; flow: the start of the one-hour period.
     var window: JSONTime
     var count: Int64
     var firstAt: JSONTime
     var lastAt: JSONTime
 
-    init(_ r: Refusal, rules: RuleNames, gateway: String? = nil) {
+    init(_ r: Refusal, gateway: String? = nil) {
         id = r.id
         self.gateway = gateway
         kind = r.kind.rawValue
         peer = r.peer
-        let decided: (rule: RuleRef?, isDefault: Bool?) = r.kind == .flow ? rules.resolve(r.rule) : (nil, nil)
+        let decided: (rule: RuleRef?, isDefault: Bool?) = r.kind == .flow ? RuleRef.stored(r.rule, decision: r.decision) : (nil, nil)
         rule = decided.rule
         self.default = decided.isDefault
         let key = StoredFlowKey(r.flowKey)
@@ -128,6 +144,8 @@ struct RefusalRow: Encodable {
         dstPort = key?.dstPort
         host = r.host.isEmpty ? nil : r.host
         reason = r.reason
+        tier = r.decision?.tier
+        generation = r.decision?.generation
         window = JSONTime(ms: r.window)
         count = r.count
         firstAt = JSONTime(ms: r.firstAt)

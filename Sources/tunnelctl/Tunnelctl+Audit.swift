@@ -102,7 +102,7 @@ extension Tunnelctl {
         } else {
             var rows = [["ID", "AT", "KIND", "AUDIT", "LABEL"]]
             for m in markers {
-                let label = m.detail.map { "\(m.label) (\($0))" } ?? m.label
+                let label = m.detail.map { "\(m.label) (\(markerDetailText($0, m.kind)))" } ?? m.label
                 rows.append([String(m.id), dateTimeText(m.at), m.kind.rawValue, m.auditSessionId.map(String.init) ?? "-", label])
             }
             out.append("markers:")

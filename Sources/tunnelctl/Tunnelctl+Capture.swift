@@ -2,6 +2,7 @@ import Core
 import Capture
 import Control
 import Foundation
+import Runtime
 
 /// `tunnelctl capture on [--detail metadata|full] | off | list | extract --flow ID -o FILE [--filter BPF]`
 /// (DESIGN.md §8, docs/capture.md).
@@ -116,6 +117,8 @@ extension Tunnelctl {
     /// from the capture's flow index; then its packets (both directions) into `output`.
     static func captureExtract(flow id: UInt64, output: String, filter: String?, directory: String, storePath: String,
                                console: Console) throws -> ExitCode {
+        // As `import -o`: an existing file may be another flow's extract or anything else.
+        if Sys.exists(output) { throw CLIError.failure("\(output) exists; remove it first or pick another -o FILE (nothing written)") }
         var key: CaptureFlowKey? = nil
         var from: CaptureLocation? = nil
         var until: UInt64? = nil
@@ -150,6 +153,8 @@ extension Tunnelctl {
         } catch let e as CLIError {
             throw e
         } catch let e as CaptureError {
+            // The file did not exist before: what a failed extract left of it is no answer.
+            try? Sys.unlinkIfPresent(output)
             if case .badFilter = e { throw CLIError.usage("\(e)") }
             throw CLIError.failure("\(e)")
         }

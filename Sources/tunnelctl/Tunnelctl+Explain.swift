@@ -41,15 +41,14 @@ extension Tunnelctl {
 
         if json {
             if store == nil { console.error("note: \(noHistoryYet(config))") }
-            let names = RuleNames(directory: directory)
             let byID = Dictionary(matching.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
             let report = FlowExplanationJSON(
                 flow: FlowQueryJSON(flow, zone: cliTimeZone), verdict: verdict.action, allowed: verdict.action == .allow,
                 default: why.isDefault, rule: why.ruleRef, text: why.text, reason: why.reason, refusedCount: refusedCount,
                 firstRefused: refusals.map(\.firstAt).min().map(JSONTime.init(ms:)),
                 lastRefused: refusals.map(\.lastAt).max().map(JSONTime.init(ms:)), daemonRunning: daemonRunning,
-                flows: matching.prefix(20).map { FlowRow($0, rules: names) }, liveFlows: live.count,
-                live: liveNow.map { $0.map { FlowRow($0, stored: byID[$0.id].map { FlowRow($0, rules: names) }) } })
+                flows: matching.prefix(20).map { FlowRow($0) }, liveFlows: live.count,
+                live: liveNow.map { $0.map { FlowRow($0, stored: byID[$0.id].map { FlowRow($0) }) } })
             console.print(try encodeJSON(report))
             return verdict.action == .allow ? .ok : .failure
         }
@@ -92,7 +91,8 @@ extension Tunnelctl {
     static func flowLine(_ f: Flow) -> String {
         let c = f.counters
         let state = f.closedAt == nil ? "live" : "closed (\(f.closeReason ?? "?"))"
-        return "#\(f.id) \(flowText(f))\(f.host.map { " (\($0))" } ?? "") \(f.verdict.name), out \(c.packetsOut) pkts \(bytesText(c.bytesOut)), "
+        return "#\(f.id) \(flowText(f))\(f.host.map { " (\($0))" } ?? "") \(f.verdict.name) by \(decidedBy(f)), "
+            + "out \(c.packetsOut) pkts \(bytesText(c.bytesOut)), "
             + "in \(c.packetsIn) pkts \(bytesText(c.bytesIn)), \(dateTimeText(f.firstSeen))–\(clockText(f.lastSeen)) \(state)"
     }
 

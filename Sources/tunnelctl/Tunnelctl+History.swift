@@ -15,13 +15,12 @@ extension Tunnelctl {
         let peer = try args.option("--peer")
         let scope = try historyScope(&args)
         try args.finish()
-        if let peer { _ = try configuredPeer(peer, config) }
         let store = try historySource(config, local: scope.local, gateway: scope.gateway)
+        if let peer { try checkHistoryPeer(peer, config, store) }
         let rows = try storeCall { try store?.reader.historyRefusals(since: since, peer: peer, gateway: scope.gateway, limit: 10_000) ?? [] }
         if json {
             if store == nil { console.error("note: \(noHistoryYet(config))") }
-            let names = RuleNames(directory: config.interface.policyDirectory)
-            console.print(try encodeJSON(rows.map { RefusalRow($0.row, rules: names, gateway: $0.gateway) }))
+            console.print(try encodeJSON(rows.map { RefusalRow($0.row, gateway: $0.gateway) }))
             return .ok
         }
         if store == nil {
@@ -53,15 +52,22 @@ extension Tunnelctl {
         let peer = try args.option("--peer")
         let scope = try historyScope(&args)
         try args.finish()
-        if let peer { _ = try configuredPeer(peer, config) }
         let store = try historySource(config, local: scope.local, gateway: scope.gateway)
-        let rows = try storeCall {
+        if let peer { try checkHistoryPeer(peer, config, store) }
+        var rows = try storeCall {
             try store?.reader.historyFlows(since: since, peer: peer, gateway: scope.gateway, blockedOnly: blocked, limit: 10_000) ?? []
+        }
+        // Open flows: the counts tunneld has now (the store's are as of the last record).
+        let counts = LiveFlowCounts.ask(config, peer: peer)
+        var isLive = Set<Int>()  // indices of rows
+        for i in rows.indices where rows[i].row.closedAt == nil {
+            let (now, live) = counts.current(rows[i].row, rowGateway: rows[i].gateway)
+            rows[i].row = now
+            if live { isLive.insert(i) }
         }
         if json {
             if store == nil { console.error("note: \(noHistoryYet(config))") }
-            let names = RuleNames(directory: config.interface.policyDirectory)
-            console.print(try encodeJSON(rows.map { FlowRow($0.row, rules: names, gateway: $0.gateway) }))
+            console.print(try encodeJSON(rows.map { FlowRow($0.row, gateway: $0.gateway) }))
             return .ok
         }
         if store == nil {
@@ -73,22 +79,34 @@ extension Tunnelctl {
             return .ok
         }
         let shared = store?.shared == true
-        // An unclosed row is "live" only when this router's tunneld runs and the row is its own;
-        // otherwise it was open when last recorded, which is all the store knows.
-        let daemonUp = (try? askIfRunning(config, .status)) != nil
-        func openState(_ gateway: String?) -> String {
-            daemonUp && (gateway == nil || gateway == config.interface.gatewayNameInForce)
-                ? "live" : "open"
-        }
-        var table = [["ID"] + (shared ? ["GATEWAY"] : []) + ["PEER", "FLOW", "HOST", "VERDICT", "RULE", "OUT", "IN", "FIRST", "LAST", "STATE"]]
-        for f in rows {
+        // An unclosed row is "live" when this router's tunneld has it in its table now (counts
+        // from there); otherwise it was open when last recorded, which is all the store knows.
+        var stale = false
+        var table = [["ID"] + (shared ? ["GATEWAY"] : []) + ["PEER", "FLOW", "HOST", "VERDICT", "RULE", "OUT", "IN", "FIRST", "LAST", "STATE", "REASON"]]
+        for (i, f) in rows.enumerated() {
             let c = f.counters
             table.append([String(f.id)] + (shared ? [f.gateway ?? "-"] : []) + [f.peer, flowText(f.row), f.host ?? "-", f.verdict.name, f.rule ?? "default",
                           "\(c.packetsOut)p/\(bytesText(c.bytesOut))", "\(c.packetsIn)p/\(bytesText(c.bytesIn))",
-                          dateTimeText(f.firstSeen), clockText(f.lastSeen), f.closedAt == nil ? openState(f.gateway) : (f.closeReason ?? "closed")])
+                          dateTimeText(f.firstSeen), clockText(f.lastSeen), f.closedAt == nil ? (isLive.contains(i) ? "live" : "open") : (f.closeReason ?? "closed"),
+                          decisionText(f.row)])
+            if f.closedAt == nil && !isLive.contains(i) { stale = true }
         }
         console.print(Tunnelctl.table(table))
+        if stale { console.print("open: packets and bytes as of the flow's last record (LAST): \(counts.staleReason)") }
         return .ok
+    }
+
+    /// Why a stored flow got its verdict, as decided: the reason, with the generation and tier
+    /// (`no outgoing mail (gen 3, free)`); `not recorded` for a row an older tunneld stored, `-`
+    /// while the verdict is pending.
+    static func decisionText(_ f: Flow) -> String {
+        guard let d = f.decision else { return f.verdict == .pending ? "-" : "not recorded" }
+        return "\(d.reason) (\(generationText(d)))"
+    }
+
+    /// `gen 3, free`: the generation and tier of a decision.
+    static func generationText(_ d: DecidedRule) -> String {
+        "gen \(d.generation)\(d.tier.map { ", \($0)" } ?? "")"
     }
 
     /// " on gw-b" / " in the shared store" for an empty answer from a shared store.

@@ -283,6 +283,13 @@ extension Tunnelctl {
 
     // MARK: client config
 
+    /// The client's private key kept by `--keep-client-key` (or put there by hand), nil when none
+    /// is there or it is not a key.
+    static func keptClientKey(_ configPath: String, _ name: String) -> WireGuardKey? {
+        guard let data = try? Sys.readFile(clientKeyDirectory(configPath) + "/\(name).key", limit: 4096) else { return nil }
+        return WireGuardKey(base64: String(decoding: data, as: UTF8.self).trimmedSpaces())
+    }
+
     /// The client's wg-quick file. The private key: `privateKey` (at add), else the kept file,
     /// else a placeholder comment (`kept` false).
     static func clientConfig(_ peer: PeerConfig, _ configPath: String, _ config: TunnelConfig, privateKey: WireGuardKey?,
@@ -292,10 +299,7 @@ extension Tunnelctl {
                 + "add PublicEndpoint = HOST:PORT (where clients reach this gateway)")
         }
         let serverKey = try serverPublicKey(configPath, config)
-        var key = privateKey
-        if key == nil, let data = try? Sys.readFile(clientKeyDirectory(configPath) + "/\(peer.name).key", limit: 4096) {
-            key = WireGuardKey(base64: String(decoding: data, as: UTF8.self).trimmedSpaces())
-        }
+        let key = privateKey ?? keptClientKey(configPath, peer.name)
         let hosts = peer.allowedIPs.filter { $0.length == $0.address.bitWidth }
         var lines = ["[Interface]"]
         lines.append(key.map { "PrivateKey = \($0.base64)" } ?? "# PrivateKey = (shown once by 'tunnelctl peer add'; not stored)")

@@ -3,6 +3,7 @@ import Control
 import Core
 import Foundation
 import Glibc
+import WireGuard
 
 /// `tunnelctl peer qr NAME [--png FILE]` (issue 15): the text of `peer config NAME` as a QR code,
 /// so a WireGuard phone app imports the tunnel by scanning it. libqrencode encodes it (8-bit,
@@ -14,9 +15,17 @@ extension Tunnelctl {
         let name = try oneName(&args, "qr")
         let peer = try configuredPeer(name, config)
         let (text, kept) = try clientConfig(peer, configPath, config, privateKey: nil, dns: nil, endpoint: nil, allowedIPs: nil)
-        if !kept {
-            console.error("\(name): the client's private key is not stored, so this code has a commented-out PrivateKey line; "
-                + "the phone app will ask for one (see 'tunnelctl peer config \(name)')")
+        // A phone imports a scanned code as it is: without the private key, or with one that is
+        // not this peer's, the tunnel it makes never gets a handshake. Refuse rather than draw it.
+        let keyFile = clientKeyDirectory(configPath) + "/\(name).key"
+        let remedy = "to get a usable code, either put the client's own private key (base64, one line, mode 0600) in \(keyFile), "
+            + "or give the peer a new key pair: 'tunnelctl peer remove \(name)' then 'tunnelctl peer add \(name) --keep-client-key' "
+            + "(the old client config stops working)"
+        guard kept else {
+            throw CLIError.failure("\(name): no QR code: the client's private key is not stored (it was shown once by 'peer add'); \(remedy)")
+        }
+        if let key = keptClientKey(configPath, name), WireGuardKey(bytes: X25519.publicKey(of: key.bytes)) != peer.publicKey {
+            throw CLIError.failure("\(name): no QR code: the private key in \(keyFile) is not the one of its PublicKey in the configuration; \(remedy)")
         }
         let (modules, width) = try qrMatrix(text)
         if let png {

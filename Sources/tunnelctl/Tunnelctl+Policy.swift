@@ -87,6 +87,13 @@ extension Tunnelctl {
                 "note: \(plural(hostRules.count, "rule")) \(hostRules.count == 1 ? "matches" : "match") on 'host' (\(hostRules.map { $0.location.description }.joined(separator: ", "))); "
                     + "a flow they could decide waits up to 1 s for its TLS SNI, HTTP Host or QUIC SNI, else is known by the DNS names its peer looked up (docs/hosts.md)")
         }
+        // Without a configuration a misspelt peer name is a rule that silently never matches:
+        // say the names went unchecked rather than let "0 warnings" vouch for them.
+        let peerNames = set.rules.reduce(into: [String]()) { names, r in names += r.peers.filter { !names.contains($0) } }
+        if config == nil && !peerNames.isEmpty {
+            console.print("note: peer names (\(peerNames.joined(separator: ", "))) were not checked: no configuration was given; "
+                + "add --config PATH to check them against its [Peer] sections")
+        }
         if set.rules.count > PolicySet.shadowCheckLimit {
             console.print("note: more than \(PolicySet.shadowCheckLimit) rules: the check for rules shadowed by earlier ones was skipped")
         }

@@ -6,7 +6,7 @@ import Store
 /// `tunnelctl retention show | set KEY=VALUE…` (DESIGN.md §7, §9; issue 6 Deliver 3).
 ///
 /// `show` decodes the settings row tolerantly and marks every value that did not come from the
-/// row (`(default: missing)`, `(default: wrong type …)`); unknown fields are listed. A row that
+/// row (`(factory default)`, `(factory default; the row's value: wrong type …)`); unknown fields are listed. A row that
 /// is not JSON is an error showing the raw text (exit 1). `set` validates every pair before
 /// writing any, and writes the whole row in one transaction. With a shared store the retention
 /// keys are the shared store's (Tunnelctl+SharedRetention.swift), capture stays this gateway's.
@@ -187,7 +187,12 @@ extension Tunnelctl {
         var rows: [[String]] = [["KEY", "VALUE", ""]]
         for (key, path) in Settings.keys {
             let value = d.settings.value(forKey: key) ?? "?"
-            let note = d.defaulted.first(where: { $0.path == path }).map { "(default: \($0.reason))" } ?? ""
+            // A value absent from the row is simply the factory one (a missing row says so once,
+            // below); a value the row had wrong says what was wrong with it.
+            let note = d.defaulted.first(where: { $0.path == path }).map { d -> String in
+                if case .missing = d.reason { return "(factory default)" }
+                return "(factory default; the row's value: \(d.reason))"
+            } ?? ""
             rows.append([key, value, note])
         }
         var lines = table(rows).split(separator: "\n").map { String($0).trimmingTrailingSpaces }

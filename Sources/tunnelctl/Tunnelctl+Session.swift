@@ -6,8 +6,8 @@ import Sessions
 import Store
 
 /// `tunnelctl session [NAME]` and `tunnelctl explain PEER` (DESIGN.md §6, §9): a free peer's
-/// window and pause, read from the store (the daemon, when it runs, only adds whether the peer
-/// is connected right now).
+/// window and pause, read from the store (the daemon, when it runs, adds whether the peer is
+/// connected right now and the tier in force from its registry).
 extension Tunnelctl {
     static let runSession: Command.Body = { args, console in
         let json = args.flag("--json")
@@ -19,7 +19,7 @@ extension Tunnelctl {
         let now = cliNow()
         let daemon = try askIfRunning(config, .peers)
         let source = try WindowSource.open(config, local: local, live: daemon.flatMap(livePeerList))
-        if source.local == nil && !source.isShared { console.error("note: \(noHistoryYet(config))") }
+        if source.local == nil && !source.isShared { return noStoreAnswer("session", config, json: json, console) }
         let live = try liveSessions(daemon)
         if live == nil && !json { console.error("note: tunneld is not running; connection state from the store") }
         let reports = try peers.map { try sessionReport($0, config: config, source: source, live: live, now: now) }
@@ -29,6 +29,22 @@ extension Tunnelctl {
             for r in reports { console.print(r.line) }
         }
         return .ok
+    }
+
+    /// `session`, `explain PEER` and `peers` without tunneld answer from the store's windows,
+    /// tiers and sessions: with no store there the answer is not known, and a default one ("the
+    /// next connection opens a window") would be a guess that reads as a fact — StateDirectory
+    /// may point elsewhere. Exit 1 with the reason where the answer would be (stdout; stderr
+    /// with --json, whose stdout is for JSON only).
+    static func noStoreAnswer(_ command: String, _ config: TunnelConfig, json: Bool, _ console: Console, peer: String? = nil) -> ExitCode {
+        let why = "not known: the store \(config.interface.storePath) does not exist "
+            + "(tunneld has not run with this configuration yet, or StateDirectory points elsewhere)"
+        if json {
+            console.error("tunnelctl \(command): \(peer.map { "\($0): " } ?? "")\(why)")
+        } else {
+            console.print("\(peer.map { "\($0): " } ?? "")\(why)")
+        }
+        return .failure
     }
 
     /// Who the daemon says is connected (nil when it is not running).
@@ -139,7 +155,7 @@ extension Tunnelctl {
         let now = cliNow()
         let daemon = try askIfRunning(config, .peers)
         let source = try WindowSource.open(config, local: local, live: daemon.flatMap(livePeerList))
-        let store = source.local
+        let noStore = source.local == nil && !source.isShared
         let live = try liveSessions(daemon)
         let session = try sessionReport(peer, config: config, source: source, live: live, now: now)
         var e = PeerExplanation(peer: name, refused: false, session: session)
@@ -162,6 +178,8 @@ extension Tunnelctl {
             }
             return .ok
         }
+        // Disabled and Expires come from the configuration; a pause only from the store.
+        if noStore { return noStoreAnswer("explain", config, json: json, console, peer: name) }
         if session.state == "paused", let w = try source.window(name)?.window {
             e.refused = true
             // Which limit ended the window: its quota when the window's use reached one (the rule
@@ -196,11 +214,9 @@ extension Tunnelctl {
             return .ok
         }
         if json {
-            if store == nil { console.error("note: \(noHistoryYet(config))") }
             console.print(try encodeJSON(e))
         } else {
-            // Without a store nothing can have refused the peer, but say why rather than "not refused".
-            console.print(store == nil ? "\(name): \(noHistoryYet(config))" : "\(name): not refused")
+            console.print("\(name): not refused")
             console.print(session.line)
             console.print("limits: \(session.limits)")
         }
@@ -303,9 +319,8 @@ extension Tunnelctl {
     /// `tunnelctl peers` while tunneld is not running: configured peers, tiers (with the store's
     /// overrides), windows and the last session from the store. Says so on stderr; exit 0.
     static func peersFromStore(_ config: TunnelConfig, json: Bool, _ console: Console) throws -> ExitCode {
-        let store = try readStore(config)
+        guard let store = try readStore(config) else { return noStoreAnswer("peers", config, json: json, console) }
         console.error("note: tunneld is not running; showing the configuration and the store (no live handshakes or counters)")
-        if store == nil { console.error("note: \(noHistoryYet(config))") }
         let now = cliNow()
         let tiers = try WindowSource.open(config, local: false, localOption: false)
         var out: [PeerStatus] = []
@@ -313,8 +328,8 @@ extension Tunnelctl {
             let facts = tiers.tierFacts(of: p)
             let tier = facts.inForce
             let limits = config.limits(of: p, tier: tier)
-            let w = limits.isWindowed ? try store?.window(peer: p.name) : nil
-            let last = try store?.sessions(peer: p.name, limit: 1).first
+            let w = limits.isWindowed ? try store.window(peer: p.name) : nil
+            let last = try store.sessions(peer: p.name, limit: 1).first
             var s = PeerStatus(name: p.name, publicKey: p.publicKey.base64, tier: tier, endpoint: nil,
                                lastHandshakeMs: last.map { $0.endedAt ?? $0.startedAt },
                                rxBytes: UInt64(max(0, last?.rxBytes ?? 0)), txBytes: UInt64(max(0, last?.txBytes ?? 0)),

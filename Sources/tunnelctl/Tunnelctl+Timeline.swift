@@ -17,7 +17,9 @@ extension Tunnelctl {
         let config = try cliConfig(&args)
         let scope = try historyScope(&args)
         try args.finish()
-        guard let source = try historySource(config, local: scope.local, gateway: scope.gateway) else {
+        let found = try historySource(config, local: scope.local, gateway: scope.gateway)
+        if let peer { try checkHistoryPeer(peer, config, found) }
+        guard let source = found else {
             if json {
                 console.error("note: \(noHistoryYet(config))")
                 console.print(try encodeJSON(TimelineJSON(since: since == .min ? nil : JSONTime(ms: since), truncated: false, events: [])))
@@ -26,15 +28,17 @@ extension Tunnelctl {
             }
             return .ok
         }
-        let names = RuleNames(directory: config.interface.policyDirectory)
         // Audit sessions stay on the router that ran them (they are not shipped): shown when the
         // answer covers this router.
         let ownAudits = !source.shared || scope.gateway == nil || scope.gateway == config.interface.gatewayName
-        let (events, truncated) = try storeCall {
+        var (events, truncated) = try storeCall {
             try source.reader.readingOneSnapshot {
                 try timelineEvents(source.reader, audits: ownAudits ? source.local : nil, since: since, peer: peer,
-                                   gateway: scope.gateway, rules: names)
+                                   gateway: scope.gateway)
             }
+        }
+        if events.contains(where: { $0.event == "flow-open" && $0.flow?.closedAt == nil }) {
+            events = withOpenFlowCounts(events, LiveFlowCounts.ask(config, peer: peer))
         }
         if json {
             console.print(try encodeJSON(TimelineJSON(since: since == .min ? nil : JSONTime(ms: since), truncated: truncated, events: events)))
@@ -57,8 +61,15 @@ extension Tunnelctl {
     /// The events at or after `since`, oldest first; ties keep a fixed family order, then id.
     /// The events at or after `since`, oldest first; ties keep a fixed family order, then
     /// gateway, then id. Audit sessions come from `audits` (this router's store) when given.
-    static func timelineEvents(_ store: any HistoryReading, audits: StateStore?, since: Int64, peer: String?, gateway: String?,
-                               rules: RuleNames) throws -> ([TimelineEvent], Bool) {
+    /// `10-web.rules:4: web (gen 2, free)` or `the default (gen 2, free)`: what decided a stored
+    /// flow, with why, as decided; a row that records no decision says so.
+    static func decidedBy(_ f: Flow) -> String {
+        guard let d = f.decision else { return "\(f.rule ?? "the default") (reason not recorded)" }
+        guard let place = f.rule else { return "the default (\(generationText(d)))" }
+        return "\(place): \(d.reason) (\(generationText(d)))"
+    }
+
+    static func timelineEvents(_ store: any HistoryReading, audits: StateStore?, since: Int64, peer: String?, gateway: String?) throws -> ([TimelineEvent], Bool) {
         let limit = timelineLimit
         var events: [(rank: Int, e: TimelineEvent)] = []
         var current: String? = nil  // the gateway of the row being added
@@ -73,13 +84,13 @@ extension Tunnelctl {
             let f = g.row
             current = g.gateway
             let tuple = flowText(f)
-            let row = FlowRow(f, rules: rules, gateway: g.gateway)
+            let row = FlowRow(f, gateway: g.gateway)
             let host = f.host.map { " (\($0))" } ?? ""
             if f.verdict == .block || f.verdict == .reject {
-                add(2, "flow-block", f.firstSeen, f.id, f.peer, "\(tuple)\(host) \(f.verdict == .block ? "blocked" : "rejected") by \(f.rule ?? "the default")", flow: row)
+                add(2, "flow-block", f.firstSeen, f.id, f.peer, "\(tuple)\(host) \(f.verdict == .block ? "blocked" : "rejected") by \(decidedBy(f))", flow: row)
                 continue
             }
-            let verdict = f.verdict == .pending ? "verdict pending" : "allowed by \(f.rule ?? "the default")"
+            let verdict = f.verdict == .pending ? "verdict pending" : "allowed by \(decidedBy(f))"
             add(2, "flow-open", f.firstSeen, f.id, f.peer, "\(tuple)\(host) \(verdict)", flow: row)
             if let closed = f.closedAt {
                 let bytes = "\(bytesText(f.counters.bytesOut)) out, \(bytesText(f.counters.bytesIn)) in"
@@ -93,7 +104,7 @@ extension Tunnelctl {
             let times = r.count == 1 ? "once" : "\(r.count) times, last \(dateTimeText(r.lastAt))"
             let what = r.kind == .session ? "session refused: \(r.reason)"
                 : "\(r.flowKey)\(r.host.isEmpty ? "" : " host \(r.host)") refused by \(r.rule): \(r.reason)"
-            add(3, "refusal", r.firstAt, r.id, r.peer, "\(what) (\(times))", refusal: RefusalRow(r, rules: rules, gateway: g.gateway))
+            add(3, "refusal", r.firstAt, r.id, r.peer, "\(what) (\(times))", refusal: RefusalRow(r, gateway: g.gateway))
         }
         let sessions = try store.historySessions(since: since, peer: peer, gateway: gateway, limit: limit)
         for g in sessions {
@@ -118,7 +129,7 @@ extension Tunnelctl {
         for g in markers {
             let m = g.row
             current = g.gateway
-            add(4, "marker", m.at, m.id, nil, "\(m.kind == .manual ? "" : "[daemon] ")\(m.label)\(m.detail.map { " (\($0))" } ?? "")",
+            add(4, "marker", m.at, m.id, nil, "\(m.kind == .manual ? "" : "[daemon] ")\(m.label)\(m.detail.map { " (\(markerDetailText($0, m.kind)))" } ?? "")",
                 marker: MarkerRow(m, gateway: g.gateway))
         }
         events.sort { a, b in
@@ -129,6 +140,20 @@ extension Tunnelctl {
         }
         let truncated = flows.count == limit || refusals.count == limit || sessions.count == limit || markers.count == limit
         return (events.map(\.e), truncated)
+    }
+
+    /// A marker's detail as a person reads it. tunneld writes its facts as `key=value` words with
+    /// times in epoch milliseconds (`allowed_until=1796526912659 reconnect_at=…`, kept so in the
+    /// store and in --json); a time key (`…_until`, `…_at`) is shown as every other time here.
+    /// An operator's own detail (`audit mark --detail`) is shown as written.
+    static func markerDetailText(_ detail: String, _ kind: MarkerKind) -> String {
+        guard kind != .manual else { return detail }
+        return detail.split(separator: " ", omittingEmptySubsequences: false).map { word -> String in
+            guard let eq = word.firstIndex(of: "=") else { return String(word) }
+            let key = word[..<eq], value = word[word.index(after: eq)...]
+            guard key.hasSuffix("_until") || key.hasSuffix("_at"), let ms = Int64(value), ms >= 1_000_000_000_000 else { return String(word) }
+            return "\(key)=\(dateTimeText(ms))"
+        }.joined(separator: " ")
     }
 
     static func protoName(_ p: UInt8) -> String { IPProtocol(rawValue: p).name }

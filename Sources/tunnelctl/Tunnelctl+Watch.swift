@@ -19,8 +19,11 @@ extension Tunnelctl {
         var json = false
         var peer: String?
         var blockedOnly = false
-        /// Stop after this many printed records (tests, scripts); nil = until SIGINT.
+        /// Stop after this many records that pass `--peer` and `--blocked` (printed, or added to
+        /// the view); nil = until SIGINT.
         var count: Int?
+        /// Stop after this long (milliseconds) even when fewer than `count` records came.
+        var timeoutMs: Int64?
         /// Force the line format even on a terminal.
         var lines = false
         /// Force the refreshing view even when piped.
@@ -36,16 +39,24 @@ extension Tunnelctl {
                 guard let n = Int(text), n > 0 else { throw CLIError.usage("--count needs a positive number, not '\(text)'") }
                 return n
             }
-            let ring = try args.option("--ring")
-            let path: String
-            if let ring {
-                path = ring
-            } else {
-                path = try cliConfig(&args).interface.ringPath
+            let timeout = try args.option("--timeout").map { text -> Int64 in
+                do { return try DurationFormat.parseFinite(text) } catch {
+                    throw CLIError.usage("--timeout needs a duration (500ms, 10s, 2m), not '\(text)'")
+                }
             }
+            let ring = try args.option("--ring")
+            let configPath = try args.option("--config")
             try args.finish()
-            return WatchOptions(ringPath: path, json: json, peer: peer, blockedOnly: blocked, count: count, lines: lines,
-                                view: view)
+            // The configuration is read unless --ring alone says where the feed is.
+            let config = try (configPath != nil || ring == nil) ? cliConfig(path: configPath ?? TunnelConfig.defaultPath) : nil
+            let path = ring ?? config!.interface.ringPath
+            if let peer {
+                // Without a configuration, the running tunneld next to the ring knows its peers.
+                let live = config == nil ? WatchPeers.names(ringPath: path) : nil
+                try checkLivePeer(peer, configured: config?.peers.map(\.name), others: live)
+            }
+            return WatchOptions(ringPath: path, json: json, peer: peer, blockedOnly: blocked, count: count, timeoutMs: timeout,
+                                lines: lines, view: view)
         }
 
         /// Whether `r` passes `--peer` and `--blocked`.
@@ -65,9 +76,9 @@ extension Tunnelctl {
         signal(SIGINT) { _ in Tunnelctl.interrupted.store(true, ordering: .relaxed) }
         signal(SIGTERM) { _ in Tunnelctl.interrupted.store(true, ordering: .relaxed) }
         signal(SIGPIPE, SIG_IGN)
-        let live = o.view || (console.isTerminal && !o.json && !o.lines)
+        // --count ends after N records: lines, unless the view is asked for by name.
+        let live = o.view || (console.isTerminal && !o.json && !o.lines && o.count == nil)
         var view = WatchView()
-        var consumer: RingConsumer? = nil
         var said = ""
         func note(_ s: String) {
             guard s != said else { return }
@@ -75,26 +86,7 @@ extension Tunnelctl {
             if !live { console.error("tunnelctl watch: \(s)") }
             view.notice = s
         }
-        // Attach, waiting for the daemon if it is not running yet.
-        while consumer == nil {
-            if interrupted.load(ordering: .relaxed) { return .ok }
-            do {
-                consumer = try RingConsumer(path: o.ringPath, start: .latest)
-            } catch {
-                switch error {
-                case .notFound:
-                    note("no live feed at \(o.ringPath): is tunneld running? waiting for it (Ctrl-C to stop)")
-                    Sys.sleep(milliseconds: 200)
-                case .busy:
-                    throw CLIError.failure("\(error)")
-                default:
-                    note("\(error); retrying")
-                    Sys.sleep(milliseconds: 500)
-                }
-            }
-        }
-        guard let consumer else { return .ok }
-        if said != "" { note("attached to \(o.ringPath) (generation \(consumer.generation))") }
+        let consumer = try attach(o.ringPath)
         // --json names the deciding rule: the ring carries its index in the running policy.
         var rules = WatchRules(ringPath: o.ringPath)
         var peers = WatchPeers(ringPath: o.ringPath)
@@ -109,7 +101,16 @@ extension Tunnelctl {
         // 10 ms (50 ms for the view) costs the daemon nothing; the ring holds 65,536 records.
         let pollMs = live ? 50 : 10
         var lastCheck = SystemClock().monotonicNanoseconds()
+        let deadline = o.timeoutMs.map { lastCheck &+ UInt64($0) * 1_000_000 }
         while !interrupted.load(ordering: .relaxed) {
+            if let deadline, SystemClock().monotonicNanoseconds() >= deadline {
+                // Fewer records than --count asked for is the answer "no" (exit 1).
+                if let c = o.count, printed < c {
+                    console.error("tunnelctl watch: \(printed) of \(c) record\(c == 1 ? "" : "s") within --timeout")
+                    return .failure
+                }
+                return .ok
+            }
             if consumer.available == 0 {
                 Sys.sleep(milliseconds: pollMs)
                 let now = SystemClock().monotonicNanoseconds()
@@ -140,8 +141,11 @@ extension Tunnelctl {
                         view.add(r)
                     } else {
                         console.print(o.json ? try jsonLine(r, rules: rules.rules, encoder: encoder) : textLine(r))
-                        printed += 1
-                        if let c = o.count, printed >= c { return .ok }
+                    }
+                    printed += 1
+                    if let c = o.count, printed >= c {
+                        if live { console.print(view.render(nowNanoseconds: wallNanoseconds())) }
+                        return .ok
                     }
                 }
                 if n < buffer.count { break }
@@ -160,6 +164,41 @@ extension Tunnelctl {
             }
         }
         return .ok
+    }
+
+    /// The consumer of a running tunneld's live feed. No feed, one whose tunneld stopped, or one
+    /// whose tunneld is gone (killed without closing it) is exit 3 at once: waiting would look
+    /// like a quiet gateway. A file caught while tunneld creates it is tried again for a second.
+    static func attach(_ path: String) throws -> RingConsumer {
+        let notRunning = { (why: String) in
+            CLIError(message: "tunneld is not running: \(why) (start it; watch follows it across restarts once attached)",
+                     code: .daemonNotRunning)
+        }
+        var attempts = 0
+        while true {
+            do {
+                let consumer = try RingConsumer(path: path, start: .latest)
+                if consumer.isProducerClosed { throw notRunning("its live feed \(path) was closed when it stopped") }
+                let pid = consumer.producerPID
+                if pid > 0, kill(pid, 0) != 0, errno == ESRCH {
+                    throw notRunning("the process that writes \(path) (pid \(pid)) is gone")
+                }
+                return consumer
+            } catch let e as CLIError {
+                throw e
+            } catch let error as RingError {
+                switch error {
+                case .notFound:
+                    throw notRunning("no live feed at \(path)")
+                case .busy:
+                    throw CLIError.failure("\(error)")
+                default:
+                    attempts += 1
+                    if attempts >= 5 { throw CLIError.failure("\(error)") }
+                    Sys.sleep(milliseconds: 200)
+                }
+            }
+        }
     }
 
     static func wallNanoseconds() -> UInt64 {

@@ -159,6 +159,13 @@ struct WatchPeers {
         socketPath = (ringPath as NSString).deletingLastPathComponent + "/control.sock"
     }
 
+    /// The peer names tunneld next to `ringPath` reports, nil when it does not answer.
+    static func names(ringPath: String) -> [String]? {
+        var p = WatchPeers(ringPath: ringPath)
+        guard case .success(let list)? = p.refreshIfStale(now: 0) else { return nil }
+        return list.map(\.name)
+    }
+
     /// A fresh answer when the last is older than two seconds, else nil (keep what is shown).
     mutating func refreshIfStale(now: UInt64) -> Result<[PeerStatus], Unavailable>? {
         guard fetchedAt == 0 || now &- fetchedAt >= WatchPeers.maxAgeNanoseconds else { return nil }

@@ -56,7 +56,7 @@ import TestSupport
                 table.setVerdict(t.handle, generation: 1, action: verdict.action.rawValue, ruleIndex: verdict.ruleIndex)
                 observer.packet(ObservedBytes(raw), p, handle: t.handle, entry: table[t.handle], opened: t.opened,
                                 action: verdict.action, peer: 1, fromPeer: fromPeer)
-                history.flowDecided(table[t.handle], peer: 1, verdict: verdict, policy: policy, opened: t.opened)
+                history.flowDecided(FlowDecision(entry: table[t.handle], peer: 1, verdict: verdict, policy: policy, opened: t.opened, host: nil))
                 return table[t.handle].id
             }
         }

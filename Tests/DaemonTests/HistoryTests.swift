@@ -43,7 +43,7 @@ import WireGuard
         let t = table.track(k.key, reversed: k.reversed, length: 60, now: mono)
         let v = p.compiled.evaluate(PolicyQuery(direction: .out, proto: .tcp, source: src, destination: web, sourcePort: 40000,
                                                 destinationPort: 443, peer: p.peerID(1), tier: .free, host: nil, minuteOfWeek: 0))
-        h.flowDecided(table[t.handle], peer: 1, verdict: v, policy: p, opened: true)
+        h.flowDecided(FlowDecision(entry: table[t.handle], peer: 1, verdict: v, policy: p, opened: true, host: nil))
         for i in 1...10 { _ = table.track(k.key, reversed: k.reversed, length: 100, now: mono + Int64(i)) }
         h.timerTick(flows: table, monoMs: mono + 20)  // first sweep
         // Two blocked ssh attempts with fresh source ports: one coalesced refusal row, count 2.
@@ -53,7 +53,7 @@ import WireGuard
             let bv = p.compiled.evaluate(PolicyQuery(direction: .out, proto: .tcp, source: src, destination: lan, sourcePort: port,
                                                      destinationPort: 22, peer: p.peerID(1), tier: .free, host: nil, minuteOfWeek: 0))
             #expect(bv.action == .block)
-            h.flowDecided(table[bt.handle], peer: 1, verdict: bv, policy: p, opened: true)
+            h.flowDecided(FlowDecision(entry: table[bt.handle], peer: 1, verdict: bv, policy: p, opened: true, host: nil))
         }
         // Watchdog records.
         let w0 = clock.wallMilliseconds()

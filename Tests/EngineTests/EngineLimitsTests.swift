@@ -137,8 +137,7 @@ import WireGuard
 final class RefusalRecorder: GatewayEvents {
     struct Call: Sendable { var peer: UInt32; var reason: FlowRefusal; var refused: UInt64 }
     let calls = Mutex<[Call]>([])
-    func flowDecided(_ entry: FlowEntry, peer: UInt32, verdict: PolicyVerdict, policy: ActivePolicy, opened: Bool,
-                     host: String?) {}
+    func flowDecided(_ decision: FlowDecision) {}
     func flowEnded(_ record: FlowRecord) {}
     func timerTick(flows: FlowTable, monoMs: Int64) {}
     func engineStopping(flows: FlowTable, monoMs: Int64) {}

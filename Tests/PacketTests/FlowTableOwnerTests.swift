@@ -16,8 +16,10 @@ struct SlowOwnedFlowTable {
     func count(_ o: UInt32) -> Int { owner.values.filter { $0 == o }.count }
 
     mutating func end(_ k: FlowKey, _ reason: FlowEndReason) -> FlowRecord {
-        owner.removeValue(forKey: k)
-        return base.end(k, reason)
+        let o = owner.removeValue(forKey: k) ?? 0
+        var record = base.end(k, reason)
+        record.owner = o  // an ended flow names the owner it was accounted to
+        return record
     }
 
     mutating func track(_ k: FlowKey, _ reversed: Bool, _ length: Int, _ flags: TCPFlags, _ now: Int64, owner o: UInt32,

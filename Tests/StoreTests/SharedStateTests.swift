@@ -194,7 +194,8 @@ enum PGTestCluster {
         #expect(try s.historyRefusals(since: .min, peer: nil, gateway: "gw-a", limit: 10).map(\.count) == [7])
         // A flow refusal's host goes in (COPY of a new row) and follows an update (the staged upsert).
         var hosted = Refusal(id: 2, kind: .flow, peer: "bob", rule: "50-ads.rules:2", flowKey: "tcp 192.0.2.7:443", reason: "ads",
-                             window: t0, count: 1, firstAt: t0 + 300, lastAt: t0 + 300, host: "ads.example.com")  // after the prune date below
+                             window: t0, count: 1, firstAt: t0 + 300, lastAt: t0 + 300, host: "ads.example.com",  // after the prune date below
+                             decision: DecidedRule(generation: 3, place: "50-ads.rules:2", name: "ads", reason: "ads", tier: "trial"))
         try s.ship(HistoryBatch(gateway: "gw-d", refusals: [hosted], new: HistoryCounts(refusals: 1)))
         #expect(try s.historyRefusals(since: .min, peer: "bob", gateway: "gw-d", limit: 10).map(\.row) == [hosted])
         hosted.host = "track.example.com"
@@ -202,6 +203,16 @@ enum PGTestCluster {
         try s.ship(HistoryBatch(gateway: "gw-d", refusals: [hosted]))
         #expect(try s.historyRefusals(since: .min, peer: "bob", gateway: "gw-d", limit: 10).map(\.row) == [hosted])
         #expect(try s.historyMarkers(since: .min, gateway: "gw-a", limit: 10).map(\.label) == [markers[0].label])
+        // A flow's decision as taken goes in with the row and is replaced whole by a new one.
+        var decided = flow(1, at: t0 + 400)
+        decided.decision = DecidedRule(generation: 2, place: "30-mail.rules:2", name: "no-smtp", reason: "no outgoing mail", tier: "free")
+        decided.rule = decided.decision?.place
+        try s.ship(HistoryBatch(gateway: "gw-e", flows: [decided], new: HistoryCounts(flows: 1)))
+        #expect(try s.historyFlows(since: .min, peer: nil, gateway: "gw-e", blockedOnly: false, limit: 10).map(\.row.decision) == [decided.decision])
+        decided.decision = DecidedRule(generation: 5, place: nil, name: nil, reason: "default allow", tier: "premium")
+        decided.rule = nil
+        try s.ship(HistoryBatch(gateway: "gw-e", flows: [decided]))
+        #expect(try s.historyFlows(since: .min, peer: nil, gateway: "gw-e", blockedOnly: false, limit: 10).map(\.row) == [decided])
         // Prune in batches of 64: everything older than t0+251 goes (flows 2…250 of gw-a, 1…10 of
         // gw-b, gw-c's marker).
         let n = try s.pruneHistory(before: t0 + 251, batch: 64)

@@ -113,7 +113,8 @@ final class HistoryFixture {
         try s.addMarker(MarkerInput(at: n - 4 * h, label: "tunneld started", kind: .automatic, detail: "version=0.1.0 generation=1 rules=3"))
         _ = try s.openSession(peer: "alice", at: n - 3 * h - 30 * m)
         try s.insertFlow(FlowOpen(id: 1, proto: 6, src: F.alice, srcPort: 40001, dst: F.printer, dstPort: 443, peer: "alice",
-                                  host: "printer.lan", at: n - 3 * h - 20 * m, verdict: .allow, rule: "20-lan.rules:4"))
+                                  host: "printer.lan", at: n - 3 * h - 20 * m, verdict: .allow,
+                                  decision: DecidedRule(generation: 1, place: "20-lan.rules:4", name: "printer", reason: "printer", tier: "free")))
         try s.closeFlow(FlowClose(id: 1, at: n - 3 * h - 10 * m, counters: FlowCounters(bytesOut: 2048, bytesIn: 10_240, packetsOut: 10, packetsIn: 12), reason: "fin"))
         try s.startAudit(label: "printer test", at: n - 3 * h)
         try s.addMarker(MarkerInput(at: n - 2 * h - 30 * m, label: "printer on", kind: .manual))
@@ -122,10 +123,11 @@ final class HistoryFixture {
         try s.recordRefusal(.session(peer: "alice", windowEnd: n - 2 * h - 15 * m, at: n - h, count: 1))
         try s.stopAudit(at: n - 2 * h)
         _ = try s.openSession(peer: "bob", at: n - 50 * m)
+        // Decided by generation 2 (a reload at 11:00 put `no-mail` at 10-block.rules:3).
+        let nomail = DecidedRule(generation: 2, place: "10-block.rules:3", name: "no-mail", reason: "no mail from peers", tier: "premium")
         try s.insertFlow(FlowOpen(id: 3, proto: 6, src: F.bob, srcPort: 50000, dst: F.printer, dstPort: 25, peer: "bob",
-                                  at: n - 40 * m, verdict: .block, rule: "10-block.rules:3"))
-        try s.recordRefusal(.flow(peer: "bob", rule: "10-block.rules:3", reason: "no mail from peers", proto: 6, dst: F.printer,
-                                  dstPort: 25, at: n - 40 * m, count: 3))
+                                  at: n - 40 * m, verdict: .block, decision: nomail))
+        try s.recordRefusal(.flow(peer: "bob", decision: nomail, proto: 6, dst: F.printer, dstPort: 25, at: n - 40 * m, count: 3))
         try s.startAudit(label: "incident 42", at: n - 30 * m)
         try s.addMarker(MarkerInput(at: n - 20 * m, label: "seen the alert", kind: .manual, detail: "ticket 42"))
         try s.insertFlow(FlowOpen(id: 2, proto: 17, src: F.alice, srcPort: 53_000, dst: F.dns, dstPort: 53, peer: "alice",

@@ -36,7 +36,7 @@ import Testing
         // An empty object is a row: every field defaulted, but no "no settings row" line.
         let object = try fixture(row: "{}")
         let o = object.run(["retention", "show"])
-        #expect(o.code == .ok && o.out.components(separatedBy: "(default: missing)").count == 9)
+        #expect(o.code == .ok && o.out.components(separatedBy: "(factory default)").count == 9)
         #expect(!o.out.contains("no settings row"))
     }
 
@@ -46,8 +46,8 @@ import Testing
         #expect(r.code == .ok)
         #expect(value(r.out, "flows") == "3d")
         #expect(value(r.out, "pcap-bytes") == "500MB")
-        #expect(value(r.out, "refusals") == "30d (default: missing)")
-        #expect(value(r.out, "capture") == "off (default: missing)")
+        #expect(value(r.out, "refusals") == "30d (factory default)")
+        #expect(value(r.out, "capture") == "off (factory default)")
         try HistoryFixture.expectGolden(r.out, "retention-show-partial.txt")
         let j = f.run(["retention", "show", "--json"])
         try HistoryFixture.expectGolden(j.out, "retention-show-partial.json")
@@ -57,7 +57,7 @@ import Testing
         let f = try fixture(row: #"{"retention":{"flows":"1d","refusals":"2d","sessions":"3d","markers":"4d","pcap-bytes":"1GiB","pcap-age":"5d","flws":"9d"},"capture":{"enabled":true,"detail":"full"},"colour":"blue"}"#)
         let r = f.run(["retention", "show"])
         #expect(r.code == .ok)
-        #expect(!r.out.contains("default:"), "every known field came from the row")
+        #expect(!r.out.contains("factory default"), "every known field came from the row")
         #expect(r.out.contains("unknown field 'colour' ignored"))
         #expect(r.out.contains("unknown field 'retention.flws' ignored"))
         #expect(value(r.out, "flows") == "1d" && value(r.out, "capture") == "on" && value(r.out, "capture-detail") == "full")
@@ -68,9 +68,9 @@ import Testing
         let f = try fixture(row: #"{"retention":{"flows":7,"refusals":"2d","sessions":"3d","markers":"4d","pcap-bytes":"1GiB","pcap-age":"bogus"},"capture":{"enabled":"yes","detail":"full"}}"#)
         let r = f.run(["retention", "show"])
         #expect(r.code == .ok)
-        #expect(value(r.out, "flows") == "7d (default: wrong type (number))")
-        #expect(value(r.out, "pcap-age")?.hasPrefix("7d (default: invalid value 'bogus'") == true)
-        #expect(value(r.out, "capture") == "off (default: wrong type (string))")
+        #expect(value(r.out, "flows") == "7d (factory default; the row's value: wrong type (number))")
+        #expect(value(r.out, "pcap-age")?.hasPrefix("7d (factory default; the row's value: invalid value 'bogus'") == true)
+        #expect(value(r.out, "capture") == "off (factory default; the row's value: wrong type (string))")
         #expect(value(r.out, "refusals") == "2d" && value(r.out, "capture-detail") == "full")
         try HistoryFixture.expectGolden(r.out, "retention-show-wrongtype.txt")
     }

@@ -61,7 +61,7 @@ import Testing
         // --local: this router's store, exactly what a router without a shared store shows.
         let local = f.run(["flows", "--local"])
         #expect(local.code == .ok && !local.out.contains("GATEWAY") && !local.out.contains(":631"))
-        #expect(local.out.split(separator: "\n").count == 4, "header and the three local flows")
+        #expect(local.out.split(separator: "\n").count == 5, "header, the three local flows and the note on the open one's counts")
         let both = f.run(["flows", "--local", "--gateway", "gw-b"])
         #expect(both.code == .failure && both.err.contains("give one of them"))
     }

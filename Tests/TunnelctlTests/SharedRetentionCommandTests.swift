@@ -53,7 +53,7 @@ import Testing
         // gw-a keeps a copy in its own state.db; gw-b's --local is its own (tunneld copies it there).
         #expect(try Settings.decode(try a.store().settingsText()).settings.retention.flowsMaxAgeMs == 3 * 86_400_000)
         let local = b.run(["retention", "show", "--local"])
-        #expect(local.code == .ok && value(local.out, "flows") == "7d (default: missing)" && local.out.contains("--local: the shared store"), "\(local.out)")
+        #expect(local.code == .ok && value(local.out, "flows") == "7d (factory default)" && local.out.contains("--local: the shared store"), "\(local.out)")
         #expect(try json(b.run(["retention", "show", "--local", "--json"]).out)["retentionFrom"] as? String == "local-copy")
         // The row holds the retention section only, stored by gw-a.
         let row = try #require(try SQLiteSharedState(path: shared).settings())
@@ -71,7 +71,7 @@ import Testing
         #expect(on.code == .ok && on.out.contains("stored in this gateway's state.db only (capture is not shared)"), "\(on.out)")
         #expect(try SQLiteSharedState(path: shared).settings() == nil, "a capture change does not touch the shared store")
         #expect(value(a.run(["retention", "show"]).out, "capture") == "on")
-        #expect(value(b.run(["retention", "show"]).out, "capture") == "off (default: missing)")
+        #expect(value(b.run(["retention", "show"]).out, "capture") == "off (factory default)")
         // Mixed: the retention key shared, capture local, and both said.
         let mixed = a.run(["retention", "set", "flows=1d", "capture=off"])
         #expect(mixed.code == .ok && mixed.out.contains("; capture in this gateway's state.db only (not shared)"), "\(mixed.out)")

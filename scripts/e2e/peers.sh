@@ -121,7 +121,7 @@ check_output "and his route is back" "dev $TV_IF_G" route_to 10.66.0.0/24
 check "alice connects to the restarted gateway" wait_for 30 tv_wait_tunnel
 
 echo "peers: QR code"
-$CTL peer add carol >"$TV_DIR/carol.conf" 2>/dev/null
+$CTL peer add carol --keep-client-key >"$TV_DIR/carol.conf" 2>/dev/null
 $CTL peer qr carol --png "$TV_DIR/carol.png" >/dev/null 2>&1
 $CTL peer config carol >"$TV_DIR/carol-config.txt" 2>/dev/null
 if command -v zbarimg >/dev/null; then

@@ -39,27 +39,10 @@ public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
     /// never through the droppable queue (nil: they go through `writer`, e.g. in benchmarks).
     public var ledger: WindowLedger? { ledgerRef.load() }
     private let ledgerRef = AtomicLazyReference<WindowLedger>()
-    private let rules = Mutex<RuleTexts?>(nil)
     private let offsetMs: Atomic<Int64>
     private let lostWithoutWriter = Atomic<UInt64>(0)
     private var lastSweepMono: Int64 = .min
     private var sweptThrough: Int64 = .min
-
-    /// Rule texts of one policy, by rule index: `file:line` and reason.
-    final class RuleTexts: Sendable {
-        let policy: ObjectIdentifier
-        let where_: [String]
-        let reasons: [String]
-        init(_ p: ActivePolicy) {
-            policy = ObjectIdentifier(p)
-            where_ = p.compiled.rules.map { "\($0.location.file):\($0.location.line)" }
-            reasons = p.compiled.rules.map { r in r.reason ?? r.name ?? r.text }
-        }
-        func rule(_ index: Int32) -> String? { index >= 0 && Int(index) < where_.count ? where_[Int(index)] : nil }
-        func reason(_ index: Int32, action: Verdict) -> String {
-            index >= 0 && Int(index) < reasons.count ? reasons[Int(index)] : "default \(action)"
-        }
-    }
 
     /// A recorder writing through `writer` (flow ids above `idBase`).
     public init(writer: StoreWriter?, clock: any TimeSource, idBase: Int64, peers: PeerRegistry, ledger: WindowLedger? = nil,
@@ -123,35 +106,35 @@ public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
 
     // MARK: GatewayEvents
 
-    private func texts(_ policy: ActivePolicy) -> RuleTexts {
-        rules.withLock { cached in
-            if let c = cached, c.policy == ObjectIdentifier(policy) { return c }
-            let t = RuleTexts(policy)
-            cached = t
-            return t
-        }
-    }
-
     /// Where a flow's first captured packet is, by flow id (set by the daemon when capture runs).
     public let captureLocation = Mutex<(@Sendable (UInt64) -> CaptureLocation?)?>(nil)
 
-    public func flowDecided(_ entry: FlowEntry, peer: UInt32, verdict: PolicyVerdict, policy: ActivePolicy, opened: Bool,
-                            host: String? = nil)
-    {
-        guard recordFlows, opened else { return }
-        let t = texts(policy)
-        let name = peers.current.name(of: peer) ?? "peer-\(peer)"
+    /// Records a decision as it was taken (`FlowDecision.rule()`): a flow it opened gets its row
+    /// (and, refused, its refusal); a flow decided again — a reload, a `during` boundary — gets
+    /// the new decision written over its row's, so the row always names what decides it now
+    /// and never a rule of another generation.
+    public func flowDecided(_ d: FlowDecision) {
+        guard recordFlows else { return }
+        let entry = d.entry
+        let rule = d.rule()
+        guard d.opened else {
+            submit(.flowUpdated(FlowUpdate(id: idBase &+ Int64(entry.id), lastSeen: wall(entry.lastSeen), counters: History.counters(entry),
+                                           verdict: d.verdict.action, decision: rule, host: d.host)))
+            return
+        }
+        let name = peers.current.name(of: d.peer) ?? "peer-\(d.peer)"
         let at = wall(entry.firstSeen)
         let dst = entry.responder
         submit(.flowOpened(FlowOpen(
             id: idBase &+ Int64(entry.id), proto: entry.key.proto.rawValue, src: entry.originator,
-            srcPort: entry.originatorPort, dst: dst, dstPort: entry.responderPort, peer: name, host: host, at: at,
-            verdict: verdict.action, rule: t.rule(verdict.ruleIndex),
+            srcPort: entry.originatorPort, dst: dst, dstPort: entry.responderPort, peer: name, host: d.host, at: at,
+            verdict: d.verdict.action, decision: rule,
             capture: captureLocation.withLock { $0 }?(entry.id))))
-        if verdict.action != .allow {
-            submit(.refusal(.flow(peer: name, rule: t.rule(verdict.ruleIndex) ?? "default",
-                                  reason: t.reason(verdict.ruleIndex, action: verdict.action), proto: entry.key.proto.rawValue,
-                                  dst: dst, dstPort: entry.responderPort, at: at, host: host)))
+        if d.verdict.action != .allow {
+            var event = RefusalEvent.flow(peer: name, decision: rule, proto: entry.key.proto.rawValue, dst: dst,
+                                          dstPort: entry.responderPort, at: at, host: d.host)
+            if d.quicUnknown { event.rule = FlowDecision.quicUnknownRule }
+            submit(.refusal(event))
         }
     }
 
@@ -191,16 +174,14 @@ public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
         let since = sweptThrough
         lastSweepMono = monoMs
         sweptThrough = monoMs
-        let t = rules.withLock { $0 }
         // A flow that opened before capture started gets its first captured packet's location
-        // here (the row takes it only while it has none).
+        // here (the row takes it only while it has none). The sweep carries counts only: the
+        // decision stored is the one `flowDecided` reported.
         let location = captureLocation.withLock { $0 }
         flows.forEach { _, e in
             guard e.lastSeen > since else { return }
-            let action = Verdict(rawValue: e.verdictAction) ?? .allow
             submit(.flowUpdated(FlowUpdate(
-                id: idBase &+ Int64(e.id), lastSeen: wall(e.lastSeen), counters: History.counters(e),
-                verdict: action, rule: t?.rule(e.verdictRuleIndex), capture: location?(e.id))))
+                id: idBase &+ Int64(e.id), lastSeen: wall(e.lastSeen), counters: History.counters(e), capture: location?(e.id))))
         }
     }
 

@@ -6,16 +6,14 @@ import Policy
 
 extension SessionService {
     /// The flows in the engine's table now (control request `liveFlows`, for `tunnelctl explain
-    /// 'FLOW'`), optionally only `peer`'s. The peer of a flow is the one whose AllowedIPs hold
-    /// either endpoint. Ids match the store's `flows.id`.
+    /// 'FLOW'`), optionally only `peer`'s. The peer of a flow is its owner in the table, the peer
+    /// that opened it. Ids match the store's `flows.id`.
     public func liveFlows(peer: String?) -> [LiveFlow] {
         let dir = engine.registry.current
-        let trie = dir.routes
         var out: [LiveFlow] = []
         engine.withFlows { table in
-            table.forEach { _, e in
-                let h = trie.lookupRaw(e.originator)
-                let name = dir.name(of: UInt32(bitPattern: h > 0 ? h : trie.lookupRaw(e.responder)))
+            table.forEach { handle, e in
+                let name = dir.name(of: table.owner(of: handle))
                 if let peer, name != peer { return }
                 let verdict = e.verdictGeneration == 0 ? "pending" : (Verdict(rawValue: e.verdictAction)?.description ?? "pending")
                 out.append(LiveFlow(

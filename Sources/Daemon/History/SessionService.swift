@@ -91,6 +91,7 @@ public final class SessionService: @unchecked Sendable {
             overrides = opened.overrides
             startMarker = opened.marker
             engine.seedFlowIDs(after: UInt64(max(0, opened.maxFlowId)))
+            engine.seedPolicyGeneration(after: UInt64(max(0, opened.maxGeneration)))
             heartbeatStore = opened.store
             writer = opened.writer
             ledger = opened.ledger
@@ -190,6 +191,7 @@ public final class SessionService: @unchecked Sendable {
         var used: [String: ByteUse]
         var overrides: [String: PeerTierOverride]
         var maxFlowId: Int64
+        var maxGeneration: Int64
         var marker: (String, String)?
     }
 
@@ -248,9 +250,11 @@ public final class SessionService: @unchecked Sendable {
         var overrides: [String: PeerTierOverride] = [:]
         for o in try store.tierOverrides() { overrides[o.peer] = PeerTierOverride(tier: o.tier, origin: .admin, since: o.changedAt) }
         let maxFlowId = try store.maxFlowId()
+        let maxGeneration = try store.maxDecisionGeneration()
         let writer = try StoreWriter(path: path, log: log)
         return OpenedStore(store: store, writer: writer, ledger: WindowLedger(path: path, gateway: gateway, log: log), windows: windows,
-                           used: used, overrides: overrides, maxFlowId: maxFlowId, marker: marker)
+                           used: used, overrides: overrides, maxFlowId: maxFlowId,
+                           maxGeneration: maxGeneration, marker: marker)
     }
 
     /// A store that could not be opened at start (read-only directory, full disk, wrong owner) is

@@ -5,7 +5,8 @@ import Core
 extension PostgresSharedState {
     static let flowReadColumns = """
         gateway, id, proto, host(src_addr), src_port, host(dst_addr), dst_port, peer, host, first_seen, last_seen, \
-        bytes_out, bytes_in, packets_out, packets_in, verdict, rule, closed_at, close_reason
+        bytes_out, bytes_in, packets_out, packets_in, verdict, rule, closed_at, close_reason, \
+        rule_name, reason, tier, generation
         """
 
     public func historyFlows(since: Int64, peer: String?, gateway: String?, blockedOnly: Bool, limit: Int) throws -> [Gatewayed<Flow>] {
@@ -24,13 +25,18 @@ extension PostgresSharedState {
                 counters: FlowCounters(bytesOut: UInt64(truncatingIfNeeded: r.int64(i, 11)), bytesIn: UInt64(truncatingIfNeeded: r.int64(i, 12)),
                                        packetsOut: UInt64(truncatingIfNeeded: r.int64(i, 13)), packetsIn: UInt64(truncatingIfNeeded: r.int64(i, 14))),
                 verdict: Verdict(name: r.text(i, 15) ?? "") ?? .pending, rule: r.text(i, 16), capture: nil,
-                closedAt: r.text(i, 17).flatMap { Int64($0) }, closeReason: r.text(i, 18)))
+                closedAt: r.text(i, 17).flatMap { Int64($0) }, closeReason: r.text(i, 18),
+                decision: r.text(i, 20).flatMap { reason in
+                    DecidedRule.stored(generation: r.int64(i, 22), place: r.text(i, 16), name: r.text(i, 19), reason: reason,
+                                       tier: r.text(i, 21))
+                }))
         }
     }
 
     public func historyRefusals(since: Int64, peer: String?, gateway: String?, limit: Int) throws -> [Gatewayed<Refusal>] {
         let r = try connection.execute("""
-            SELECT gateway, id, kind, peer, rule, flow_key, reason, window_at, count, first_at, last_at, host FROM tv_refusals
+            SELECT gateway, id, kind, peer, rule, flow_key, reason, window_at, count, first_at, last_at, host,
+                rule_name, tier, generation FROM tv_refusals
             WHERE last_at >= $1 AND ($2::text IS NULL OR peer = $2) AND ($3::text IS NULL OR gateway = $3)
             ORDER BY last_at DESC, gateway, id DESC LIMIT $4
             """, ["\(since)", peer, gateway, "\(max(0, limit))"], operation: "read refusals")
@@ -38,7 +44,9 @@ extension PostgresSharedState {
             Gatewayed(gateway: r.text(i, 0), row: Refusal(
                 id: r.int64(i, 1), kind: RefusalKind(rawValue: r.text(i, 2) ?? "") ?? .flow, peer: r.text(i, 3) ?? "",
                 rule: r.text(i, 4) ?? "", flowKey: r.text(i, 5) ?? "", reason: r.text(i, 6) ?? "", window: r.int64(i, 7),
-                count: r.int64(i, 8), firstAt: r.int64(i, 9), lastAt: r.int64(i, 10), host: r.text(i, 11) ?? ""))
+                count: r.int64(i, 8), firstAt: r.int64(i, 9), lastAt: r.int64(i, 10), host: r.text(i, 11) ?? "",
+                decision: DecidedRule.stored(generation: r.int64(i, 14), place: r.text(i, 4) == "default" ? nil : r.text(i, 4),
+                                             name: r.text(i, 12), reason: r.text(i, 6) ?? "", tier: r.text(i, 13))))
         }
     }
 

@@ -290,18 +290,22 @@ public final class PostgresSharedState: SharedState {
     private func shipFlows(_ gateway: String, _ flows: [Flow], new: Int) throws {
         try shipRows("tv_flows", """
             gateway, id, proto, src_addr, src_port, dst_addr, dst_port, peer, host, first_seen, last_seen, \
-            bytes_out, bytes_in, packets_out, packets_in, verdict, rule, closed_at, close_reason
+            bytes_out, bytes_in, packets_out, packets_in, verdict, rule, closed_at, close_reason, \
+            rule_name, reason, tier, generation
             """, flows, new: new, id: \.id, onConflict: """
             last_seen = greatest(t.last_seen, EXCLUDED.last_seen), bytes_out = EXCLUDED.bytes_out, \
             bytes_in = EXCLUDED.bytes_in, packets_out = EXCLUDED.packets_out, packets_in = EXCLUDED.packets_in, \
             host = coalesce(EXCLUDED.host, t.host), verdict = EXCLUDED.verdict, rule = EXCLUDED.rule, \
-            closed_at = EXCLUDED.closed_at, close_reason = EXCLUDED.close_reason
+            closed_at = EXCLUDED.closed_at, close_reason = EXCLUDED.close_reason, rule_name = EXCLUDED.rule_name, \
+            reason = EXCLUDED.reason, tier = EXCLUDED.tier, generation = EXCLUDED.generation
             """, operation: "ship flows") { rows, f in
             rows.add(gateway); rows.add(f.id); rows.add(Int64(f.proto)); rows.add("\(f.src)"); rows.add(Int64(f.srcPort))
             rows.add("\(f.dst)"); rows.add(Int64(f.dstPort)); rows.add(f.peer); rows.add(f.host); rows.add(f.firstSeen); rows.add(f.lastSeen)
             rows.add(Int64(clamping: f.counters.bytesOut)); rows.add(Int64(clamping: f.counters.bytesIn))
             rows.add(Int64(clamping: f.counters.packetsOut)); rows.add(Int64(clamping: f.counters.packetsIn))
             rows.add(f.verdict.name); rows.add(f.rule); rows.add(f.closedAt); rows.add(f.closeReason)
+            rows.add(f.decision?.name); rows.add(f.decision?.reason); rows.add(f.decision?.tier)
+            rows.add(f.decision.map { Int64(truncatingIfNeeded: $0.generation) })
         }
     }
 
@@ -316,12 +320,13 @@ public final class PostgresSharedState: SharedState {
     }
 
     private func shipRefusals(_ gateway: String, _ refusals: [Refusal], new: Int) throws {
-        try shipRows("tv_refusals", "gateway, id, kind, peer, rule, flow_key, reason, window_at, count, first_at, last_at, host", refusals,
+        try shipRows("tv_refusals", "gateway, id, kind, peer, rule, flow_key, reason, window_at, count, first_at, last_at, host, rule_name, tier, generation", refusals,
                      new: new, id: \.id,
                      onConflict: "count = EXCLUDED.count, last_at = EXCLUDED.last_at, reason = EXCLUDED.reason, host = EXCLUDED.host",
                      operation: "ship refusals") { rows, r in
             rows.add(gateway); rows.add(r.id); rows.add(r.kind.rawValue); rows.add(r.peer); rows.add(r.rule); rows.add(r.flowKey)
             rows.add(r.reason); rows.add(r.window); rows.add(r.count); rows.add(r.firstAt); rows.add(r.lastAt); rows.add(r.host)
+            rows.add(r.decision?.name); rows.add(r.decision?.tier); rows.add(Int64(truncatingIfNeeded: r.decision?.generation ?? 0))
         }
     }
 

@@ -298,12 +298,14 @@ public final class SQLiteSharedState: SharedState {
             if !batch.flows.isEmpty {
                 let s = try connection.prepared("""
                     INSERT INTO tv_flows AS t (gateway, id, proto, src_addr, src_port, dst_addr, dst_port, peer, host, first_seen, last_seen,
-                        bytes_out, bytes_in, packets_out, packets_in, verdict, rule, closed_at, close_reason)
-                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)
+                        bytes_out, bytes_in, packets_out, packets_in, verdict, rule, closed_at, close_reason,
+                        rule_name, reason, tier, generation)
+                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)
                     ON CONFLICT (gateway, id) DO UPDATE SET last_seen = max(t.last_seen, excluded.last_seen),
                         bytes_out = excluded.bytes_out, bytes_in = excluded.bytes_in, packets_out = excluded.packets_out,
                         packets_in = excluded.packets_in, host = coalesce(excluded.host, t.host), verdict = excluded.verdict,
-                        rule = excluded.rule, closed_at = excluded.closed_at, close_reason = excluded.close_reason
+                        rule = excluded.rule, closed_at = excluded.closed_at, close_reason = excluded.close_reason,
+                        rule_name = excluded.rule_name, reason = excluded.reason, tier = excluded.tier, generation = excluded.generation
                     """)
                 for f in batch.flows {
                     s.bind(1, g); s.bind(2, f.id); s.bind(3, Int64(f.proto)); s.bind(4, "\(f.src)"); s.bind(5, Int64(f.srcPort))
@@ -311,6 +313,8 @@ public final class SQLiteSharedState: SharedState {
                     s.bind(11, f.lastSeen); s.bind(12, Int64(clamping: f.counters.bytesOut)); s.bind(13, Int64(clamping: f.counters.bytesIn))
                     s.bind(14, Int64(clamping: f.counters.packetsOut)); s.bind(15, Int64(clamping: f.counters.packetsIn))
                     s.bind(16, f.verdict.name); s.bind(17, f.rule); s.bind(18, f.closedAt); s.bind(19, f.closeReason)
+                    s.bind(20, f.decision?.name); s.bind(21, f.decision?.reason); s.bind(22, f.decision?.tier)
+                    s.bind(23, f.decision.map { Int64(truncatingIfNeeded: $0.generation) })
                     try s.run()
                 }
             }
@@ -329,8 +333,9 @@ public final class SQLiteSharedState: SharedState {
             }
             if !batch.refusals.isEmpty {
                 let s = try connection.prepared("""
-                    INSERT INTO tv_refusals (gateway, id, kind, peer, rule, flow_key, reason, window_at, count, first_at, last_at, host)
-                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+                    INSERT INTO tv_refusals (gateway, id, kind, peer, rule, flow_key, reason, window_at, count, first_at, last_at, host,
+                        rule_name, tier, generation)
+                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
                     ON CONFLICT (gateway, id) DO UPDATE SET count = excluded.count, last_at = excluded.last_at, reason = excluded.reason,
                       host = excluded.host
                     """)
@@ -338,6 +343,7 @@ public final class SQLiteSharedState: SharedState {
                     s.bind(1, g); s.bind(2, r.id); s.bind(3, r.kind.rawValue); s.bind(4, r.peer); s.bind(5, r.rule); s.bind(6, r.flowKey)
                     s.bind(7, r.reason); s.bind(8, r.window); s.bind(9, r.count); s.bind(10, r.firstAt); s.bind(11, r.lastAt)
                     s.bind(12, r.host)
+                    s.bind(13, r.decision?.name); s.bind(14, r.decision?.tier); s.bind(15, Int64(truncatingIfNeeded: r.decision?.generation ?? 0))
                     try s.run()
                 }
             }
@@ -396,7 +402,8 @@ extension SQLiteSharedState {
     public func historyFlows(since: Int64, peer: String?, gateway: String?, blockedOnly: Bool, limit: Int) throws -> [Gatewayed<Flow>] {
         let s = try connection.prepared("""
             SELECT gateway, id, proto, src_addr, src_port, dst_addr, dst_port, peer, host, first_seen, last_seen,
-                bytes_out, bytes_in, packets_out, packets_in, verdict, rule, closed_at, close_reason FROM tv_flows
+                bytes_out, bytes_in, packets_out, packets_in, verdict, rule, closed_at, close_reason,
+                rule_name, reason, tier, generation FROM tv_flows
             WHERE last_seen >= ?1 AND (?2 IS NULL OR peer = ?2) AND (?3 IS NULL OR gateway = ?3)
                 AND (?5 = 0 OR verdict IN ('block', 'reject'))
             ORDER BY last_seen DESC, gateway, id DESC LIMIT ?4
@@ -413,14 +420,19 @@ extension SQLiteSharedState {
                 counters: FlowCounters(bytesOut: UInt64(truncatingIfNeeded: s.int64(11)), bytesIn: UInt64(truncatingIfNeeded: s.int64(12)),
                                        packetsOut: UInt64(truncatingIfNeeded: s.int64(13)), packetsIn: UInt64(truncatingIfNeeded: s.int64(14))),
                 verdict: Verdict(name: s.text(15)) ?? .pending, rule: s.optionalText(16), capture: nil,
-                closedAt: s.optionalInt64(17), closeReason: s.optionalText(18))))
+                closedAt: s.optionalInt64(17), closeReason: s.optionalText(18),
+                decision: s.optionalText(20).flatMap { reason in
+                    DecidedRule.stored(generation: s.optionalInt64(22) ?? 0, place: s.optionalText(16), name: s.optionalText(19),
+                                       reason: reason, tier: s.optionalText(21))
+                })))
         }
         return out
     }
 
     public func historyRefusals(since: Int64, peer: String?, gateway: String?, limit: Int) throws -> [Gatewayed<Refusal>] {
         let s = try connection.prepared("""
-            SELECT gateway, id, kind, peer, rule, flow_key, reason, window_at, count, first_at, last_at, host FROM tv_refusals
+            SELECT gateway, id, kind, peer, rule, flow_key, reason, window_at, count, first_at, last_at, host,
+                rule_name, tier, generation FROM tv_refusals
             WHERE last_at >= ?1 AND (?2 IS NULL OR peer = ?2) AND (?3 IS NULL OR gateway = ?3)
             ORDER BY last_at DESC, gateway, id DESC LIMIT ?4
             """)
@@ -430,7 +442,9 @@ extension SQLiteSharedState {
         while try s.step() {
             out.append(Gatewayed(gateway: s.text(0), row: Refusal(
                 id: s.int64(1), kind: RefusalKind(rawValue: s.text(2)) ?? .flow, peer: s.text(3), rule: s.text(4), flowKey: s.text(5),
-                reason: s.text(6), window: s.int64(7), count: s.int64(8), firstAt: s.int64(9), lastAt: s.int64(10), host: s.text(11))))
+                reason: s.text(6), window: s.int64(7), count: s.int64(8), firstAt: s.int64(9), lastAt: s.int64(10), host: s.text(11),
+                decision: DecidedRule.stored(generation: s.int64(14), place: s.text(4) == "default" ? nil : s.text(4),
+                                             name: s.optionalText(12), reason: s.text(6), tier: s.optionalText(13)))))
         }
         return out
     }

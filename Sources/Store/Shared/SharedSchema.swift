@@ -134,6 +134,17 @@ public enum SharedSchema {
                 Column("change", .bigint, default: .change),
             ], primaryKey: ["id"])),
         ],
+        // 6: a flow or refusal keeps the decision as it was taken (policy generation, rule name,
+        // reason, tier), so no reload re-attributes a shipped row. NULL / 0: not recorded.
+        [
+            .addColumn(table: "tv_flows", Column("rule_name", .text, notNull: false)),
+            .addColumn(table: "tv_flows", Column("reason", .text, notNull: false)),
+            .addColumn(table: "tv_flows", Column("tier", .text, notNull: false)),
+            .addColumn(table: "tv_flows", Column("generation", .bigint, notNull: false)),
+            .addColumn(table: "tv_refusals", Column("rule_name", .text, notNull: false)),
+            .addColumn(table: "tv_refusals", Column("tier", .text, notNull: false)),
+            .addColumn(table: "tv_refusals", Column("generation", .bigint, default: .zero)),
+        ],
     ]
 
     /// The version this build writes.
