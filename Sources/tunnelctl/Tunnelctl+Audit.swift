@@ -8,10 +8,9 @@ import Synchronization
 /// `tunnelctl audit start LABEL | stop | mark LABEL | list [--since]` (DESIGN.md §9, issue 6).
 ///
 /// tunnelctl writes audit sessions and markers into the store itself, daemon running or not
-/// (the daemon's writer and tunnelctl are two connections on one WAL file). A write waits for
-/// the daemon's lock through the busy timeout and is retried, so it never fails with
-/// "database is locked" while the daemon writes. Also home of the store helpers the history
-/// commands share (`openStore`, `cliNow`, `dateTimeText`, `parseSince`).
+/// (the daemon's writer and tunnelctl are two connections on one WAL file; `CLIStore` waits for
+/// the daemon's lock and retries). Also home of the helpers the history commands share
+/// (`cliNow`, `parseSince`).
 extension Tunnelctl {
     static let runAudit: Command.Body = { args, console in
         let json = args.flag("--json")
@@ -19,18 +18,18 @@ extension Tunnelctl {
         switch sub {
         case "start":
             let label = try labelWords(&args, "audit start LABEL")
-            let (store, _) = try openStore(&args, write: true)
+            let (store, _) = try openStore(&args)
             try args.finish()
             let now = cliNow()
-            let a = try writing { try store.startAudit(label: label, at: now) }
+            let a = try CLIStore.call { try store.startAudit(label: label, at: now) }
             if json { console.print(try encodeJSON(AuditSessionRow(a))) } else {
                 console.print("audit session \(a.id) '\(a.label)' started at \(dateTimeText(a.startedAt))")
             }
             return .ok
         case "stop":
-            let (store, _) = try openStore(&args, write: true)
+            let (store, _) = try openStore(&args)
             try args.finish()
-            let a = try writing { try store.stopAudit(at: cliNow()) }
+            let a = try CLIStore.call { try store.stopAudit(at: cliNow()) }
             if json { console.print(try encodeJSON(AuditSessionRow(a))) } else {
                 let lasted = remainingText(((a.endedAt ?? a.startedAt) - a.startedAt) / 1000)
                 console.print("audit session \(a.id) '\(a.label)' stopped at \(dateTimeText(a.endedAt ?? a.startedAt)) (lasted \(lasted))")
@@ -39,9 +38,9 @@ extension Tunnelctl {
         case "mark":
             let detail = try args.option("--detail")
             let label = try labelWords(&args, "audit mark LABEL [--detail TEXT]")
-            let (store, _) = try openStore(&args, write: true)
+            let (store, _) = try openStore(&args)
             try args.finish()
-            let m = try writing { try store.addMarker(MarkerInput(at: cliNow(), label: label, kind: .manual, detail: detail)) }
+            let m = try CLIStore.call { try store.addMarker(MarkerInput(at: cliNow(), label: label, kind: .manual, detail: detail)) }
             if json { console.print(try encodeJSON(MarkerRow(m))) } else {
                 let session = m.auditSessionId.map { " (audit session \($0))" } ?? ""
                 console.print("marker \(m.id) '\(m.label)' at \(dateTimeText(m.at))\(session)")
@@ -60,7 +59,7 @@ extension Tunnelctl {
                 }
                 return .ok
             }
-            let (audits, markers) = try storeCall { try store.connection.read { (try store.audits(since: from), try store.markers(since: from)) } }
+            let (audits, markers) = try CLIStore.call { try store.connection.read { (try store.audits(since: from), try store.markers(since: from)) } }
             if json {
                 console.print(try encodeJSON(AuditListJSON(auditSessions: audits.map(AuditSessionRow.init), markers: markers.map { MarkerRow($0) })))
                 return .ok
@@ -131,69 +130,17 @@ extension Tunnelctl {
         return Int64(t) ?? TimeText.parseISO(t)
     }
 
-    /// Opens the store named by `--config`. Writing commands create the state directory and
-    /// the store when missing (the daemon need not have run); read commands never create.
-    static func openStore(_ args: inout Arguments, write: Bool) throws -> (StateStore, TunnelConfig) {
+    /// The store named by `--config` for writing (created when missing; `CLIStore`).
+    static func openStore(_ args: inout Arguments) throws -> (StateStore, TunnelConfig) {
         let config = try cliConfig(&args)
-        let path = config.interface.storePath
-        if write {
-            let dir = config.interface.stateDirectory
-            if !FileManager.default.fileExists(atPath: dir) {
-                do {
-                    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true,
-                                                            attributes: [.posixPermissions: 0o750])
-                } catch {
-                    throw CLIError.failure("cannot create the state directory \(dir): \(error.localizedDescription)")
-                }
-            }
-        }
-        let store = try storeCall {
-            try retryingBusy { try StateStore(path: path, mode: write ? .readWrite : .readOnly, busyTimeoutMs: 10_000) }
-        }
-        return (store, config)
+        return (try CLIStore.write(config), config)
     }
 
     /// For read commands: the store named by `--config`, or nil when it does not exist yet
-    /// (callers say `noHistoryYet`). Every other failure — permission denied included — is an
-    /// exit-1 error with its sentence.
+    /// (callers say `noHistoryYet`; `CLIStore`).
     static func openHistory(_ args: inout Arguments) throws -> (StateStore?, TunnelConfig) {
         let config = try cliConfig(&args)
-        do {
-            let store = try retryingBusy { try StateStore(path: config.interface.storePath, mode: .readOnly, busyTimeoutMs: 10_000) }
-            return (store, config)
-        } catch StoreError.missing {
-            return (nil, config)
-        } catch let e as StoreError {
-            throw CLIError.failure(e.description)
-        }
-    }
-
-    /// Runs a store call; a `StoreError` becomes an exit-1 error with its sentence.
-    static func storeCall<T>(_ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch let e as StoreError {
-            throw CLIError.failure(e.description)
-        }
-    }
-
-    /// A write from tunnelctl: retried when the daemon held the lock past the busy timeout.
-    static func writing<T>(_ body: () throws -> T) throws -> T {
-        try storeCall { try retryingBusy(body) }
-    }
-
-    /// Calls `body` again (up to 5 times, 50 ms apart) while it throws `StoreError.busy`.
-    static func retryingBusy<T>(_ body: () throws -> T) throws -> T {
-        var attempt = 0
-        while true {
-            do {
-                return try body()
-            } catch StoreError.busy(let path, let operation) {
-                attempt += 1
-                if attempt > 5 { throw StoreError.busy(path: path, operation: operation) }
-                Sys.sleep(milliseconds: 50)
-            }
-        }
+        return (try CLIStore.read(config), config)
     }
 
     /// `--since` (every command that takes it): a duration back from now (`10m`, `1h`, `7d`),

@@ -16,7 +16,7 @@ extension Tunnelctl {
             let detail = sub == "on" ? try args.option("--detail") : nil
             let config = try cliConfig(&args)
             try args.finish()
-            let (enabled, d) = try storeCaptureSettings(storePath: config.interface.storePath, enabled: sub == "on",
+            let (enabled, d) = try storeCaptureSettings(config, enabled: sub == "on",
                                                         detail: detail)
             return captureApply(config, enabled: enabled, detail: d, console: console)
         case "list":

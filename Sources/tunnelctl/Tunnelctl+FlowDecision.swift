@@ -65,7 +65,7 @@ extension Tunnelctl {
                 peerSource = "config"
             }
             if flow.tier == nil, let name = flow.peer, let p = config.peer(named: name) {
-                let store = try readStore(config)
+                let store = try CLIStore.read(config)
                 let override = try store?.tierOverride(peer: name)
                 flow.tier = override?.tier ?? p.tier
                 tierSource = override == nil ? "config" : "store"

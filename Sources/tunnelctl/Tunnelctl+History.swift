@@ -17,7 +17,7 @@ extension Tunnelctl {
         try args.finish()
         let store = try historySource(config, local: scope.local, gateway: scope.gateway)
         if let peer { try checkHistoryPeer(peer, config, store) }
-        let rows = try storeCall { try store?.reader.historyRefusals(since: since, peer: peer, gateway: scope.gateway, limit: 10_000) ?? [] }
+        let rows = try CLIStore.call { try store?.reader.historyRefusals(since: since, peer: peer, gateway: scope.gateway, limit: 10_000) ?? [] }
         if json {
             if store == nil { console.error("note: \(noHistoryYet(config))") }
             console.print(try encodeJSON(rows.map { RefusalRow($0.row, gateway: $0.gateway) }))
@@ -54,7 +54,7 @@ extension Tunnelctl {
         try args.finish()
         let store = try historySource(config, local: scope.local, gateway: scope.gateway)
         if let peer { try checkHistoryPeer(peer, config, store) }
-        var rows = try storeCall {
+        var rows = try CLIStore.call {
             try store?.reader.historyFlows(since: since, peer: peer, gateway: scope.gateway, blockedOnly: blocked, limit: 10_000) ?? []
         }
         // Open flows: the counts tunneld has now (the store's are as of the last record).

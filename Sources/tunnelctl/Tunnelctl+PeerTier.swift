@@ -40,14 +40,9 @@ extension Tunnelctl {
             before = r.previous
             applied = r.stored ? "now" : "now; not yet in the store (tunneld retries)"
         case .notRunning:
-            let store: StateStore
-            do {
-                store = try StateStore(path: config.interface.storePath)
-            } catch let e as StoreError {
-                throw CLIError.failure(e.description)
-            }
-            before = try Tunnelctl.tier(of: peer, store)
-            try store.setTier(peer: name, tier: tier, at: cliNow())
+            let store = try CLIStore.write(config)
+            before = try CLIStore.call { try Tunnelctl.tier(of: peer, store) }
+            try CLIStore.call { try store.setTier(peer: name, tier: tier, at: cliNow()) }
             applied = "at tunneld's next start"
         }
         if json {

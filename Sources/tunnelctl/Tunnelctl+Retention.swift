@@ -46,7 +46,7 @@ extension Tunnelctl {
             }
             // No store yet: tunneld would start with the factory values; show them and say why.
             if store == nil { console.error("note: \(noHistoryYet(config)); \(shared == nil ? "these are the factory values" : "capture values are the factory ones")") }
-            let text = try storeCall { try store?.settingsText() }
+            let text = try CLIStore.call { try store?.settingsText() }
             var decoded: SettingsDecoding
             do {
                 decoded = try Settings.decode(text)
@@ -83,7 +83,7 @@ extension Tunnelctl {
             // Validate every pair against factory settings first: a typo writes nothing.
             var probe = Settings.factory
             for (k, v) in pairs { try validate(&probe, k, v) }
-            let (store, config) = try openStore(&args, write: true)
+            let (store, config) = try openStore(&args)
             try args.finish()
             // A retention key with a shared store: the shared row first (it is the one every
             // gateway prunes with), then this gateway's copy, in the local row's transaction —
@@ -94,7 +94,7 @@ extension Tunnelctl {
             let shared: (any SharedState)? = sharing ? try openSharedForRetention(config, write: true) : nil
             var sharedWasBad = false
             let gateway = config.interface.gatewayNameInForce
-            let (before, after, row): (SettingsDecoding?, Settings, SharedSettings?) = try writing {
+            let (before, after, row): (SettingsDecoding?, Settings, SharedSettings?) = try CLIStore.call {
                 try store.connection.transaction {
                     let text = try store.settingsText()
                     // The shared row is changed by compare-and-set on its change number: a row

@@ -306,7 +306,7 @@ extension Tunnelctl {
     /// `tunnelctl peers` while tunneld is not running: configured peers, tiers (with the store's
     /// overrides), windows and the last session from the store. Says so on stderr; exit 0.
     static func peersFromStore(_ config: TunnelConfig, json: Bool, _ console: Console) throws -> ExitCode {
-        guard let store = try readStore(config) else { return noStoreAnswer("peers", config, json: json, console) }
+        guard let store = try CLIStore.read(config) else { return noStoreAnswer("peers", config, json: json, console) }
         console.error("note: tunneld is not running; showing the configuration and the store (no live handshakes or counters)")
         let now = cliNow()
         var out: [PeerStatus] = []

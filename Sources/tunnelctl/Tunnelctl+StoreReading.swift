@@ -20,19 +20,6 @@ extension Tunnelctl {
     /// ISO-8601 UTC with milliseconds: `2026-11-29T10:15:00.000Z` (for --json).
     static func isoText(_ ms: Int64) -> String { TimeText.iso(ms) }
 
-    /// The store read-only, or nil when none exists yet (the daemon never ran). Any other problem
-    /// (permission denied, corrupt, not a store, wrong schema) is an error that says what to do:
-    /// an unreadable store never reads as an empty one. Callers say `noHistoryYet` for nil.
-    static func readStore(_ config: TunnelConfig) throws -> StateStore? {
-        do {
-            return try StateStore(path: config.interface.storePath, mode: .readOnly)
-        } catch StoreError.missing {
-            return nil
-        } catch let e as StoreError {
-            throw CLIError.failure(e.description)
-        }
-    }
-
     /// What a read command says instead of an empty answer when the store does not exist.
     static func noHistoryYet(_ config: TunnelConfig) -> String {
         "no history yet: the store \(config.interface.storePath) does not exist (tunneld has not run; or StateDirectory points elsewhere)"
@@ -116,7 +103,7 @@ extension Tunnelctl {
                 throw CLIError.failure("--gateway '\(gateway)' is not a gateway name (1–64 of A–Z a–z 0–9 _ . -)")
             }
         }
-        let own = try readStore(config)
+        let own = try CLIStore.read(config)
         guard setting.isShared, !local else {
             // This router's own history, through the same questions (`LocalSharedState`).
             return try SharedStoreSetting.local.backend(local: own, gateway: config.interface.gatewayNameInForce, passFile: nil)

@@ -31,7 +31,7 @@ extension Tunnelctl {
         // Audit sessions stay on the router that ran them (they are not shipped): shown when the
         // answer covers this router.
         let ownAudits = !source.shared || scope.gateway == nil || scope.gateway == config.interface.gatewayName
-        var (events, truncated) = try storeCall {
+        var (events, truncated) = try CLIStore.call {
             try source.reader.readingOneSnapshot {
                 try timelineEvents(source.reader, audits: ownAudits ? source.local : nil, since: since, peer: peer,
                                    gateway: scope.gateway)
