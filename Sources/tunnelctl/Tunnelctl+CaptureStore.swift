@@ -23,12 +23,8 @@ extension Tunnelctl {
         let store = try CLIStore.write(config)
         var settings = (try? store.settings().settings) ?? Settings.factory
         settings.capture.enabled = enabled
-        if let detail {
-            guard let d = CaptureDetail(rawValue: detail) else {
-                throw CLIError.usage("--detail must be metadata or full, not '\(detail)'")
-            }
-            settings.capture.detail = d
-        }
+        // The option check has taken only metadata or full (`OptionKind.choice`).
+        if let detail, let d = CaptureDetail(rawValue: detail) { settings.capture.detail = d }
         try CLIStore.call { try store.putSettings(settings, at: Int64(Date().timeIntervalSince1970 * 1000)) }
         return (settings.capture.enabled, settings.capture.detail.rawValue)
     }

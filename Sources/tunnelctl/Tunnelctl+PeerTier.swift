@@ -20,15 +20,12 @@ extension Tunnelctl {
         return t
     }
 
-    static let runPeer: Command.Body = { args, console in
-        let json = args.flag("--json")
-        let configPath = try args.option("--config") ?? TunnelConfig.defaultPath
-        let config = try cliConfig(path: configPath)
-        guard let sub = args.next() else { throw CLIError.usage(usageText(["peer"])) }
-        guard sub == "tier" else { return try runPeerEdit(sub, &args, configPath: configPath, config: config, console, json: json) }
+    static let runPeerTier: Command.Body = { opts, console in
+        let json = opts[.json]
+        let (_, config) = try peerConfig(opts)
         let usage = usageText(["peer", "tier"])
-        guard let name = args.next(), let tierText = args.next() else { throw CLIError.usage(usage) }
-        try args.finish()
+        guard let name = opts.next(), let tierText = opts.next() else { throw CLIError.usage(usage) }
+        try opts.finish()
         let tier = try configuredTier(tierText, config, what: "tier")
         let peer = try configuredPeer(name, config)
         let before: PeerTier

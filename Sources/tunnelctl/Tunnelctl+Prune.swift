@@ -10,17 +10,17 @@ import Store
 /// to the file system (incremental vacuum) and reports rows and bytes per family. On a terminal,
 /// a run longer than a second shows its progress on stderr.
 extension Tunnelctl {
-    static let runPrune: Command.Body = { args, console in
-        let json = args.flag("--json")
-        let dryRun = args.flag("--dry-run") || args.flag("-n")
+    static let runPrune: Command.Body = { opts, console in
+        let json = opts[.json]
+        let dryRun = opts[.dryRun]  // -n is rewritten to --dry-run by the option check
         let history: StateStore?
         let config: TunnelConfig
         if dryRun {
-            (history, config) = try openHistory(&args)
+            (history, config) = try openHistory(opts)
         } else {
-            (history, config) = try openStore(&args)
+            (history, config) = try openStore(opts)
         }
-        try args.finish()
+        try opts.finish()
         guard let store = history else {
             let now = cliNow()
             if json {

@@ -9,12 +9,12 @@ import Store
 /// window and pause, read from the store (the daemon, when it runs, only adds whether the peer
 /// is connected right now).
 extension Tunnelctl {
-    static let runSession: Command.Body = { args, console in
-        let json = args.flag("--json")
-        let local = args.flag("--local")
-        let config = try cliConfig(&args)
-        let name = args.next()
-        try args.finish()
+    static let runSession: Command.Body = { opts, console in
+        let json = opts[.json]
+        let local = opts[.local]
+        let config = try cliConfig(opts)
+        let name = opts.next()
+        try opts.finish()
         let peers = try name.map { [try configuredPeer($0, config)] } ?? config.peers
         let now = cliNow()
         let source = try WindowSource.open(config, local: local)
@@ -113,13 +113,13 @@ extension Tunnelctl {
         return r
     }
 
-    static let runExplain: Command.Body = { args, console in
-        let json = args.flag("--json")
-        let config = try cliConfig(&args)
-        let policies = try args.option("--policies")
-        let local = args.flag("--local")
+    static let runExplain: Command.Body = { opts, console in
+        let json = opts[.json]
+        let config = try cliConfig(opts)
+        let policies = opts[.policies]
+        let local = opts[.local]
         var words: [String] = []
-        while let w = args.next() {
+        while let w = opts.next() {
             if w.hasPrefix("--") { throw CLIError.usage("unknown option '\(w)'") }
             words.append(w)
         }

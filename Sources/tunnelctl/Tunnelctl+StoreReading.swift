@@ -42,12 +42,6 @@ extension Tunnelctl {
         return reply
     }
 
-    /// `--since 10m` (or a date, as `audit list` takes) as a cut-off (epoch ms), `.min` without the option.
-    static func sinceOption(_ args: inout Arguments, now: Int64) throws -> Int64 {
-        guard let text = try args.option("--since") else { return .min }
-        return try parseSince(text, now: now)
-    }
-
     /// The configured peer called `name`, or a "not found" error naming the configured ones.
     static func configuredPeer(_ name: String, _ config: TunnelConfig) throws -> PeerConfig {
         guard let p = config.peer(named: name) else {
@@ -84,10 +78,8 @@ struct HistorySource {
 
 extension Tunnelctl {
     /// The `--local` and `--gateway NAME` options of the history commands.
-    static func historyScope(_ args: inout Arguments) throws -> (local: Bool, gateway: String?) {
-        let local = args.flag("--local")
-        let gateway = try args.option("--gateway")
-        return (local, gateway)
+    static func historyScope(_ opts: ParsedOptions) -> (local: Bool, gateway: String?) {
+        (opts[.local], opts[.gateway])
     }
 
     /// The history to read, or nil when neither a shared store is configured nor a local one

@@ -9,14 +9,13 @@ import Store
 /// flows, refusals and sessions are that peer's; markers and audit sessions are kept, since
 /// they annotate the gateway as a whole.
 extension Tunnelctl {
-    static let runTimeline: Command.Body = { args, console in
-        let json = args.flag("--json")
-        let sinceText = try args.option("--since") ?? "1h"
-        let peer = try args.option("--peer")
-        let since = try parseSince(sinceText, now: cliNow())
-        let config = try cliConfig(&args)
-        let scope = try historyScope(&args)
-        try args.finish()
+    static let runTimeline: Command.Body = { opts, console in
+        let json = opts[.json]
+        let peer = opts[.peer]
+        let since = try opts[.since] ?? parseSince("1h", now: cliNow())
+        let config = try cliConfig(opts)
+        let scope = historyScope(opts)
+        try opts.finish()
         let found = try historySource(config, local: scope.local, gateway: scope.gateway)
         if let peer { try checkHistoryPeer(peer, config, found) }
         guard let source = found else {
