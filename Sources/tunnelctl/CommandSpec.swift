@@ -1,8 +1,9 @@
 import Core
 /// The shape of one entry of the command table (`CommandTable.swift`): what a command takes and
-/// says about itself. The dispatcher (`Tunnelctl.run`) reads it to find the subcommand, check the
-/// options (unknown ones are usage errors with a did-you-mean), answer `--help` / `help CMD`
-/// without touching the config, the store or the daemon, and print the top-level usage.
+/// says about itself, and the body that runs it. The dispatcher (`Tunnelctl.run`) reads it to
+/// find the subcommand, check the options (unknown ones are usage errors with a did-you-mean),
+/// convert their values (`ParsedOptions`), answer `--help` / `help CMD` without touching the
+/// config, the store or the daemon, and print the top-level usage.
 
 /// One option: `--since DURATION|DATE`, a flag such as `--json`, optionally with a short alias.
 struct OptionSpec: Sendable {
@@ -12,15 +13,19 @@ struct OptionSpec: Sendable {
     let alias: String?
     /// The value's name in the usage (`DURATION|DATE`); nil for a flag.
     let value: String?
-    /// Shown without brackets in the usage (`capture extract --flow ID -o FILE`).
+    /// Shown without brackets in the usage (`capture extract --flow ID -o FILE`); missing, a
+    /// usage error before the body runs.
     let required: Bool
+    /// What the value must be; `.flag` without a value, `.text` unless given.
+    let kind: OptionKind
     let help: String
 
-    init(_ name: String, _ value: String? = nil, alias: String? = nil, required: Bool = false, help: String) {
+    init(_ name: String, _ value: String? = nil, alias: String? = nil, required: Bool = false, kind: OptionKind? = nil, help: String) {
         self.name = name
         self.alias = alias
         self.value = value
         self.required = required
+        self.kind = kind ?? (value == nil ? .flag : .text)
         self.help = help
     }
 
@@ -61,8 +66,9 @@ struct ArgumentSpec: Sendable {
 
 /// A command or a subcommand.
 struct Command: Sendable {
-    /// What a command does with its words; reads options with `args.option` / `args.flag`.
-    typealias Body = @Sendable (inout Arguments, Console) throws -> ExitCode
+    /// What a command does: its options already checked and typed (`opts[.json]`), its
+    /// positional words taken with `opts.next()`.
+    typealias Body = @Sendable (inout ParsedOptions, Console) throws -> ExitCode
 
     let name: String
     /// The positional part of the usage line (`[NAME]`, `PEER | 'FLOW'`); the options follow
@@ -76,8 +82,8 @@ struct Command: Sendable {
     /// as they are, others are wrapped at 100 columns).
     let help: String
     let subcommands: [Command]
-    /// nil for a subcommand (its group's body runs it) and for `help` and `version`, which the
-    /// dispatcher answers itself.
+    /// nil for a group (the dispatcher runs the subcommand's body) and for `help` and `version`,
+    /// which the dispatcher answers itself.
     let run: Body?
 
     init(_ name: String, _ synopsis: String = "", summary: String, arguments: [ArgumentSpec] = [],
@@ -97,8 +103,7 @@ struct Command: Sendable {
     /// The declared option called `word` (by name or alias).
     func option(_ word: String) -> OptionSpec? { options.first { $0.name == word || $0.alias == word } }
 
-    /// Options a body of this command may read: its own and, for a group, every subcommand's
-    /// (a group's body reads some options before it switches on the subcommand).
+    /// Options this command takes: its own and, for a group, every subcommand's.
     var readableOptions: Set<String> {
         var names = Set(options.flatMap { [$0.name] + ($0.alias.map { [$0] } ?? []) })
         for s in subcommands { names.formUnion(s.readableOptions) }

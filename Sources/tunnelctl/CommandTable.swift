@@ -88,31 +88,31 @@ extension Tunnelctl {
                         PublicKey, AllowedIPs (and PresharedKey, Tier, Expires when asked) to the configuration, asks \
                         tunneld to reload, and prints the client's wg-quick file on stdout (messages go to stderr). \
                         Without --keep-client-key that output is the only copy of the client's private key.
-                        """),
+                        """, run: runPeerAdd),
                 Command(
                     "remove", "NAME", summary: "delete a peer's [Peer] block and reload (its session ends)",
                     arguments: [ArgumentSpec("NAME", "a peer of the configuration")], options: [.config],
-                    help: "Deletes the peer's [Peer] block (with its name comment) and its kept client key, then asks tunneld to reload."),
+                    help: "Deletes the peer's [Peer] block (with its name comment) and its kept client key, then asks tunneld to reload.", run: runPeerRemove),
                 Command(
                     "disable", "NAME", summary: "Disabled = true and reload: the peer is refused (reason disabled)",
                     arguments: [ArgumentSpec("NAME", "a peer of the configuration")], options: [.config],
-                    help: "Sets Disabled = true in the peer's block and asks tunneld to reload; it refuses the peer from then on, across restarts."),
+                    help: "Sets Disabled = true in the peer's block and asks tunneld to reload; it refuses the peer from then on, across restarts.", run: runPeerDisable),
                 Command(
                     "enable", "NAME", summary: "remove Disabled and reload",
                     arguments: [ArgumentSpec("NAME", "a peer of the configuration")], options: [.config],
-                    help: "Removes the Disabled line from the peer's block and asks tunneld to reload."),
+                    help: "Removes the Disabled line from the peer's block and asks tunneld to reload.", run: runPeerEnable),
                 Command(
                     "rename", "OLD NEW", summary: "change a peer's Name and reload",
                     arguments: [ArgumentSpec("OLD", "a peer of the configuration"), ArgumentSpec("NEW", "the new name")], options: [.config],
-                    help: "Sets Name = NEW in the peer's block (added when the name came from a comment or the key) and asks tunneld to reload. Policy rules naming OLD must be changed by hand."),
+                    help: "Sets Name = NEW in the peer's block (added when the name came from a comment or the key) and asks tunneld to reload. Policy rules naming OLD must be changed by hand.", run: runPeerRename),
                 Command(
                     "list", summary: "peers with addresses, tier, expiry, disabled, last handshake",
                     options: [.json("docs/json.md"), .config],
-                    help: "The configured peers; the last handshake comes from tunneld when it runs (- otherwise)."),
+                    help: "The configured peers; the last handshake comes from tunneld when it runs (- otherwise).", run: runPeerList),
                 Command(
                     "show", "NAME", summary: "one peer's settings and state",
                     arguments: [ArgumentSpec("NAME", "a peer of the configuration")], options: [.json("docs/json.md"), .config],
-                    help: "One peer's keys (public), AllowedIPs, tier, expiry, state and, with tunneld running, its last handshake."),
+                    help: "One peer's keys (public), AllowedIPs, tier, expiry, state and, with tunneld running, its last handshake.", run: runPeerShow),
                 Command(
                     "config", "NAME", summary: "the client's wg-quick file",
                     arguments: [ArgumentSpec("NAME", "a peer of the configuration")], options: [.config],
@@ -120,7 +120,7 @@ extension Tunnelctl {
                         Prints the client's wg-quick file: [Interface] PrivateKey (only when kept with --keep-client-key; \
                         otherwise a comment and a note on stderr), Address, DNS; [Peer] the gateway's PublicKey, \
                         PresharedKey, Endpoint (PublicEndpoint), AllowedIPs = 0.0.0.0/0, ::/0, PersistentKeepalive.
-                        """),
+                        """, run: runPeerConfig),
                 Command(
                     "qr", "NAME", summary: "the client config as a QR code (terminal, or --png FILE)",
                     arguments: [ArgumentSpec("NAME", "a peer of the configuration")],
@@ -132,7 +132,7 @@ extension Tunnelctl {
                         Exit 1, with no code, when the client's private key is not stored beside the configuration \
                         (clients/NAME.key, kept by 'peer add --keep-client-key') or is not the key of the peer's \
                         PublicKey: a code without it cannot make a working tunnel.
-                        """),
+                        """, run: runPeerQR),
                 Command(
                     "tier", "NAME TIER", summary: "set a peer's tier at runtime (free, premium or a [Tier] class)",
                     arguments: [ArgumentSpec("NAME", "a peer of the configuration"),
@@ -145,9 +145,8 @@ extension Tunnelctl {
                         is kept: premium ignores it (a paused peer gets in at once), and a move back to free finds \
                         the pause it was in. With a shared store (Store = postgresql://…) every gateway applies it \
                         within about two seconds.
-                        """),
-            ],
-            run: runPeer),
+                        """, run: runPeerTier),
+            ]),
         Command(
             "reload", summary: "ask tunneld to re-read the whole configuration and apply the peer changes",
             options: [.config],
@@ -221,7 +220,7 @@ extension Tunnelctl {
             run: runExplain),
         Command(
             "refusals", summary: "refused sessions and flows (coalesced), newest first",
-            options: [OptionSpec("--since", "DURATION|DATE", help: "only refusals seen since then: 10m, 1h, 7d, forever, or YYYY-MM-DD[THH:MM[:SS]][Z]"),
+            options: [OptionSpec("--since", "DURATION|DATE", kind: .since, help: "only refusals seen since then: 10m, 1h, 7d, forever, or YYYY-MM-DD[THH:MM[:SS]][Z]"),
                       OptionSpec("--peer", "NAME", help: "only this peer's refusals")] + OptionSpec.historyScope + [
                       .json("docs/session.md"), .config],
             help: """
@@ -238,7 +237,7 @@ extension Tunnelctl {
             run: runRefusals),
         Command(
             "flows", summary: "recorded flows, newest first (--blocked: refused only)",
-            options: [OptionSpec("--since", "DURATION|DATE", help: "only flows seen since then: 10m, 1h, 7d, forever, or YYYY-MM-DD[THH:MM[:SS]][Z]"),
+            options: [OptionSpec("--since", "DURATION|DATE", kind: .since, help: "only flows seen since then: 10m, 1h, 7d, forever, or YYYY-MM-DD[THH:MM[:SS]][Z]"),
                       OptionSpec("--peer", "NAME", help: "only this peer's flows"),
                       OptionSpec("--blocked", help: "only blocked and rejected flows")] + OptionSpec.historyScope + [
                       .json("docs/session.md"), .config],
@@ -258,7 +257,7 @@ extension Tunnelctl {
             run: runFlows),
         Command(
             "timeline", summary: "flows, refusals, sessions and markers interleaved, in time order",
-            options: [OptionSpec("--since", "DURATION|DATE", help: "start there instead of 1h ago: 10m, 7d, forever, or YYYY-MM-DD[THH:MM[:SS]][Z]"),
+            options: [OptionSpec("--since", "DURATION|DATE", kind: .since, help: "start there instead of 1h ago: 10m, 7d, forever, or YYYY-MM-DD[THH:MM[:SS]][Z]"),
                       OptionSpec("--peer", "NAME", help: "only this peer's flows, refusals and sessions (markers and audit sessions stay)")]
                 + OptionSpec.historyScope + [.json("docs/audit.md"), .config],
             help: """
@@ -291,7 +290,7 @@ extension Tunnelctl {
                     help: """
                         Parses every *.rules file of the policy directory offline and reports errors and \
                         warnings with file:line:column. Exit 0 when the policy would load, 1 when it has errors.
-                        """),
+                        """, run: runPolicyCheck),
                 Command(
                     "test", "'FLOW'", summary: "verdict and rule for a hypothetical flow, offline",
                     arguments: [ArgumentSpec("FLOW", "a flow, in quotes (syntax above)")],
@@ -304,20 +303,19 @@ extension Tunnelctl {
                         with any 'peer tier' override) exactly as 'explain FLOW' does; without, they are 'not given'. \
                         Exit 0 when the flow is allowed, 1 when it is blocked or rejected. FLOW:
                           \(PolicyFlow.syntax)
-                        """),
+                        """, run: runPolicyTest),
                 Command(
                     "reload", summary: "ask tunneld to reload; prints the new generation or the errors",
                     options: [.json("docs/control.md"), .config],
                     help: """
                         Asks the running tunneld to reload its PolicyDirectory. Exit 0 with the new generation; \
                         exit 1 with the errors while the old policy keeps running; exit 3 when tunneld is not running.
-                        """),
+                        """, run: runPolicyReload),
                 Command(
                     "show", summary: "rules in force with live hit counters",
                     options: [.json("docs/control.md"), .config],
-                    help: "The rules tunneld is enforcing now, with their hit counters. Exit 3 when tunneld is not running."),
-            ],
-            run: runPolicy),
+                    help: "The rules tunneld is enforcing now, with their hit counters. Exit 3 when tunneld is not running.", run: runPolicyShow),
+            ]),
         Command(
             "audit", summary: "audit sessions and markers for the timeline",
             help: """
@@ -329,26 +327,25 @@ extension Tunnelctl {
                     "start", "LABEL", summary: "open an audit session called LABEL",
                     arguments: [ArgumentSpec("LABEL", "the session's label (the remaining words, up to 1000 bytes)")],
                     options: [.json("docs/audit.md"), .config],
-                    help: "Opens an audit session. Only one is open at a time: exit 1 while another is open."),
+                    help: "Opens an audit session. Only one is open at a time: exit 1 while another is open.", run: runAuditStart),
                 Command(
                     "stop", summary: "close the open audit session",
                     options: [.json("docs/audit.md"), .config],
-                    help: "Closes the open audit session. Exit 1 when none is open."),
+                    help: "Closes the open audit session. Exit 1 when none is open.", run: runAuditStop),
                 Command(
                     "mark", "LABEL", summary: "place a marker now (inside the open audit session, if any)",
                     arguments: [ArgumentSpec("LABEL", "the marker's label (the remaining words, up to 1000 bytes)")],
                     options: [OptionSpec("--detail", "TEXT", help: "a longer note kept with the marker"), .json("docs/audit.md"), .config],
-                    help: "Places a manual marker at the current time; it belongs to the open audit session, if any."),
+                    help: "Places a manual marker at the current time; it belongs to the open audit session, if any.", run: runAuditMark),
                 Command(
                     "list", summary: "audit sessions and markers",
-                    options: [OptionSpec("--since", "DURATION|DATE", help: "only those since then: 10m, 1h, 7d, forever, or YYYY-MM-DD[THH:MM[:SS]][Z]"),
+                    options: [OptionSpec("--since", "DURATION|DATE", kind: .since, help: "only those since then: 10m, 1h, 7d, forever, or YYYY-MM-DD[THH:MM[:SS]][Z]"),
                               .json("docs/audit.md"), .config],
                     help: """
                         Audit sessions and markers from the store, oldest first. Exit 1 when the configuration or \
                         the store cannot be read; when the store does not exist yet, that is what it says.
-                        """),
-            ],
-            run: runAudit),
+                        """, run: runAuditList),
+            ]),
         Command(
             "retention", summary: "how long history and captures are kept",
             help: "How long the store keeps each family of history, and the capture limits (DESIGN.md §7).",
@@ -367,7 +364,7 @@ extension Tunnelctl {
                         shared store's, the ones every gateway prunes with, and capture this gateway's; the last \
                         lines say where each came from. A shared store that cannot be read is an error (exit 1) \
                         that names --local.
-                        """),
+                        """, run: runRetentionShow),
                 Command(
                     "set", "KEY=VALUE…", summary: "change retention settings (all pairs checked before any is written)",
                     arguments: [ArgumentSpec("KEY=VALUE", "keys: " + Settings.keys.map(\.key).joined(separator: " "))],
@@ -380,9 +377,8 @@ extension Tunnelctl {
                         With a shared store, retention keys are written to it for every gateway, and to this \
                         gateway's state.db as its copy; capture keys stay in this gateway's state.db. A shared \
                         store that cannot be reached writes nothing (exit 1).
-                        """),
-            ],
-            run: runRetention),
+                        """, run: runRetentionSet),
+            ]),
         Command(
             "prune", summary: "delete history and pcap files beyond retention",
             options: [OptionSpec("--dry-run", alias: "-n", help: "say what would be removed (with a size estimate); change nothing"),
@@ -400,8 +396,8 @@ extension Tunnelctl {
             "watch", summary: "live packets, flows, blocks and refusals (piped: one line each)",
             options: [OptionSpec("--peer", "NAME", help: "only this peer's records"),
                       OptionSpec("--blocked", help: "only blocked and rejected packets and flows, and refusals"),
-                      OptionSpec("--count", "N", help: "stop after N records that pass --peer and --blocked (exit 0)"),
-                      OptionSpec("--timeout", "DURATION", help: "stop after DURATION (10s, 2m); with --count, exit 1 when fewer than N records came"),
+                      OptionSpec("--count", "N", kind: .positiveCount, help: "stop after N records that pass --peer and --blocked (exit 0)"),
+                      OptionSpec("--timeout", "DURATION", kind: .duration, help: "stop after DURATION (10s, 2m); with --count, exit 1 when fewer than N records came"),
                       OptionSpec("--lines", help: "one line per record even on a terminal"),
                       OptionSpec("--view", help: "the refreshing view even when piped"),
                       OptionSpec("--ring", "PATH", help: "the live feed file (default: RuntimeDirectory/live.ring of the configuration)"),
@@ -425,22 +421,22 @@ extension Tunnelctl {
             subcommands: [
                 Command(
                     "on", summary: "start capturing (tunneld picks it up within a few seconds)",
-                    options: [OptionSpec("--detail", "metadata|full", help: "headers only (metadata) or whole packets (full)"), .config],
-                    help: "Turns capture on in the store's settings; tunneld starts writing capture-NNNNNN.pcap files within a few seconds."),
+                    options: [OptionSpec("--detail", "metadata|full", kind: .choice(["metadata", "full"]), help: "headers only (metadata) or whole packets (full)"), .config],
+                    help: "Turns capture on in the store's settings; tunneld starts writing capture-NNNNNN.pcap files within a few seconds.", run: runCaptureOn),
                 Command(
                     "off", summary: "stop capturing",
                     options: [.config],
-                    help: "Turns capture off in the store's settings; tunneld closes its capture file within a few seconds."),
+                    help: "Turns capture off in the store's settings; tunneld closes its capture file within a few seconds.", run: runCaptureOff),
                 Command(
                     "list", summary: "capture files with their sequence, size, first/last packet and count",
                     options: [.json("docs/capture.md"), .config],
                     help: """
                         Every capture file of StateDirectory/capture. Exit 1 when the directory cannot be read \
                         (for example: permission denied).
-                        """),
+                        """, run: runCaptureList),
                 Command(
                     "extract", summary: "one flow's packets (both directions) into a pcap file",
-                    options: [OptionSpec("--flow", "ID", required: true, help: "the flow id (tunnelctl flows and watch show it)"),
+                    options: [OptionSpec("--flow", "ID", required: true, kind: .flowID, help: "the flow id (tunnelctl flows and watch show it)"),
                               OptionSpec("-o", "FILE", required: true, help: "the pcap file to write (refused when FILE exists)"),
                               OptionSpec("--filter", "BPF", help: "only packets matching this pcap-filter(7) expression"),
                               .config],
@@ -448,9 +444,8 @@ extension Tunnelctl {
                         Finds the flow's 5-tuple and first capture location in the store (or the capture's flow \
                         index) and writes its packets into FILE. Exit 1 when the flow has no captured packets or \
                         the store or capture directory cannot be read.
-                        """),
-            ],
-            run: runCapture),
+                        """, run: runCaptureExtract),
+            ]),
         Command(
             "completion", summary: "shell completion scripts for bash and zsh",
             help: """
@@ -465,16 +460,15 @@ extension Tunnelctl {
                         Prints the bash completion script. Install it as \
                         /usr/share/bash-completion/completions/tunnelctl, or load it now:
                           source <(tunnelctl completion bash)
-                        """),
+                        """, run: runCompletionBash),
                 Command(
                     "zsh", summary: "the zsh completion script",
                     help: """
                         Prints the zsh completion script. Install it as _tunnelctl in a directory of $fpath \
                         (/usr/share/zsh/vendor-completions), or load it now (after compinit):
                           source <(tunnelctl completion zsh)
-                        """),
-            ],
-            run: runCompletion),
+                        """, run: runCompletionZsh),
+            ]),
         Command(
             "version", summary: "print the version",
             help: "Prints 'tunnelctl VERSION' (also: tunnelctl --version). Reads no configuration, store or daemon."),

@@ -8,77 +8,72 @@ import Synchronization
 /// `tunnelctl audit start LABEL | stop | mark LABEL | list [--since]` (DESIGN.md §9, issue 6).
 ///
 /// tunnelctl writes audit sessions and markers into the store itself, daemon running or not
-/// (the daemon's writer and tunnelctl are two connections on one WAL file). A write waits for
-/// the daemon's lock through the busy timeout and is retried, so it never fails with
-/// "database is locked" while the daemon writes. Also home of the store helpers the history
-/// commands share (`openStore`, `cliNow`, `dateTimeText`, `parseSince`).
+/// (the daemon's writer and tunnelctl are two connections on one WAL file; `CLIStore` waits for
+/// the daemon's lock and retries). Also home of the helpers the history commands share
+/// (`cliNow`, `parseSince`).
 extension Tunnelctl {
-    static let runAudit: Command.Body = { args, console in
-        let json = args.flag("--json")
-        guard let sub = args.next() else { throw CLIError.usage(auditUsage) }
-        switch sub {
-        case "start":
-            let label = try labelWords(&args, "audit start LABEL")
-            let (store, _) = try openStore(&args, write: true)
-            try args.finish()
-            let now = cliNow()
-            let a = try writing { try store.startAudit(label: label, at: now) }
-            if json { console.print(try encodeJSON(AuditSessionRow(a))) } else {
-                console.print("audit session \(a.id) '\(a.label)' started at \(dateTimeText(a.startedAt))")
-            }
-            return .ok
-        case "stop":
-            let (store, _) = try openStore(&args, write: true)
-            try args.finish()
-            let a = try writing { try store.stopAudit(at: cliNow()) }
-            if json { console.print(try encodeJSON(AuditSessionRow(a))) } else {
-                let lasted = remainingText(((a.endedAt ?? a.startedAt) - a.startedAt) / 1000)
-                console.print("audit session \(a.id) '\(a.label)' stopped at \(dateTimeText(a.endedAt ?? a.startedAt)) (lasted \(lasted))")
-            }
-            return .ok
-        case "mark":
-            let detail = try args.option("--detail")
-            let label = try labelWords(&args, "audit mark LABEL [--detail TEXT]")
-            let (store, _) = try openStore(&args, write: true)
-            try args.finish()
-            let m = try writing { try store.addMarker(MarkerInput(at: cliNow(), label: label, kind: .manual, detail: detail)) }
-            if json { console.print(try encodeJSON(MarkerRow(m))) } else {
-                let session = m.auditSessionId.map { " (audit session \($0))" } ?? ""
-                console.print("marker \(m.id) '\(m.label)' at \(dateTimeText(m.at))\(session)")
-            }
-            return .ok
-        case "list":
-            let from = try args.option("--since").map { try parseSince($0, now: cliNow()) } ?? .min
-            let (history, config) = try openHistory(&args)
-            try args.finish()
-            guard let store = history else {
-                if json {
-                    console.error("note: \(noHistoryYet(config))")
-                    console.print(try encodeJSON(AuditListJSON(auditSessions: [], markers: [])))
-                } else {
-                    console.print(noHistoryYet(config))
-                }
-                return .ok
-            }
-            let (audits, markers) = try storeCall { try store.connection.read { (try store.audits(since: from), try store.markers(since: from)) } }
-            if json {
-                console.print(try encodeJSON(AuditListJSON(auditSessions: audits.map(AuditSessionRow.init), markers: markers.map { MarkerRow($0) })))
-                return .ok
-            }
-            console.print(renderAuditList(audits, markers))
-            return .ok
-        default:
-            throw CLIError.usage("unknown audit subcommand '\(sub)'\(DidYouMean.suffix(sub, ["start", "stop", "mark", "list"]))\n\(auditUsage)")
+    static let runAuditStart: Command.Body = { opts, console in
+        let label = try labelWords(&opts, "audit start LABEL")
+        let (store, _) = try openStore(opts)
+        try opts.finish()
+        let now = cliNow()
+        let a = try CLIStore.call { try store.startAudit(label: label, at: now) }
+        if opts[.json] { console.print(try encodeJSON(AuditSessionRow(a))) } else {
+            console.print("audit session \(a.id) '\(a.label)' started at \(dateTimeText(a.startedAt))")
         }
+        return .ok
     }
 
-    /// From the command table.
-    static var auditUsage: String { usageText(["audit"]) }
+    static let runAuditStop: Command.Body = { opts, console in
+        let (store, _) = try openStore(opts)
+        try opts.finish()
+        let a = try CLIStore.call { try store.stopAudit(at: cliNow()) }
+        if opts[.json] { console.print(try encodeJSON(AuditSessionRow(a))) } else {
+            let lasted = remainingText(((a.endedAt ?? a.startedAt) - a.startedAt) / 1000)
+            console.print("audit session \(a.id) '\(a.label)' stopped at \(dateTimeText(a.endedAt ?? a.startedAt)) (lasted \(lasted))")
+        }
+        return .ok
+    }
+
+    static let runAuditMark: Command.Body = { opts, console in
+        let label = try labelWords(&opts, "audit mark LABEL [--detail TEXT]")
+        let (store, _) = try openStore(opts)
+        try opts.finish()
+        let m = try CLIStore.call { try store.addMarker(MarkerInput(at: cliNow(), label: label, kind: .manual, detail: opts[.detail])) }
+        if opts[.json] { console.print(try encodeJSON(MarkerRow(m))) } else {
+            let session = m.auditSessionId.map { " (audit session \($0))" } ?? ""
+            console.print("marker \(m.id) '\(m.label)' at \(dateTimeText(m.at))\(session)")
+        }
+        return .ok
+    }
+
+    static let runAuditList: Command.Body = { opts, console in
+        let json = opts[.json]
+        let from = opts[.since] ?? .min
+        let (history, config) = try openHistory(opts)
+        try opts.finish()
+        guard let store = history else {
+            if json {
+                console.error("note: \(noHistoryYet(config))")
+                console.print(try encodeJSON(AuditListJSON(auditSessions: [], markers: [])))
+            } else {
+                console.print(noHistoryYet(config))
+            }
+            return .ok
+        }
+        let (audits, markers) = try CLIStore.call { try store.connection.read { (try store.audits(since: from), try store.markers(since: from)) } }
+        if json {
+            console.print(try encodeJSON(AuditListJSON(auditSessions: audits.map(AuditSessionRow.init), markers: markers.map { MarkerRow($0) })))
+            return .ok
+        }
+        console.print(renderAuditList(audits, markers))
+        return .ok
+    }
 
     /// The remaining positional words as one label (`audit mark printer test` → "printer test").
-    static func labelWords(_ args: inout Arguments, _ usage: String) throws -> String {
+    static func labelWords(_ opts: inout ParsedOptions, _ usage: String) throws -> String {
         var words: [String] = []
-        while let w = args.words.first, !isOption(w) { words.append(w); _ = args.next() }
+        while let w = opts.peek, !isOption(w) { words.append(w); _ = opts.next() }
         let label = words.joined(separator: " ").trimmingCharacters(in: .whitespaces)
         guard !label.isEmpty else { throw CLIError.usage("a label is needed: tunnelctl \(usage)") }
         guard label.utf8.count <= 1000 else { throw CLIError.usage("the label is longer than 1000 bytes") }
@@ -131,69 +126,17 @@ extension Tunnelctl {
         return Int64(t) ?? TimeText.parseISO(t)
     }
 
-    /// Opens the store named by `--config`. Writing commands create the state directory and
-    /// the store when missing (the daemon need not have run); read commands never create.
-    static func openStore(_ args: inout Arguments, write: Bool) throws -> (StateStore, TunnelConfig) {
-        let config = try cliConfig(&args)
-        let path = config.interface.storePath
-        if write {
-            let dir = config.interface.stateDirectory
-            if !FileManager.default.fileExists(atPath: dir) {
-                do {
-                    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true,
-                                                            attributes: [.posixPermissions: 0o750])
-                } catch {
-                    throw CLIError.failure("cannot create the state directory \(dir): \(error.localizedDescription)")
-                }
-            }
-        }
-        let store = try storeCall {
-            try retryingBusy { try StateStore(path: path, mode: write ? .readWrite : .readOnly, busyTimeoutMs: 10_000) }
-        }
-        return (store, config)
+    /// The store named by `--config` for writing (created when missing; `CLIStore`).
+    static func openStore(_ opts: ParsedOptions) throws -> (StateStore, TunnelConfig) {
+        let config = try cliConfig(opts)
+        return (try CLIStore.write(config), config)
     }
 
     /// For read commands: the store named by `--config`, or nil when it does not exist yet
-    /// (callers say `noHistoryYet`). Every other failure — permission denied included — is an
-    /// exit-1 error with its sentence.
-    static func openHistory(_ args: inout Arguments) throws -> (StateStore?, TunnelConfig) {
-        let config = try cliConfig(&args)
-        do {
-            let store = try retryingBusy { try StateStore(path: config.interface.storePath, mode: .readOnly, busyTimeoutMs: 10_000) }
-            return (store, config)
-        } catch StoreError.missing {
-            return (nil, config)
-        } catch let e as StoreError {
-            throw CLIError.failure(e.description)
-        }
-    }
-
-    /// Runs a store call; a `StoreError` becomes an exit-1 error with its sentence.
-    static func storeCall<T>(_ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch let e as StoreError {
-            throw CLIError.failure(e.description)
-        }
-    }
-
-    /// A write from tunnelctl: retried when the daemon held the lock past the busy timeout.
-    static func writing<T>(_ body: () throws -> T) throws -> T {
-        try storeCall { try retryingBusy(body) }
-    }
-
-    /// Calls `body` again (up to 5 times, 50 ms apart) while it throws `StoreError.busy`.
-    static func retryingBusy<T>(_ body: () throws -> T) throws -> T {
-        var attempt = 0
-        while true {
-            do {
-                return try body()
-            } catch StoreError.busy(let path, let operation) {
-                attempt += 1
-                if attempt > 5 { throw StoreError.busy(path: path, operation: operation) }
-                Sys.sleep(milliseconds: 50)
-            }
-        }
+    /// (callers say `noHistoryYet`; `CLIStore`).
+    static func openHistory(_ opts: ParsedOptions) throws -> (StateStore?, TunnelConfig) {
+        let config = try cliConfig(opts)
+        return (try CLIStore.read(config), config)
     }
 
     /// `--since` (every command that takes it): a duration back from now (`10m`, `1h`, `7d`),

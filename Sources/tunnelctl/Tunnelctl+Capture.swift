@@ -7,36 +7,33 @@ import Runtime
 /// `tunnelctl capture on [--detail metadata|full] | off | list | extract --flow ID -o FILE [--filter BPF]`
 /// (DESIGN.md §8, docs/capture.md).
 extension Tunnelctl {
-    static let runCapture: Command.Body = { args, console in
-        guard let sub = args.next() else {
-            throw CLIError.usage("capture needs a subcommand: on, off, list, extract")
-        }
-        switch sub {
-        case "on", "off":
-            let detail = sub == "on" ? try args.option("--detail") : nil
-            let config = try cliConfig(&args)
-            try args.finish()
-            let (enabled, d) = try storeCaptureSettings(storePath: config.interface.storePath, enabled: sub == "on",
-                                                        detail: detail)
-            return captureApply(config, enabled: enabled, detail: d, console: console)
-        case "list":
-            let json = args.flag("--json")
-            let config = try cliConfig(&args)
-            try args.finish()
-            return try captureList(directory: captureDirectory(config), json: json, console: console)
-        case "extract":
-            guard let idText = try args.option("--flow"), let id = UInt64(idText) else {
-                throw CLIError.usage("capture extract needs --flow ID (a number; tunnelctl watch and flows show ids)")
-            }
-            guard let output = try args.option("-o") else { throw CLIError.usage("capture extract needs -o FILE") }
-            let filter = try args.option("--filter")
-            let config = try cliConfig(&args)
-            try args.finish()
-            return try captureExtract(flow: id, output: output, filter: filter, directory: captureDirectory(config),
-                                      storePath: config.interface.storePath, console: console)
-        default:
-            throw CLIError.usage("unknown capture subcommand '\(sub)'\(DidYouMean.suffix(sub, ["on", "off", "list", "extract"]))")
-        }
+    static let runCaptureOn: Command.Body = { opts, console in
+        try captureOnOff(opts, enabled: true, detail: opts[.detail], console)
+    }
+
+    static let runCaptureOff: Command.Body = { opts, console in
+        try captureOnOff(opts, enabled: false, detail: nil, console)
+    }
+
+    static func captureOnOff(_ opts: ParsedOptions, enabled: Bool, detail: String?, _ console: Console) throws -> ExitCode {
+        let config = try cliConfig(opts)
+        try opts.finish()
+        let (enabled, d) = try storeCaptureSettings(config, enabled: enabled, detail: detail)
+        return captureApply(config, enabled: enabled, detail: d, console: console)
+    }
+
+    static let runCaptureList: Command.Body = { opts, console in
+        let config = try cliConfig(opts)
+        try opts.finish()
+        return try captureList(directory: captureDirectory(config), json: opts[.json], console: console)
+    }
+
+    /// --flow and -o are required by the table: the option check has refused a line without them.
+    static let runCaptureExtract: Command.Body = { opts, console in
+        let config = try cliConfig(opts)
+        try opts.finish()
+        return try captureExtract(flow: opts[.flow]!, output: opts[.output]!, filter: opts[.filter], directory: captureDirectory(config),
+                                  storePath: config.interface.storePath, console: console)
     }
 
     static func captureDirectory(_ config: TunnelConfig) -> String { config.interface.stateDirectory + "/capture" }

@@ -1,3 +1,4 @@
+import Control
 import Core
 import Foundation
 import Store
@@ -18,37 +19,21 @@ extension Tunnelctl {
     }
 
     /// Writes capture on/off and detail into the settings row; returns the new (enabled, detail).
-    static func storeCaptureSettings(storePath: String, enabled: Bool, detail: String?) throws -> (Bool, String) {
-        let store: StateStore
-        do {
-            store = try StateStore(path: storePath)
-        } catch {
-            throw CLIError.failure("cannot open the store \(storePath): \(error)")
-        }
+    static func storeCaptureSettings(_ config: TunnelConfig, enabled: Bool, detail: String?) throws -> (Bool, String) {
+        let store = try CLIStore.write(config)
         var settings = (try? store.settings().settings) ?? Settings.factory
         settings.capture.enabled = enabled
-        if let detail {
-            guard let d = CaptureDetail(rawValue: detail) else {
-                throw CLIError.usage("--detail must be metadata or full, not '\(detail)'")
-            }
-            settings.capture.detail = d
-        }
-        try store.putSettings(settings, at: Int64(Date().timeIntervalSince1970 * 1000))
+        // The option check has taken only metadata or full (`OptionKind.choice`).
+        if let detail, let d = CaptureDetail(rawValue: detail) { settings.capture.detail = d }
+        try CLIStore.call { try store.putSettings(settings, at: Int64(Date().timeIntervalSince1970 * 1000)) }
         return (settings.capture.enabled, settings.capture.detail.rawValue)
     }
 
     /// The flow row `id`, nil when the store or the row does not exist. A store that cannot be
     /// read (permission denied, damaged, …) is an error, not "no such flow".
     static func storedFlow(storePath: String, id: Int64) throws -> StoredFlow? {
-        let store: StateStore
-        do {
-            store = try StateStore(path: storePath, mode: .readOnly)
-        } catch StoreError.missing {
-            return nil
-        } catch let e as StoreError {
-            throw CLIError.failure(e.description)
-        }
-        guard let f = try storeCall({ try store.flow(id: id) }) else { return nil }
+        guard let store = try CLIStore.read(path: storePath) else { return nil }
+        guard let f = try CLIStore.call({ try store.flow(id: id) }) else { return nil }
         return StoredFlow(
             proto: f.proto, src: f.src, srcPort: f.srcPort, dst: f.dst, dstPort: f.dstPort,
             capture: f.capture.map { (Int64($0.fileSequence), Int64(truncatingIfNeeded: $0.offset)) }, lastSeenMs: f.lastSeen, closed: f.closedAt != nil)

@@ -6,10 +6,10 @@ import Foundation
 /// `policy reload` / `policy show` subcommands. They exit 3 with a clear message when the daemon
 /// is not running (DESIGN.md §9).
 extension Tunnelctl {
-    static let runStatus: Command.Body = { args, console in
-        let json = args.flag("--json")
-        let config = try cliConfig(&args)
-        try args.finish()
+    static let runStatus: Command.Body = { opts, console in
+        let json = opts[.json]
+        let config = try cliConfig(opts)
+        try opts.finish()
         let reply = try ask(config, .status)
         guard case .status(let s) = reply else { throw unexpected(reply) }
         if json {
@@ -21,20 +21,20 @@ extension Tunnelctl {
     }
 
     /// `tunnelctl metrics`: the daemon renders the text (MetricsText, one owner); printed as is.
-    static let runMetrics: Command.Body = { args, console in
-        let config = try cliConfig(&args)
-        try args.finish()
+    static let runMetrics: Command.Body = { opts, console in
+        let config = try cliConfig(opts)
+        try opts.finish()
         let reply = try ask(config, .metrics)
         guard case .metrics(let text) = reply else { throw unexpected(reply) }
         console.print(text, terminator: "")
         return .ok
     }
 
-    static let runPeers: Command.Body = { args, console in
-        let json = args.flag("--json")
-        let namesOnly = args.flag("--names")
-        let config = try cliConfig(&args)
-        try args.finish()
+    static let runPeers: Command.Body = { opts, console in
+        let json = opts[.json]
+        let namesOnly = opts[.names]
+        let config = try cliConfig(opts)
+        try opts.finish()
         // --names: the configuration alone (shell completion calls this on every TAB).
         if namesOnly {
             let names = config.peers.map(\.name)
@@ -52,11 +52,11 @@ extension Tunnelctl {
         return .ok
     }
 
-    static let runKick: Command.Body = { args, console in
-        let json = args.flag("--json")
-        let config = try cliConfig(&args)
-        guard let name = args.next() else { throw CLIError.usage("usage: tunnelctl kick PEER") }
-        try args.finish()
+    static let runKick: Command.Body = { opts, console in
+        let json = opts[.json]
+        let config = try cliConfig(opts)
+        guard let name = opts.next() else { throw CLIError.usage("usage: tunnelctl kick PEER") }
+        try opts.finish()
         let reply = try ask(config, .kick(peer: name))
         guard case .kick(let k) = reply else { throw unexpected(reply) }
         if json {
@@ -68,9 +68,10 @@ extension Tunnelctl {
     }
 
     /// `tunnelctl policy reload`: the new generation, or the errors (exit 1) while the old policy keeps running.
-    static func policyReload(_ args: inout Arguments, json: Bool, _ console: Console) throws -> ExitCode {
-        let config = try cliConfig(&args)
-        try args.finish()
+    static let runPolicyReload: Command.Body = { opts, console in
+        let json = opts[.json]
+        let config = try cliConfig(opts)
+        try opts.finish()
         let reply = try ask(config, .policyReload)
         guard case .policyReload(let r) = reply else { throw unexpected(reply) }
         if json {
@@ -88,9 +89,10 @@ extension Tunnelctl {
     }
 
     /// `tunnelctl policy show`: the running rules with hit counters.
-    static func policyShow(_ args: inout Arguments, json: Bool, _ console: Console) throws -> ExitCode {
-        let config = try cliConfig(&args)
-        try args.finish()
+    static let runPolicyShow: Command.Body = { opts, console in
+        let json = opts[.json]
+        let config = try cliConfig(opts)
+        try opts.finish()
         let reply = try ask(config, .policyShow)
         guard case .policyShow(let r) = reply else { throw unexpected(reply) }
         if json {
@@ -111,8 +113,8 @@ extension Tunnelctl {
 
     /// The configuration named by `--config PATH` (default /etc/tunnelvision/tunneld.conf), parsed
     /// without reading the private key (tunnelctl never needs it).
-    static func cliConfig(_ args: inout Arguments) throws -> TunnelConfig {
-        try cliConfig(path: try args.option("--config") ?? TunnelConfig.defaultPath)
+    static func cliConfig(_ opts: ParsedOptions) throws -> TunnelConfig {
+        try cliConfig(path: opts[.config] ?? TunnelConfig.defaultPath)
     }
 
     /// The configuration at `path`, parsed without reading the private key.

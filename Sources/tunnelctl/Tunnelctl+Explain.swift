@@ -14,7 +14,7 @@ extension Tunnelctl {
         let directory = policies ?? config.interface.policyDirectory
         let d = try decideFlow(text, config: config, directory: directory, console)
         let flow = d.flow, verdict = d.verdict, why = d.why
-        let store = try readStore(config)
+        let store = try CLIStore.read(config)
 
         // The store's view: refusals of this destination, and matching flows.
         let (dst, dstPort) = flow.direction == .out ? (flow.destination, flow.destinationPort) : (flow.source, flow.sourcePort)

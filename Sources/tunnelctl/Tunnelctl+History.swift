@@ -7,17 +7,16 @@ import Store
 /// [--blocked]`: the store's coalesced refusals and flow rows, newest first. They never need the
 /// daemon.
 extension Tunnelctl {
-    static let runRefusals: Command.Body = { args, console in
-        let json = args.flag("--json")
-        let config = try cliConfig(&args)
-        let now = cliNow()
-        let since = try sinceOption(&args, now: now)
-        let peer = try args.option("--peer")
-        let scope = try historyScope(&args)
-        try args.finish()
+    static let runRefusals: Command.Body = { opts, console in
+        let json = opts[.json]
+        let config = try cliConfig(opts)
+        let since = opts[.since] ?? .min
+        let peer = opts[.peer]
+        let scope = historyScope(opts)
+        try opts.finish()
         let store = try historySource(config, local: scope.local, gateway: scope.gateway)
         if let peer { try checkHistoryPeer(peer, config, store) }
-        let rows = try storeCall { try store?.reader.historyRefusals(since: since, peer: peer, gateway: scope.gateway, limit: 10_000) ?? [] }
+        let rows = try CLIStore.call { try store?.reader.historyRefusals(since: since, peer: peer, gateway: scope.gateway, limit: 10_000) ?? [] }
         if json {
             if store == nil { console.error("note: \(noHistoryYet(config))") }
             console.print(try encodeJSON(rows.map { RefusalRow($0.row, gateway: $0.gateway) }))
@@ -43,18 +42,17 @@ extension Tunnelctl {
         return .ok
     }
 
-    static let runFlows: Command.Body = { args, console in
-        let json = args.flag("--json")
-        let blocked = args.flag("--blocked")
-        let config = try cliConfig(&args)
-        let now = cliNow()
-        let since = try sinceOption(&args, now: now)
-        let peer = try args.option("--peer")
-        let scope = try historyScope(&args)
-        try args.finish()
+    static let runFlows: Command.Body = { opts, console in
+        let json = opts[.json]
+        let blocked = opts[.blocked]
+        let config = try cliConfig(opts)
+        let since = opts[.since] ?? .min
+        let peer = opts[.peer]
+        let scope = historyScope(opts)
+        try opts.finish()
         let store = try historySource(config, local: scope.local, gateway: scope.gateway)
         if let peer { try checkHistoryPeer(peer, config, store) }
-        var rows = try storeCall {
+        var rows = try CLIStore.call {
             try store?.reader.historyFlows(since: since, peer: peer, gateway: scope.gateway, blockedOnly: blocked, limit: 10_000) ?? []
         }
         // Open flows: the counts tunneld has now (the store's are as of the last record).

@@ -8,10 +8,10 @@ import Runtime
 /// every peer named by a comment or by its key gets a `Name =` line, so the name survives edits.
 /// The summary (stderr) lists the names and everything tunneld treats differently from wg-quick.
 extension Tunnelctl {
-    static let runImport: Command.Body = { args, console in
-        let output = try args.option("-o")
-        guard let input = args.next() else { throw CLIError.usage(usageText(["import"])) }
-        try args.finish()
+    static let runImport: Command.Body = { opts, console in
+        let output = opts[.output]
+        guard let input = opts.next() else { throw CLIError.usage(usageText(["import"])) }
+        try opts.finish()
         let data = try readConfigFile(input)
         let (text, summary) = try importText(String(decoding: data, as: UTF8.self), file: input)
         if let output {

@@ -10,57 +10,75 @@ import WireGuard
 /// with `AtomicFile.replace`, and then the running tunneld is asked to `reload`. With tunneld not
 /// running the edited file is the change, and tunneld reads it when it starts.
 extension Tunnelctl {
-    static func runPeerEdit(_ sub: String, _ args: inout Arguments, configPath: String, config: TunnelConfig,
-                            _ console: Console, json: Bool = false) throws -> ExitCode {
-        switch sub {
-        case "add": return try peerAdd(&args, configPath, config, console)
-        case "remove":
-            let name = try oneName(&args, "remove")
-            _ = try configuredPeer(name, config)
-            try editConfig(configPath) { text throws(ValueError) in try ConfigRewriter.removePeer(text, named: name) }
-            try removeKeptKey(configPath, name)
-            console.print("\(name): removed from \(configPath)")
-            return try reloadAfterEdit(config, console)
-        case "disable", "enable":
-            let name = try oneName(&args, sub)
-            return try setDisabled(name, sub == "disable", configPath, config, console)
-        case "rename":
-            guard let old = args.next(), let new = args.next() else { throw CLIError.usage(usageText(["peer", "rename"])) }
-            try args.finish()
-            _ = try configuredPeer(old, config)
-            try checkNewName(new, config)
-            try editConfig(configPath) { text throws(ValueError) in try ConfigRewriter.renamePeer(text, from: old, to: new) }
-            let dir = clientKeyDirectory(configPath)
-            if Sys.exists(dir + "/\(old).key") { try? Sys.rename(dir + "/\(old).key", dir + "/\(new).key") }
-            console.print("\(old): renamed \(new) in \(configPath) (policy rules that name '\(old)' need the new name too)")
-            return try reloadAfterEdit(config, console)
-        case "list":
-            try args.finish()
-            return try peerList(config, console, json: json)
-        case "show":
-            let name = try oneName(&args, "show")
-            return try peerShow(try configuredPeer(name, config), config, console, json: json)
-        case "config":
-            let name = try oneName(&args, "config")
-            let peer = try configuredPeer(name, config)
-            let (text, kept) = try clientConfig(peer, configPath, config, privateKey: nil, dns: nil, endpoint: nil, allowedIPs: nil)
-            console.print(text, terminator: "")
-            if !kept {
-                console.error("\(name): the client's private key is not stored (it was shown once by 'peer add'); "
-                    + "put it in the PrivateKey line, or make a new key pair with 'peer remove \(name)' and 'peer add \(name) --keep-client-key'")
-            }
-            return .ok
-        case "qr":
-            return try peerQR(&args, configPath, config, console)
-        default:
-            let subs = ["add", "remove", "disable", "enable", "rename", "list", "show", "config", "qr", "tier"]
-            throw CLIError.usage("unknown subcommand '\(sub)'\(DidYouMean.suffix(sub, subs))\n\(usageText(["peer"]))")
-        }
+    /// The configuration file `--config` names (or the default) and what it says; every `peer`
+    /// subcommand reads it before its arguments.
+    static func peerConfig(_ opts: ParsedOptions) throws -> (path: String, config: TunnelConfig) {
+        let path = opts[.config] ?? TunnelConfig.defaultPath
+        return (path, try cliConfig(path: path))
     }
 
-    static func oneName(_ args: inout Arguments, _ sub: String) throws -> String {
-        guard let name = args.next() else { throw CLIError.usage(usageText(["peer", sub])) }
-        try args.finish()
+    static let runPeerRemove: Command.Body = { opts, console in
+        let (configPath, config) = try peerConfig(opts)
+        let name = try oneName(&opts, "remove")
+        _ = try configuredPeer(name, config)
+        try editConfig(configPath) { text throws(ValueError) in try ConfigRewriter.removePeer(text, named: name) }
+        try removeKeptKey(configPath, name)
+        console.print("\(name): removed from \(configPath)")
+        return try reloadAfterEdit(config, console)
+    }
+
+    static let runPeerDisable: Command.Body = { opts, console in
+        let (configPath, config) = try peerConfig(opts)
+        return try setDisabled(try oneName(&opts, "disable"), true, configPath, config, console)
+    }
+
+    static let runPeerEnable: Command.Body = { opts, console in
+        let (configPath, config) = try peerConfig(opts)
+        return try setDisabled(try oneName(&opts, "enable"), false, configPath, config, console)
+    }
+
+    static let runPeerRename: Command.Body = { opts, console in
+        let (configPath, config) = try peerConfig(opts)
+        guard let old = opts.next(), let new = opts.next() else { throw CLIError.usage(usageText(["peer", "rename"])) }
+        try opts.finish()
+        _ = try configuredPeer(old, config)
+        try checkNewName(new, config)
+        try editConfig(configPath) { text throws(ValueError) in try ConfigRewriter.renamePeer(text, from: old, to: new) }
+        let dir = clientKeyDirectory(configPath)
+        if Sys.exists(dir + "/\(old).key") { try? Sys.rename(dir + "/\(old).key", dir + "/\(new).key") }
+        console.print("\(old): renamed \(new) in \(configPath) (policy rules that name '\(old)' need the new name too)")
+        return try reloadAfterEdit(config, console)
+    }
+
+    static let runPeerList: Command.Body = { opts, console in
+        let (_, config) = try peerConfig(opts)
+        try opts.finish()
+        return try peerList(config, console, json: opts[.json])
+    }
+
+    static let runPeerShow: Command.Body = { opts, console in
+        let (_, config) = try peerConfig(opts)
+        let name = try oneName(&opts, "show")
+        return try peerShow(try configuredPeer(name, config), config, console, json: opts[.json])
+    }
+
+    static let runPeerConfig: Command.Body = { opts, console in
+        let (configPath, config) = try peerConfig(opts)
+        let name = try oneName(&opts, "config")
+        let peer = try configuredPeer(name, config)
+        let (text, kept) = try clientConfig(peer, configPath, config, privateKey: nil, dns: nil, endpoint: nil, allowedIPs: nil)
+        console.print(text, terminator: "")
+        if !kept {
+            console.error("\(name): the client's private key is not stored (it was shown once by 'peer add'); "
+                + "put it in the PrivateKey line, or make a new key pair with 'peer remove \(name)' and 'peer add \(name) --keep-client-key'")
+        }
+        return .ok
+    }
+
+    /// The one positional NAME of `peer SUB NAME`, and nothing after it.
+    static func oneName(_ opts: inout ParsedOptions, _ sub: String) throws -> String {
+        guard let name = opts.next() else { throw CLIError.usage(usageText(["peer", sub])) }
+        try opts.finish()
         return name
     }
 
@@ -138,9 +156,9 @@ extension Tunnelctl {
         return lines.joined(separator: "\n")
     }
 
-    static let runReload: Command.Body = { args, console in
-        let config = try cliConfig(&args)
-        try args.finish()
+    static let runReload: Command.Body = { opts, console in
+        let config = try cliConfig(opts)
+        try opts.finish()
         return try reload(config, console)
     }
 
@@ -169,16 +187,17 @@ extension Tunnelctl {
 
     // MARK: add
 
-    static func peerAdd(_ args: inout Arguments, _ configPath: String, _ config: TunnelConfig, _ console: Console) throws -> ExitCode {
-        let tierText = try args.option("--tier")
-        let ipText = try args.option("--ip") ?? "auto"
-        let dns = try args.option("--dns")
-        let endpointText = try args.option("--endpoint")
-        let allowedText = try args.option("--allowed-ips")
-        let expiresText = try args.option("--expires")
-        let psk = args.flag("--psk")
-        let keep = args.flag("--keep-client-key")
-        let name = try oneName(&args, "add")
+    static let runPeerAdd: Command.Body = { opts, console in
+        let (configPath, config) = try peerConfig(opts)
+        let tierText = opts[.tier]
+        let ipText = opts[.ip] ?? "auto"
+        let dns = opts[.dns]
+        let endpointText = opts[.endpoint]
+        let allowedText = opts[.allowedIPs]
+        let expiresText = opts[.expires]
+        let psk = opts[.psk]
+        let keep = opts[.keepClientKey]
+        let name = try oneName(&opts, "add")
         try checkNewName(name, config)
         var tier: PeerTier?
         if let tierText {

@@ -13,7 +13,7 @@ extension Tunnelctl {
     /// the command reads; nil when there is none yet).
     static func checkHistoryPeer(_ name: String, _ config: TunnelConfig, _ source: HistorySource?) throws {
         if config.peer(named: name) != nil { return }
-        if let source, try storeCall({ try hasHistory(of: name, source.reader) }) { return }
+        if let source, try CLIStore.call({ try hasHistory(of: name, source.reader) }) { return }
         throw unknownPeer(name, config, alsoIn: source == nil ? "" : " or the history")
     }
 

@@ -10,9 +10,10 @@ import WireGuard
 /// level L); the terminal gets UTF-8 half blocks (two module rows per line, light modules drawn,
 /// as `qrencode -t UTF8` does, for dark terminals), `--png` gets a PNG through libpng.
 extension Tunnelctl {
-    static func peerQR(_ args: inout Arguments, _ configPath: String, _ config: TunnelConfig, _ console: Console) throws -> ExitCode {
-        let png = try args.option("--png")
-        let name = try oneName(&args, "qr")
+    static let runPeerQR: Command.Body = { opts, console in
+        let (configPath, config) = try peerConfig(opts)
+        let png = opts[.png]
+        let name = try oneName(&opts, "qr")
         let peer = try configuredPeer(name, config)
         let (text, kept) = try clientConfig(peer, configPath, config, privateKey: nil, dns: nil, endpoint: nil, allowedIPs: nil)
         // A phone imports a scanned code as it is: without the private key, or with one that is

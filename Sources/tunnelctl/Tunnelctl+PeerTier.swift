@@ -21,15 +21,12 @@ extension Tunnelctl {
         return t
     }
 
-    static let runPeer: Command.Body = { args, console in
-        let json = args.flag("--json")
-        let configPath = try args.option("--config") ?? TunnelConfig.defaultPath
-        let config = try cliConfig(path: configPath)
-        guard let sub = args.next() else { throw CLIError.usage(usageText(["peer"])) }
-        guard sub == "tier" else { return try runPeerEdit(sub, &args, configPath: configPath, config: config, console, json: json) }
+    static let runPeerTier: Command.Body = { opts, console in
+        let json = opts[.json]
+        let (_, config) = try peerConfig(opts)
         let usage = usageText(["peer", "tier"])
-        guard let name = args.next(), let tierText = args.next() else { throw CLIError.usage(usage) }
-        try args.finish()
+        guard let name = opts.next(), let tierText = opts.next() else { throw CLIError.usage(usage) }
+        try opts.finish()
         let tier = try configuredTier(tierText, config, what: "tier")
         let peer = try configuredPeer(name, config)
         let before: PeerTier
@@ -41,12 +38,7 @@ extension Tunnelctl {
             before = r.previous
             applied = r.stored ? "now" : "now; not yet in the store (tunneld retries)"
         case .notRunning:
-            let store: StateStore
-            do {
-                store = try StateStore(path: config.interface.storePath)
-            } catch let e as StoreError {
-                throw CLIError.failure(e.description)
-            }
+            let store = try CLIStore.write(config)
             before = try WindowSource.open(config, local: false, localOption: false).tier(of: peer)
             let now = cliNow()
             // With a shared store, there too: every gateway (and every tunnelctl reading it)
@@ -60,7 +52,7 @@ extension Tunnelctl {
                     throw CLIError.failure("cannot write the tier to the shared store \(iface.store.text): \(error); nothing changed")
                 }
             }
-            try store.setTier(peer: name, tier: tier, at: now)
+            try CLIStore.call { try store.setTier(peer: name, tier: tier, at: now) }
             applied = "at tunneld's next start"
         }
         if json {

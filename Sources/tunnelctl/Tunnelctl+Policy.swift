@@ -7,47 +7,25 @@ import Policy
 /// `tunnelctl policy check [DIR]` and `tunnelctl policy test 'FLOW'` (DESIGN.md §5, §9): offline,
 /// they read rule files and need no daemon. `policy reload` and `policy show` come with the daemon.
 extension Tunnelctl {
-    static let runPolicy: Command.Body = { args, console in
-        try policy(&args, console)
+    static let runPolicyCheck: Command.Body = { opts, console in
+        let positional = opts.next()
+        try opts.finish()
+        let config = try opts[.config].map { try cliConfig(path: $0) }
+        let directory = positional ?? opts[.policies] ?? config?.interface.policyDirectory
+        return try policyCheck(directory: directory ?? defaultPolicyDirectory(), config: config, json: opts[.json], console)
     }
 
-    /// From the command table.
-    static var policyUsage: String { helpText(["policy"]) }
-
-    static func policy(_ args: inout Arguments, _ console: Console) throws -> ExitCode {
-        guard let sub = args.next() else { throw CLIError.usage("missing subcommand\n\n" + policyUsage) }
-        let json = args.flag("--json")
-        let dirOption = try args.option("--policies")
-        switch sub {
-        case "check":
-            let configPath = try args.option("--config")
-            let positional = args.next()
-            try args.finish()
-            let config = try configPath.map { try cliConfig(path: $0) }
-            let directory = positional ?? dirOption ?? config?.interface.policyDirectory
-            return try policyCheck(directory: directory ?? defaultPolicyDirectory(), config: config, json: json, console)
-        case "test":
-            let configPath = try args.option("--config")
-            var words: [String] = []
-            while let w = args.next() {
-                if w.hasPrefix("--") { throw CLIError.usage("unknown option '\(w)'") }
-                words.append(w)
-            }
-            guard !words.isEmpty else { throw CLIError.usage("missing FLOW: \(PolicyFlow.syntax)") }
-            let config = try configPath.map { try cliConfig(path: $0) }
-            return try policyTest(flowText: words.joined(separator: " "), directory: dirOption ?? config?.interface.policyDirectory ?? defaultPolicyDirectory(),
-                                  config: config, json: json, console)
-        case "--help", "-h", "help":
-            console.print(policyUsage)
-            return .ok
-        case "reload":
-            if let dirOption { throw CLIError.usage("policy reload reads the daemon's PolicyDirectory; --policies \(dirOption) does not apply") }
-            return try policyReload(&args, json: json, console)
-        case "show":
-            return try policyShow(&args, json: json, console)
-        default:
-            throw CLIError.usage("unknown subcommand '\(sub)'\(DidYouMean.suffix(sub, ["check", "test"]))\n\n" + policyUsage)
+    static let runPolicyTest: Command.Body = { opts, console in
+        var words: [String] = []
+        while let w = opts.next() {
+            if w.hasPrefix("--") { throw CLIError.usage("unknown option '\(w)'") }
+            words.append(w)
         }
+        guard !words.isEmpty else { throw CLIError.usage("missing FLOW: \(PolicyFlow.syntax)") }
+        let config = try opts[.config].map { try cliConfig(path: $0) }
+        return try policyTest(flowText: words.joined(separator: " "),
+                              directory: opts[.policies] ?? config?.interface.policyDirectory ?? defaultPolicyDirectory(),
+                              config: config, json: opts[.json], console)
     }
 
     /// ./policies when it exists, else /etc/tunnelvision/policies.

@@ -10,17 +10,17 @@ import Store
 /// to the file system (incremental vacuum) and reports rows and bytes per family. On a terminal,
 /// a run longer than a second shows its progress on stderr.
 extension Tunnelctl {
-    static let runPrune: Command.Body = { args, console in
-        let json = args.flag("--json")
-        let dryRun = args.flag("--dry-run") || args.flag("-n")
+    static let runPrune: Command.Body = { opts, console in
+        let json = opts[.json]
+        let dryRun = opts[.dryRun]  // -n is rewritten to --dry-run by the option check
         let history: StateStore?
         let config: TunnelConfig
         if dryRun {
-            (history, config) = try openHistory(&args)
+            (history, config) = try openHistory(opts)
         } else {
-            (history, config) = try openStore(&args, write: true)
+            (history, config) = try openStore(opts)
         }
-        try args.finish()
+        try opts.finish()
         guard let store = history else {
             let now = cliNow()
             if json {
@@ -33,7 +33,7 @@ extension Tunnelctl {
         }
         var decoded: SettingsDecoding
         do {
-            decoded = try storeCall { try store.settings() }
+            decoded = try CLIStore.call { try store.settings() }
         } catch let e as CLIError {
             throw CLIError.failure("\(e.message)\nnothing was pruned: fix the row with 'tunnelctl retention set KEY=VALUE' (or check 'tunnelctl retention show')")
         }
@@ -95,19 +95,19 @@ extension Tunnelctl {
     static func runPrune(store: StateStore, config: TunnelConfig, retention: RetentionSettings, now: Int64, dryRun: Bool,
                          progress: TerminalProgress?) throws -> PruneJSON {
         let c = store.connection
-        let pageSize = try storeCall { try c.scalarInt("PRAGMA page_size") ?? 4096 }
+        let pageSize = try CLIStore.call { try c.scalarInt("PRAGMA page_size") ?? 4096 }
         var estimates: [PruneFamily: (bytes: Int64, rows: Int64)] = [:]
         if dryRun {
             for f in PruneFamily.allCases {
                 let table = f == .auditSessions ? "audit_sessions" : f.rawValue
                 let bytes = (try? c.scalarInt("SELECT sum(pgsize) FROM dbstat WHERE name IN (SELECT name FROM sqlite_master WHERE tbl_name = '\(table)')")) ?? nil
-                let rows = try storeCall { try c.scalarInt("SELECT count(*) FROM \(table)") ?? 0 }
+                let rows = try CLIStore.call { try c.scalarInt("SELECT count(*) FROM \(table)") ?? 0 }
                 if let bytes { estimates[f] = (bytes, rows) }
             }
         }
         var freed: [PruneFamily: Int64] = [:]
         var lastFree: Int64 = (try? c.scalarInt("PRAGMA freelist_count")) ?? 0
-        let report = try writing {
+        let report = try CLIStore.call {
             try Pruner(store: store).run(
                 retention: retention, now: now, dryRun: dryRun,
                 capture: { try CaptureFiles.prune(directory: config.interface.stateDirectory + "/capture", $0, keepNewest: true) },

@@ -9,12 +9,12 @@ import Store
 /// window and pause, read from the store (the daemon, when it runs, adds whether the peer is
 /// connected right now and the tier in force from its registry).
 extension Tunnelctl {
-    static let runSession: Command.Body = { args, console in
-        let json = args.flag("--json")
-        let local = args.flag("--local")
-        let config = try cliConfig(&args)
-        let name = args.next()
-        try args.finish()
+    static let runSession: Command.Body = { opts, console in
+        let json = opts[.json]
+        let local = opts[.local]
+        let config = try cliConfig(opts)
+        let name = opts.next()
+        try opts.finish()
         let peers = try name.map { [try configuredPeer($0, config)] } ?? config.peers
         let now = cliNow()
         let daemon = try askIfRunning(config, .peers)
@@ -125,13 +125,13 @@ extension Tunnelctl {
         return r
     }
 
-    static let runExplain: Command.Body = { args, console in
-        let json = args.flag("--json")
-        let config = try cliConfig(&args)
-        let policies = try args.option("--policies")
-        let local = args.flag("--local")
+    static let runExplain: Command.Body = { opts, console in
+        let json = opts[.json]
+        let config = try cliConfig(opts)
+        let policies = opts[.policies]
+        let local = opts[.local]
         var words: [String] = []
-        while let w = args.next() {
+        while let w = opts.next() {
             if w.hasPrefix("--") { throw CLIError.usage("unknown option '\(w)'") }
             words.append(w)
         }
@@ -319,7 +319,7 @@ extension Tunnelctl {
     /// `tunnelctl peers` while tunneld is not running: configured peers, tiers (with the store's
     /// overrides), windows and the last session from the store. Says so on stderr; exit 0.
     static func peersFromStore(_ config: TunnelConfig, json: Bool, _ console: Console) throws -> ExitCode {
-        guard let store = try readStore(config) else { return noStoreAnswer("peers", config, json: json, console) }
+        guard let store = try CLIStore.read(config) else { return noStoreAnswer("peers", config, json: json, console) }
         console.error("note: tunneld is not running; showing the configuration and the store (no live handshakes or counters)")
         let now = cliNow()
         let tiers = try WindowSource.open(config, local: false, localOption: false)

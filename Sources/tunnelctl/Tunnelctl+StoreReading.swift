@@ -20,19 +20,6 @@ extension Tunnelctl {
     /// ISO-8601 UTC with milliseconds: `2026-11-29T10:15:00.000Z` (for --json).
     static func isoText(_ ms: Int64) -> String { TimeText.iso(ms) }
 
-    /// The store read-only, or nil when none exists yet (the daemon never ran). Any other problem
-    /// (permission denied, corrupt, not a store, wrong schema) is an error that says what to do:
-    /// an unreadable store never reads as an empty one. Callers say `noHistoryYet` for nil.
-    static func readStore(_ config: TunnelConfig) throws -> StateStore? {
-        do {
-            return try StateStore(path: config.interface.storePath, mode: .readOnly)
-        } catch StoreError.missing {
-            return nil
-        } catch let e as StoreError {
-            throw CLIError.failure(e.description)
-        }
-    }
-
     /// What a read command says instead of an empty answer when the store does not exist.
     static func noHistoryYet(_ config: TunnelConfig) -> String {
         "no history yet: the store \(config.interface.storePath) does not exist (tunneld has not run; or StateDirectory points elsewhere)"
@@ -53,12 +40,6 @@ extension Tunnelctl {
         }
         if case .error = reply { return nil }
         return reply
-    }
-
-    /// `--since 10m` (or a date, as `audit list` takes) as a cut-off (epoch ms), `.min` without the option.
-    static func sinceOption(_ args: inout Arguments, now: Int64) throws -> Int64 {
-        guard let text = try args.option("--since") else { return .min }
-        return try parseSince(text, now: now)
     }
 
     /// The configured peer called `name`, or a "not found" error naming the configured ones.
@@ -96,10 +77,8 @@ struct HistorySource {
 
 extension Tunnelctl {
     /// The `--local` and `--gateway NAME` options of the history commands.
-    static func historyScope(_ args: inout Arguments) throws -> (local: Bool, gateway: String?) {
-        let local = args.flag("--local")
-        let gateway = try args.option("--gateway")
-        return (local, gateway)
+    static func historyScope(_ opts: ParsedOptions) -> (local: Bool, gateway: String?) {
+        (opts[.local], opts[.gateway])
     }
 
     /// The history to read, or nil when neither a shared store is configured nor a local one
@@ -115,7 +94,7 @@ extension Tunnelctl {
                 throw CLIError.failure("--gateway '\(gateway)' is not a gateway name (1–64 of A–Z a–z 0–9 _ . -)")
             }
         }
-        let own = try readStore(config)
+        let own = try CLIStore.read(config)
         guard setting.isShared, !local else {
             // This router's own history, through the same questions (`LocalSharedState`).
             return try SharedStoreSetting.local.backend(local: own, gateway: config.interface.gatewayNameInForce, passFile: nil)

@@ -9,14 +9,13 @@ import Store
 /// flows, refusals and sessions are that peer's; markers and audit sessions are kept, since
 /// they annotate the gateway as a whole.
 extension Tunnelctl {
-    static let runTimeline: Command.Body = { args, console in
-        let json = args.flag("--json")
-        let sinceText = try args.option("--since") ?? "1h"
-        let peer = try args.option("--peer")
-        let since = try parseSince(sinceText, now: cliNow())
-        let config = try cliConfig(&args)
-        let scope = try historyScope(&args)
-        try args.finish()
+    static let runTimeline: Command.Body = { opts, console in
+        let json = opts[.json]
+        let peer = opts[.peer]
+        let since = try opts[.since] ?? parseSince("1h", now: cliNow())
+        let config = try cliConfig(opts)
+        let scope = historyScope(opts)
+        try opts.finish()
         let found = try historySource(config, local: scope.local, gateway: scope.gateway)
         if let peer { try checkHistoryPeer(peer, config, found) }
         guard let source = found else {
@@ -31,7 +30,7 @@ extension Tunnelctl {
         // Audit sessions stay on the router that ran them (they are not shipped): shown when the
         // answer covers this router.
         let ownAudits = !source.shared || scope.gateway == nil || scope.gateway == config.interface.gatewayName
-        var (events, truncated) = try storeCall {
+        var (events, truncated) = try CLIStore.call {
             try source.reader.readingOneSnapshot {
                 try timelineEvents(source.reader, audits: ownAudits ? source.local : nil, since: since, peer: peer,
                                    gateway: scope.gateway)

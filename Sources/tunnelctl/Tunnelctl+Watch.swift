@@ -8,8 +8,8 @@ import Synchronization
 
 /// `tunnelctl watch`: the live feed of `RuntimeDirectory/live.ring` (DESIGN.md §8, docs/ring.md).
 extension Tunnelctl {
-    static let runWatch: Command.Body = { args, console in
-        let options = try WatchOptions.parse(&args)
+    static let runWatch: Command.Body = { opts, console in
+        let options = try WatchOptions.parse(opts)
         return try watch(options, console: console)
     }
 
@@ -29,24 +29,17 @@ extension Tunnelctl {
         /// Force the refreshing view even when piped.
         var view = false
 
-        static func parse(_ args: inout Arguments) throws -> WatchOptions {
-            let json = args.flag("--json")
-            let lines = args.flag("--lines")
-            let view = args.flag("--view")
-            let blocked = args.flag("--blocked")
-            let peer = try args.option("--peer")
-            let count = try args.option("--count").map { text -> Int in
-                guard let n = Int(text), n > 0 else { throw CLIError.usage("--count needs a positive number, not '\(text)'") }
-                return n
-            }
-            let timeout = try args.option("--timeout").map { text -> Int64 in
-                do { return try DurationFormat.parseFinite(text) } catch {
-                    throw CLIError.usage("--timeout needs a duration (500ms, 10s, 2m), not '\(text)'")
-                }
-            }
-            let ring = try args.option("--ring")
-            let configPath = try args.option("--config")
-            try args.finish()
+        static func parse(_ opts: ParsedOptions) throws -> WatchOptions {
+            let json = opts[.json]
+            let lines = opts[.lines]
+            let view = opts[.view]
+            let blocked = opts[.blocked]
+            let peer = opts[.peer]
+            let count = opts[.count]
+            let timeout = opts[.timeout]
+            let ring = opts[.ring]
+            let configPath = opts[.config]
+            try opts.finish()
             // The configuration is read unless --ring alone says where the feed is.
             let config = try (configPath != nil || ring == nil) ? cliConfig(path: configPath ?? TunnelConfig.defaultPath) : nil
             let path = ring ?? config!.interface.ringPath

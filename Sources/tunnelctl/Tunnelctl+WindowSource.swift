@@ -98,7 +98,7 @@ struct WindowSource {
 
     /// The source for `config`: the shared store unless `local` or `Store = local`.
     static func open(_ config: TunnelConfig, local: Bool, localOption: Bool = true) throws -> WindowSource {
-        let own = try Tunnelctl.readStore(config)
+        let own = try CLIStore.read(config)
         let iface = config.interface
         let setting: SharedStoreSetting = local ? .local : iface.store
         var s = WindowSource(own: own)

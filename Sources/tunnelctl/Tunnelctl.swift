@@ -3,8 +3,8 @@ import Foundation
 import Runtime
 
 /// `tunnelctl`: the admin CLI. The command table (`CommandTable.swift`) declares every command
-/// and subcommand — usage, arguments, options, help — and names its body (`runStatus`, …), which
-/// lives in its own file (`Tunnelctl+Policy.swift`, …).
+/// and subcommand — usage, arguments, typed options, help — and names its body (`runStatus`,
+/// `runPolicyTest`, …), which lives in its group's file (`Tunnelctl+Policy.swift`, …).
 ///
 /// Exit codes (DESIGN.md §9): 0 ok, 1 the answer is "no"/"not found", 2 usage error,
 /// 3 daemon not running when needed.
@@ -21,7 +21,7 @@ enum Tunnelctl {
     ///
     /// Order: find the command word; answer `help`, `--help`, `-h` and `--version` from the table
     /// alone (no configuration, store or daemon); find the subcommand; check the options against
-    /// what that (sub)command declares; then run its body with the positionals first.
+    /// what that (sub)command declares and convert their values; then run that entry's body.
     static func run(_ argv: [String], console: Console) -> ExitCode {
         // Options may come before the command (`tunnelctl --config PATH status`): the command is
         // the first word that is neither an option nor the value of one.
@@ -54,7 +54,7 @@ enum Tunnelctl {
             console.print(asksForHelp(rest) ? helpText([name]) : "tunnelctl \(version)")
             return .ok
         }
-        guard let command = commands.first(where: { $0.name == name }), let body = command.run else {
+        guard let command = commands.first(where: { $0.name == name }), command.run != nil || !command.subcommands.isEmpty else {
             console.error("tunnelctl: unknown command '\(name)'\(DidYouMean.suffix(name, commands.map(\.name)))\n\n\(usage)")
             return .usage
         }
@@ -71,6 +71,7 @@ enum Tunnelctl {
                 if let sub, let s = command.subcommand(sub.word) {
                     path.append(s.name)
                     spec = s
+                    rest.remove(at: sub.index)  // the entry is chosen: its body gets only its own words
                 } else if asksForHelp(rest) {
                     console.print(helpText(path))
                     return .ok
@@ -90,9 +91,9 @@ enum Tunnelctl {
                 throw CLIError.usage("TUNNELCTL_NOW='\(text)' is neither an ISO 8601 time with a zone "
                     + "(2026-12-02T10:00:00Z) nor Unix epoch milliseconds; fix it or unset it")
             }
-            let checked = try checkOptions(rest, spec, path: path, siblings: command.subcommands.filter { $0.name != spec.name })
-            var args = Arguments(optionsLast(checked, valueOptions: spec.valueOptionWords), readable: command.readableOptions)
-            return try body(&args, console)
+            var options = try ParsedOptions(rest, spec, path: path, siblings: command.subcommands.filter { $0.name != spec.name })
+            guard let body = spec.run else { preconditionFailure("'\(path.joined(separator: " "))' has no body in the command table") }
+            return try body(&options, console)
         } catch let error as CLIError {
             console.error("tunnelctl \(name): \(error.message)")
             return error.code
@@ -131,32 +132,6 @@ enum Tunnelctl {
         guard u.count >= 2, u[0] == UInt8(ascii: "-") else { return false }
         let c = u[1] == UInt8(ascii: "-") && u.count > 2 ? u[2] : u[1]
         return (c >= UInt8(ascii: "a") && c <= UInt8(ascii: "z")) || (c >= UInt8(ascii: "A") && c <= UInt8(ascii: "Z"))
-    }
-
-    /// The words with positionals first, in order, then the options (with their values), so that
-    /// `tunnelctl --json policy --config X show` reads like `tunnelctl policy show --json --config X`.
-    static func optionsLast(_ words: [String], valueOptions: Set<String>) -> [String] {
-        var positionals: [String] = []
-        var options: [String] = []
-        var i = 0
-        while i < words.count {
-            let w = words[i]
-            if w == "--" {
-                positionals += words[(i + 1)...]
-                break
-            }
-            if Tunnelctl.isOption(w) {
-                options.append(w)
-                if valueOptions.contains(w) && i + 1 < words.count {
-                    options.append(words[i + 1])
-                    i += 1
-                }
-            } else {
-                positionals.append(w)
-            }
-            i += 1
-        }
-        return positionals + options
     }
 }
 
@@ -201,54 +176,3 @@ final class Console: @unchecked Sendable {
     }
     func flush() {}
 }
-
-/// The words after the command name, consumed as options and positionals.
-struct Arguments {
-    private(set) var words: [String]
-    /// The options the command table declares for this command (nil: no check, for tests). A
-    /// body asking for another one is a table out of step with the code: it trips an assertion
-    /// in debug builds (the dispatcher would never have let such an option through).
-    let readable: Set<String>?
-    init(_ words: [String], readable: Set<String>? = nil) {
-        self.words = words
-        self.readable = readable
-    }
-
-    private func declared(_ name: String) {
-        assert(readable?.contains(name) ?? true, "option \(name) is read by the body but not declared in the command table")
-    }
-
-    /// The next positional word, skipping nothing; nil when none are left.
-    mutating func next() -> String? { words.isEmpty ? nil : words.removeFirst() }
-
-    /// Removes `--name` if present and says whether it was.
-    mutating func flag(_ name: String) -> Bool {
-        declared(name)
-        guard let i = words.firstIndex(of: name) else { return false }
-        words.remove(at: i)
-        return true
-    }
-
-    /// Removes `--name VALUE` or `--name=VALUE` and returns VALUE.
-    mutating func option(_ name: String) throws -> String? {
-        declared(name)
-        if let i = words.firstIndex(where: { $0.hasPrefix(name + "=") }) {
-            let v = String(words[i].dropFirst(name.count + 1))
-            words.remove(at: i)
-            return v
-        }
-        guard let i = words.firstIndex(of: name) else { return nil }
-        guard i + 1 < words.count else { throw CLIError.usage("\(name) needs a value") }
-        let v = words[i + 1]
-        words.removeSubrange(i...(i + 1))
-        return v
-    }
-
-    /// Fails with a usage error naming the first unknown option or extra word, if any remain.
-    func finish() throws {
-        if let w = words.first {
-            throw CLIError.usage(w.hasPrefix("-") ? "unknown option '\(w)'" : "unexpected argument '\(w)'")
-        }
-    }
-}
-

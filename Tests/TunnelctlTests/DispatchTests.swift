@@ -15,19 +15,21 @@ import Testing
         #expect(console.err.contains("usage: tunnelctl COMMAND"))
     }
 
-    @Test func optionsAndFlags() throws {
-        var a = Arguments(["--json", "x", "--since=1h", "--peer", "alice"])
-        let json = a.flag("--json")
-        let since = try a.option("--since")
-        let peer = try a.option("--peer")
-        let word = a.next()
-        #expect(json && since == "1h" && peer == "alice" && word == "x")
-        try a.finish()
-        var b = Arguments(["--peer"])
-        var threw = false
-        do { _ = try b.option("--peer") } catch is CLIError { threw = true }
-        #expect(threw)
+    @Test func didYouMean() {
         #expect(DidYouMean.suffix("polcy", ["policy", "peers"]) == ", did you mean 'policy'?")
         #expect(DidYouMean.suffix("zzzzzz", ["policy"]) == "")
+    }
+
+    /// Every command runs its own table entry's body: a group has none (no switch on subcommand
+    /// words), each of its subcommands has one; only `help` and `version` are the dispatcher's.
+    @Test func everyEntryRunsItsOwnBody() {
+        for c in Tunnelctl.commands {
+            if c.subcommands.isEmpty {
+                #expect((c.run == nil) == ["help", "version"].contains(c.name), "\(c.name)")
+            } else {
+                #expect(c.run == nil, "the group \(c.name) has a body")
+                for s in c.subcommands { #expect(s.run != nil && s.subcommands.isEmpty, "\(c.name) \(s.name) has no body") }
+            }
+        }
     }
 }
