@@ -1,4 +1,4 @@
-/// Bytes a peer used in one window (quota accounting, issue 16): `up` what it sent, `down` what
+/// Bytes a peer used in one window (quota accounting): `up` what it sent, `down` what
 /// it received (inner packets as forwarded).
 public struct ByteUse: Sendable, Hashable, Codable {
     public var up: UInt64

@@ -1,7 +1,7 @@
 import Foundation
 
-/// Something an operator alerts on or greps for, logged by tunneld as one structured event
-/// (issue 17 item 2): in the journal with its fields (`journalctl TUNNELVISION_EVENT=refusal
+/// Something an operator alerts on or greps for, logged by tunneld as one structured event: in
+/// the journal with its fields (`journalctl TUNNELVISION_EVENT=refusal
 /// PEER=alice`), on stderr without journald as one line ending in the same `KEY=value` fields.
 /// The one owner of event names, levels, texts and fields; `Logger.event` writes them.
 public enum DaemonEvent: Sendable, Hashable {

@@ -166,7 +166,7 @@ public enum LimitValue {
     }
 }
 
-/// The tier classes of a config and how a peer's limits come out of them (issue 16): the peer's
+/// The tier classes of a config and how a peer's limits come out of them: the peer's
 /// own keys over its tier's `[Tier NAME]` keys over the built-in defaults of that tier (`free`:
 /// `FreeSession` then `FreePause`; every other tier: no limit, pause `FreePause` once a window
 /// exists). Pure; the config builds it, the registry resolves every peer through it.

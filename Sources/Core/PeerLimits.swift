@@ -1,4 +1,4 @@
-/// The limits in force for one peer (issue 16, docs/limits.md), resolved from its `[Peer]`
+/// The limits in force for one peer (docs/limits.md), resolved from its `[Peer]`
 /// overrides, its tier's `[Tier NAME]` class and the defaults, in that order
 /// (`LimitResolution`). Every field nil means "no limit of that kind".
 ///

@@ -1,4 +1,4 @@
-/// How the shared store (`Store = postgresql://…`, issue 19) is doing, as `tunnelctl status`
+/// How the shared store (`Store = postgresql://…`) is doing, as `tunnelctl status`
 /// shows it: the backend, the lag behind it, and what waits for it.
 public struct SharedStoreHealth: Hashable, Sendable, Codable {
     /// `postgresql`.

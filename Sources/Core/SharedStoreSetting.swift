@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-/// `Store` in `[Interface]` (issue 19, docs/scale-out.md): where the facts gateways share live.
+/// `Store` in `[Interface]` (docs/scale-out.md): where the facts gateways share live.
 public enum SharedStoreSetting: Hashable, Sendable {
     /// `Store = local` (the default): the SQLite `state.db` in `StateDirectory`, one router.
     case local

@@ -1,4 +1,4 @@
-/// History records the daemon lost for good, per family (issue 13 item 1): dropped because the
+/// History records the daemon lost for good, per family: dropped because the
 /// store queue was full, or given up on after a write failed in a way retrying cannot fix, or
 /// still unwritten at shutdown during an outage. A record that waited out an outage and was
 /// written afterwards is not a drop.

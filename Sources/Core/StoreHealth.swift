@@ -1,4 +1,4 @@
-/// How the daemon's store writer is doing, as `tunnelctl status` shows it (issue 13 item 1).
+/// How the daemon's store writer is doing, as `tunnelctl status` shows it.
 public struct StoreHealth: Hashable, Sendable, Codable {
     /// Records lost for good since the daemon started, per family.
     public var drops: StoreDrops

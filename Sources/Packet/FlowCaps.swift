@@ -1,4 +1,4 @@
-/// Per-peer flow caps (issue 16, docs/limits.md "Flow caps"): `MaxFlows` (concurrent flows,
+/// Per-peer flow caps (docs/limits.md "Flow caps"): `MaxFlows` (concurrent flows,
 /// enforced by `FlowTable` per owner) and `NewFlowRate` (new flows per second, burst 2×, a
 /// token bucket here), plus the coalescing of refusal reports (one per peer per second). Pure:
 /// time is an argument. Peers are indexed by their handle's raw value; an uncapped peer costs

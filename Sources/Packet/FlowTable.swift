@@ -14,7 +14,7 @@ import Core
 /// incremental `expire(now:budget:_:)` sweep that the caller runs on a timer, so every idle
 /// entry is found within `capacity / budget` sweeps.
 ///
-/// Per-owner accounting (issue 16): every flow has an *owner* (the engine passes the WireGuard
+/// Per-owner accounting: every flow has an *owner* (the engine passes the WireGuard
 /// peer handle's raw value; 0 for callers that do not attribute flows). Parallel arrays, also
 /// allocated once, hold each slot's owner and its links in its owner's own LRU list, and each
 /// owner's count, head and tail. When the table is full a new flow may end only an expired flow

@@ -1,4 +1,4 @@
-/// A bounded FIFO of packets in one contiguous byte ring, allocated once in `init` (issue 16's
+/// A bounded FIFO of packets in one contiguous byte ring, allocated once in `init` (the
 /// per-peer shaping queue). Records are a 4-byte length and the packet, padded to 4 bytes; a
 /// record that does not fit before the ring's end wraps to its start (a marker says so). Pure,
 /// not thread-safe, never allocates after `init`.

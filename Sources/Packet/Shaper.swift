@@ -1,4 +1,4 @@
-/// Rate shaping of one direction for many peers (issue 16, docs/limits.md "Rate"): per peer a
+/// Rate shaping of one direction for many peers (docs/limits.md "Rate"): per peer a
 /// token bucket of bytes and a bounded FIFO of the packets over the rate, released on time.
 /// Pure: time is an argument (monotonic ns), nothing here does I/O. One data-path thread owns
 /// one `Shaper` (the inbound thread the *up* direction, the outbound thread *down*), so no locks.

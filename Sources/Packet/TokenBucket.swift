@@ -1,4 +1,4 @@
-/// A token bucket in exact integer arithmetic (issue 16's rate shaping and new-flow rate). Pure:
+/// A token bucket in exact integer arithmetic (rate shaping and new-flow rate). Pure:
 /// time comes in as `now` (monotonic nanoseconds). Units are whatever the caller counts (bytes
 /// for shaping, flows for `NewFlowRate`). Credit is kept in unit·nanoseconds, so refills of any
 /// length lose nothing to rounding.

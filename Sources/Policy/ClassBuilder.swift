@@ -30,7 +30,7 @@ struct Dimension: Sendable {
 
 /// A rule's intervals in one dimension: appends rule `r`'s inclusive intervals to the buffer and
 /// returns true, or returns false when the rule accepts anything there (the buffer untouched).
-/// Computed on demand, so compiling keeps no per-rule copy of them (issue 18).
+/// Computed on demand, so compiling keeps no per-rule copy of them.
 typealias IntervalSource = (_ rule: Int, _ into: inout [(Key128, Key128)]) -> Bool
 
 /// A class's identity in one dimension: its interned anchor and verify lists.

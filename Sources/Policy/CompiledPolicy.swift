@@ -22,7 +22,7 @@ import Packet
 ///
 /// Memory is proportional to the rules (their intervals, and how much they overlap in their
 /// anchor dimension), never to rules × classes: the per-class bitsets this replaced took ≈ 25 KB
-/// per rule at 60,000 CIDR+port rules (issue 18). The rules themselves are the parser's columns
+/// per rule at 60,000 CIDR+port rules. The rules themselves are the parser's columns
 /// (`PolicyRules`, shared with the `PolicySet`), and compiling keeps no per-rule copy of their
 /// intervals: each dimension computes them from the columns when it partitions, the rule checks
 /// keep them merged.
@@ -257,7 +257,7 @@ public final class CompiledPolicy: Sendable {
         b = ClassBuilder()  // its interning tables are done with
 
         // The rule checks last: their arrays then do not sit beside the partitions' transient ones
-        // (what sets the peak memory of compiling, issue 18).
+        // (what sets the peak memory of compiling).
         var checks = RuleChecks()
         checks.mask.reserveCapacity(n)
         checks.offsets32.reserveCapacity(RuleChecks.slots32 * n + 1)

@@ -3,7 +3,7 @@ import Packet
 
 /// Rules in evaluation order, stored by column: one fixed-size record per rule and one shared
 /// array per kind of list value (prefixes, ports, protocols, …), so a rule costs 64 bytes
-/// plus its values, with no allocation of its own (issue 18: 100,000 rules were ≈ 40 MB as an
+/// plus its values, with no allocation of its own (100,000 rules were ≈ 40 MB as an
 /// array of `PolicyRule`, each with its own text and arrays). A rule's text is a byte range of its
 /// file's text, which the collection keeps (one copy per file, shared with the `PolicySource`).
 ///

@@ -1,4 +1,4 @@
-/// A history row with the gateway that recorded it (`GatewayName`, issue 19). Rows read from this
+/// A history row with the gateway that recorded it (`GatewayName`). Rows read from this
 /// router's own `state.db` have `gateway == nil`: every row there is this gateway's. Reads like
 /// the row itself (`r.peer`, `r.id`).
 @dynamicMemberLookup

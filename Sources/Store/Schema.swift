@@ -147,7 +147,7 @@ public enum Schema {
         CREATE INDEX sessions_open ON sessions (peer) WHERE ended_at IS NULL;
         """)
 
-    /// Version 4 (issue 16): a window counts the bytes used in it (`used_up`: sent by the peer,
+    /// Version 4: a window counts the bytes used in it (`used_up`: sent by the peer,
     /// `used_down`: received), sessions may end `quota`, and a tier may be any configured name
     /// (`[Tier NAME]`), so `peer_tiers` loses its free/premium CHECK. Tables rebuilt, rows kept.
     static let v4 = Migration(version: 4, summary: "window byte use, end reason quota, any tier name", sql: """
@@ -181,7 +181,7 @@ public enum Schema {
         ALTER TABLE peer_tiers_v4 RENAME TO peer_tiers;
         """)
 
-    /// Version 5 (issue 19): the history journal for a shared store. While `ship_target` holds a
+    /// Version 5: the history journal for a shared store. While `ship_target` holds a
     /// row (the daemon writes it when `Store =` names a shared store), every insert or update of
     /// a flow, session, refusal or marker row appends (family, row id, inserted?) to `ship_queue`, whose
     /// AUTOINCREMENT `seq` orders the changes; the daemon ships them in `seq` order and deletes
@@ -218,14 +218,14 @@ public enum Schema {
             BEGIN INSERT INTO ship_queue (family, row_id, inserted) VALUES (3, NEW.id, 0); END;
         """)
 
-    /// Version 6: the host a refused flow was known by (issue 14, docs/hosts.md): SNI, HTTP Host,
+    /// Version 6: the host a refused flow was known by (docs/hosts.md): SNI, HTTP Host,
     /// QUIC SNI or the DNS name of its destination; '' when none was learned (and for session
     /// rows). A row coalesces one destination per hour and keeps the newest host named.
     static let v6 = Migration(version: 6, summary: "refusals carry the flow's host", sql: """
         ALTER TABLE refusals ADD COLUMN host TEXT NOT NULL DEFAULT '';
         """)
 
-    /// Version 7 (issue 19): the local store as one backend of the store protocol
+    /// Version 7: the local store as one backend of the store protocol
     /// (`LocalSharedState`): a window knows which of the peer's windows it is (`epoch`, one more
     /// each time one opens), when it opened and on which gateway (`GatewayName`). Added columns
     /// only; a window stored before keeps epoch 1 and `opened_at` 0 (not known).

@@ -7,7 +7,7 @@ public struct SessionWindow: Hashable, Sendable {
     public var allowedUntil: Int64
     /// End of the pause (`allowedUntil + FreePause`), Unix epoch ms.
     public var reconnectAt: Int64
-    /// Bytes the peer sent in this window (quota accounting, issue 16).
+    /// Bytes the peer sent in this window (quota accounting).
     public var usedUp: UInt64 = 0
     /// Bytes the peer received in this window.
     public var usedDown: UInt64 = 0

@@ -1,5 +1,5 @@
 import Core
-/// Audit sessions and markers (issue 6): written by tunnelctl directly and by the daemon.
+/// Audit sessions and markers: written by tunnelctl directly and by the daemon.
 extension StateStore {
     /// Adds a marker, attached to the audit session open at that moment (if any); returns it.
     @discardableResult

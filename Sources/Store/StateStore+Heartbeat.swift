@@ -1,5 +1,5 @@
 import Core
-/// The daemon's liveness row, for crash recovery (issue 5, Deliver 4).
+/// The daemon's liveness row, for crash recovery.
 extension StateStore {
     /// Records a daemon start (pid, time); also its first heartbeat.
     public func daemonStarted(pid: Int64, at: Int64) throws {

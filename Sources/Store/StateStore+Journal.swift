@@ -1,4 +1,4 @@
-/// The history journal for a shared store (schema v5, issue 19; docs/store.md "`ship_queue`").
+/// The history journal for a shared store (schema v5; docs/store.md "`ship_queue`").
 ///
 /// While a target is set, triggers queue every insert or update of a flow, session, refusal or
 /// marker row as (family, row id) in `seq` order, whoever writes it (the daemon's writer,

@@ -34,7 +34,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A system call on a file beside the database failed (the capture directory's listing or
     /// unlink); the error names the call and the path.
     case system(SystemError)
-    /// A PostgreSQL call failed (the shared store, issue 19): what was done, the server's (or
+    /// A PostgreSQL call failed (the shared store): what was done, the server's (or
     /// libpq's) message, the SQLSTATE (empty when the connection itself failed), and whether
     /// trying again later can succeed (connection lost, server shutting down, timeout).
     case postgres(operation: String, message: String, sqlstate: String, transient: Bool)

@@ -2,7 +2,7 @@ import Core
 import Runtime
 import Synchronization
 
-/// The daemon's store writer (DESIGN.md §7, issue 5 Deliver 1): one dedicated thread owns a
+/// The daemon's store writer (DESIGN.md §7): one dedicated thread owns a
 /// `Store` connection and drains a bounded queue of `StoreRecord`s, one transaction per batch,
 /// so the data path never waits on disk.
 ///
@@ -13,7 +13,7 @@ import Synchronization
 /// `flushIntervalMs`, writes what it took in transactions of at most `maxBatch` records, and
 /// coalesces flow updates within a transaction (only the newest update of a flow is written).
 ///
-/// Nothing is lost silently (issue 13 item 1). A batch that fails for a reason a retry can fix
+/// Nothing is lost silently. A batch that fails for a reason a retry can fix
 /// (lock held past the busy timeout, disk full, read-only or vanished directory, I/O error:
 /// `StoreError.isTransient`) is kept and retried with exponential backoff (`retryInitialMs`
 /// doubling to `retryMaxMs`); meanwhile the queue keeps filling up to `capacity` and then drops,

@@ -5,7 +5,7 @@ import Packet
 import Runtime
 import Synchronization
 
-/// UDP GRO on receive for one socket (issue 18): with `UDP_GRO` set, the kernel hands the socket a
+/// UDP GRO on receive for one socket: with `UDP_GRO` set, the kernel hands the socket a
 /// run of same-flow datagrams as one message of up to 64 KiB plus a control message with the
 /// segment size, so the receive path pays for one skb and one copy per run rather than per
 /// datagram. This receiver `recvmmsg`s into a few 64 KiB buffers (allocated once) and cuts each

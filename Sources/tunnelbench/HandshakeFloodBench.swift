@@ -3,7 +3,7 @@
 //   tunnelbench hsflood --to HOST:PORT --kind junk|init [--key GATEWAY_PUBLIC_KEY] [--rate PPS]
 //                       [--seconds S] [--no-gso]
 //
-// junk: 1-byte datagrams (0x01, 0x02, 0x03 in turn) — what issue 13 measured at 1.26 kpps.
+// junk: 1-byte datagrams (0x01, 0x02, 0x03 in turn) — 1.26 kpps, the junk rate the bar is set at.
 // init: 148-byte initiations with a valid mac1 for the gateway's public key (WireGuard's
 //       MACs.mac1Key/writeMAC1, keyed BLAKE2s through libb2, as the gateway checks it) and random
 //       sender index, ephemeral, encrypted static and timestamp. No static key is valid: the

@@ -12,7 +12,7 @@ import WireGuard
 /// (called by the engine under the flow lock) → `StoreWriter` queue → SQLite. Each flow is opened
 /// (`flowDecided`), updated by one periodic sweep (`timerTick`) and closed (`flowEnded`): three
 /// records. Reports the hook cost on the calling (data-path) thread, its heap allocations, and
-/// the writer's records/s (wall and per writer CPU-second). Issue 5 bar: ≥ 100,000 records/s.
+/// the writer's records/s (wall and per writer CPU-second). The bar: ≥ 100,000 records/s.
 enum HistoryBench {
     static func run(_ args: [String]) throws {
         var flows = 200_000

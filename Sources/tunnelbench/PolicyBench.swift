@@ -123,7 +123,7 @@ enum PolicyBench {
 
     /// A CIDR+port blocklist of `n` rules (the shape of the public ones: /24s and /32s, some /16s,
     /// some IPv6 /48s, most with a port or a protocol): parse and compile time (CPU) and what the
-    /// compiled policy holds in RSS, then evaluations/s against it (issue 18: ≤ 64 MB, ≤ 2 s).
+    /// compiled policy holds in RSS, then evaluations/s against it (≤ 64 MB, ≤ 2 s).
     static func blocklistText(_ n: Int) -> String {
         var rng = Rng(s: 0x5EED)
         var lines = ["default allow", "default in block"]

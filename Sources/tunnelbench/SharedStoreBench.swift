@@ -2,7 +2,7 @@ import Core
 import Foundation
 import Store
 
-/// `tunnelbench shared [--rows N] [--opens N] [--rounds N]` (issue 19): the shared store on
+/// `tunnelbench shared [--rows N] [--opens N] [--rounds N]`: the shared store on
 /// PostgreSQL, against the connection string in `TUNNELVISION_BENCH_PG` (scripts/bench/shared-store.sh
 /// starts a throw-away cluster). Each round uses a fresh schema.
 ///

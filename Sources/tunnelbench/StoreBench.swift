@@ -5,8 +5,8 @@ import Store
 import Synchronization
 
 /// `tunnelbench store [writer|prune|all] [--rows N]`: the store's write rate through
-/// `StoreWriter` (issue 5 bar: ≥ 100,000 flow records/s) and `prune` of ≥ 1,000,000 flow rows
-/// while a writer inserts continuously (issue 6 bar: writer's longest wait ≤ 100 ms).
+/// `StoreWriter` (bar: ≥ 100,000 flow records/s) and `prune` of ≥ 1,000,000 flow rows
+/// while a writer inserts continuously (bar: writer's longest wait ≤ 100 ms).
 enum StoreBench {
     static func run(_ args: [String]) throws {
         var which = "all"

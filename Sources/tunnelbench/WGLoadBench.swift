@@ -1,5 +1,5 @@
 // tunnelbench wgload / sink / blast: a WireGuard load generator that costs less than the gateway
-// it measures (issue 18), so "capacity per gateway core" is what a benchmark sees.
+// it measures, so "capacity per gateway core" is what a benchmark sees.
 //
 //   tunnelbench wgload --gateway HOST:PORT --gateway-key BASE64 --peers FILE --to IP:PORT
 //                      [--size BYTES] [--packets N] [--rate PPS] [--seconds S] [--burst B] [--no-gso]

@@ -41,7 +41,7 @@ struct OptionSpec: Sendable {
         OptionSpec("--json", help: "JSON instead of text (field names in \(doc))")
     }
     static let config = OptionSpec("--config", "PATH", help: "the tunneld configuration to read (default /etc/tunnelvision/tunneld.conf)")
-    /// The history commands' scope with a shared store (issue 19, docs/scale-out.md).
+    /// The history commands' scope with a shared store (docs/scale-out.md).
     static let historyScope = [
         OptionSpec("--gateway", "NAME", help: "with a shared store: only the rows this gateway (its GatewayName) recorded"),
         OptionSpec("--local", help: "with a shared store: this router's own store instead (rows not yet shipped included)"),

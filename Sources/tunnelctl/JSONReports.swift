@@ -53,7 +53,7 @@ struct StatusJSON: Encodable {
         var refused: UInt64
     }
 
-    /// The shared store (issue 19).
+    /// The shared store.
     struct Shared: Encodable {
         var backend: String
         var gateway: String
@@ -456,7 +456,7 @@ struct PruneJSON: Encodable {
     var bytesReclaimed: Int64
     /// Null when the capture directory was not pruned.
     @Nullable var pcap: Pcap?
-    /// The shared store's prune (issue 19): null without a shared store, and on a dry run.
+    /// The shared store's prune: null without a shared store, and on a dry run.
     @Nullable var shared: Shared? = nil
 
     /// Rows the shared store's prune deleted, per family (every gateway's rows).

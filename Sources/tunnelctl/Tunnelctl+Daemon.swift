@@ -177,7 +177,7 @@ extension Tunnelctl {
         CLIError.failure("the daemon answered '\(reply.type)', which this tunnelctl does not expect (version mismatch?)")
     }
 
-    /// `status`'s line about the shared store (issue 19): reachable with its lag, or since when not.
+    /// `status`'s line about the shared store: reachable with its lag, or since when not.
     static func sharedStoreLine(_ sh: SharedStoreHealth, now: Int64, zone: TimeZone) -> String {
         var opens = "\(sh.sharedOpens) window(s) opened through it, \(sh.localOpens) here alone; "
             + "history journal \(sh.journalDepth) change(s) deep, \(sh.journalShipped) row(s) shipped"

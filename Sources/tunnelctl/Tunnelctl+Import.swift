@@ -3,7 +3,7 @@ import Core
 import Foundation
 import Runtime
 
-/// `tunnelctl import wg0.conf [-o tunneld.conf]` (issue 15): a wg-quick server file as a
+/// `tunnelctl import wg0.conf [-o tunneld.conf]`: a wg-quick server file as a
 /// TunnelVision config. The text is kept as it is (comments, hooks, `DNS`); what changes is that
 /// every peer named by a comment or by its key gets a `Name =` line, so the name survives edits.
 /// The summary (stderr) lists the names and everything tunneld treats differently from wg-quick.

@@ -5,7 +5,7 @@ import Runtime
 import WireGuard
 
 /// `tunnelctl peer add|remove|disable|enable|rename|list|show|config` and `tunnelctl reload`
-/// (issue 15, docs/peers.md). The config file is the one record of the peers: every edit goes
+/// (docs/peers.md). The config file is the one record of the peers: every edit goes
 /// through `ConfigRewriter` (comments and layout kept), is checked by parsing the result, lands
 /// with `AtomicFile.replace`, and then the running tunneld is asked to `reload`. With tunneld not
 /// running the edited file is the change, and tunneld reads it when it starts.

@@ -5,7 +5,7 @@ import Foundation
 import Glibc
 import WireGuard
 
-/// `tunnelctl peer qr NAME [--png FILE]` (issue 15): the text of `peer config NAME` as a QR code,
+/// `tunnelctl peer qr NAME [--png FILE]`: the text of `peer config NAME` as a QR code,
 /// so a WireGuard phone app imports the tunnel by scanning it. libqrencode encodes it (8-bit,
 /// level L); the terminal gets UTF-8 half blocks (two module rows per line, light modules drawn,
 /// as `qrencode -t UTF8` does, for dark terminals), `--png` gets a PNG through libpng.

@@ -4,7 +4,7 @@ import Control
 import Foundation
 import Store
 
-/// `tunnelctl prune [--dry-run]` (DESIGN.md §7, issue 6 Deliver 4): removes what the retention
+/// `tunnelctl prune [--dry-run]` (DESIGN.md §7): removes what the retention
 /// settings say, family by family, in short batches (`Pruner`), deletes pcap files beyond the
 /// capture limits (`CaptureFiles.prune` on `StateDirectory/capture`), gives the freed pages back
 /// to the file system (incremental vacuum) and reports rows and bytes per family. On a terminal,
@@ -66,7 +66,7 @@ extension Tunnelctl {
         let now = cliNow()
         var report = try runPrune(store: store, config: config, retention: decoded.settings.retention, now: now,
                                   dryRun: dryRun, progress: console.isTerminal ? TerminalProgress() : nil)
-        // The shared store (issue 19): the same cut-offs, every gateway's rows, bounded
+        // The shared store: the same cut-offs, every gateway's rows, bounded
         // statements. The local prune is done either way; a shared store that cannot be pruned
         // is an error after it, never a silent success.
         if !dryRun, config.interface.store.isShared {

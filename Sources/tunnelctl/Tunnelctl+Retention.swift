@@ -3,7 +3,7 @@ import Control
 import Foundation
 import Store
 
-/// `tunnelctl retention show | set KEY=VALUE…` (DESIGN.md §7, §9; issue 6 Deliver 3).
+/// `tunnelctl retention show | set KEY=VALUE…` (DESIGN.md §7, §9).
 ///
 /// `show` decodes the settings row tolerantly and marks every value that did not come from the
 /// row (`(factory default)`, `(factory default; the row's value: wrong type …)`); unknown fields are listed. A row that

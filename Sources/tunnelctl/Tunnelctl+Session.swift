@@ -150,7 +150,7 @@ extension Tunnelctl {
     /// `explain PEER`: exit 0 when the peer is refused (the explanation follows), 1 when it is not
     /// (DESIGN.md §9: 1 is the answer "no").
     static func explainPeer(_ name: String, config: TunnelConfig, json: Bool, local: Bool, _ console: Console) throws -> ExitCode {
-        // With a shared store, Disabled / Expires as every gateway applies them (issue 19).
+        // With a shared store, Disabled / Expires as every gateway applies them.
         let (peer, from) = admitted(try configuredPeer(name, config), try sharedAdmissions(config))
         let now = cliNow()
         let daemon = try askIfRunning(config, .peers)

@@ -3,7 +3,7 @@ import Control
 import Foundation
 import Store
 
-/// `Disabled` / `Expires` with a shared store (issue 19): the latest change made on any gateway
+/// `Disabled` / `Expires` with a shared store: the latest change made on any gateway
 /// applies on all, over each gateway's own config. `explain PEER`, `peer list|show` and `peer
 /// disable|enable` answer with that, never with this config alone — a shared store that cannot
 /// be read is an error, not the config's answer.

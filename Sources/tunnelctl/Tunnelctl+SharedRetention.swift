@@ -3,7 +3,7 @@ import Control
 import Foundation
 import Store
 
-/// Retention with a shared store (issue 19, docs/scale-out.md "Settings"): the retention section
+/// Retention with a shared store (docs/scale-out.md "Settings"): the retention section
 /// of the settings lives in the shared store (`tv_settings`), the one every gateway prunes the
 /// shared history (and its own store) with; capture stays in each gateway's `state.db`. tunneld
 /// keeps its local row's retention equal to the last shared one it read, so a gateway cut off

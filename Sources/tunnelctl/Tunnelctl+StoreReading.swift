@@ -62,7 +62,7 @@ extension TunnelConfig {
     var sourceDescription: String { "the configuration" }
 }
 
-/// Where `flows`, `refusals` and `timeline` read (issue 19): with a shared store configured
+/// Where `flows`, `refusals` and `timeline` read: with a shared store configured
 /// (`Store = postgresql://…` or `sqlite:/…`), every gateway's history from it, each row with its
 /// `GatewayName`; `--local` reads this router's own `state.db` (its journal) instead. A shared
 /// store that cannot be read is an error naming it and `--local` — never an empty answer.

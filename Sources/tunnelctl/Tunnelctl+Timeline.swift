@@ -3,7 +3,7 @@ import Control
 import Foundation
 import Store
 
-/// `tunnelctl timeline [--since 1h] [--peer NAME] [--json]` (DESIGN.md §9, issue 6 Deliver 2):
+/// `tunnelctl timeline [--since 1h] [--peer NAME] [--json]` (DESIGN.md §9):
 /// flows (opened, closed, blocked), refusals, sessions, audit sessions and markers from the
 /// store, interleaved in time order (oldest first). `--since` defaults to 1h. With `--peer`,
 /// flows, refusals and sessions are that peer's; markers and audit sessions are kept, since

@@ -3,7 +3,7 @@ import Control
 import Foundation
 import Store
 
-/// Where `session` and `explain PEER` read a free peer's window and its tier (issue 19): the
+/// Where `session` and `explain PEER` read a free peer's window and its tier: the
 /// store protocol (`SharedState`) of whichever store answers — with a shared store
 /// (`Store = postgresql://…` or `sqlite:/…`), the window every gateway enforces, whichever gateway
 /// opened it, and the tier overrides made on any of them; with `Store = local` or `--local`, this

@@ -1,6 +1,6 @@
 import Core
 
-/// The store protocol over this router's own `state.db` (`Store = local`, the default; issue 19):
+/// The store protocol over this router's own `state.db` (`Store = local`, the default):
 /// the same questions `PostgresSharedState` and `SQLiteSharedState` answer for many gateways,
 /// answered by the one router's store in its own file format (schema v7: `session_windows`,
 /// `peer_tiers`, `settings`, the history tables). Both binaries reach every backend the same way

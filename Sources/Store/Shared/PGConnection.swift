@@ -2,7 +2,7 @@ import CLibPQ
 import Core
 import Glibc
 
-/// One libpq connection (the shared store, issue 19), used by one thread at a time.
+/// One libpq connection (the shared store), used by one thread at a time.
 ///
 /// Every statement runs with a deadline: sent with `PQsendQueryParams`, waited for with poll(2)
 /// on the connection's socket. A statement that misses its deadline is cancelled and the

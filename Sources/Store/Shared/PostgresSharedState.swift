@@ -1,6 +1,6 @@
 import Core
 
-/// The shared state on PostgreSQL (`Store = postgresql://…`, issue 19, docs/scale-out.md).
+/// The shared state on PostgreSQL (`Store = postgresql://…`, docs/scale-out.md).
 ///
 /// Tables are prefixed `tv_` (schema in `SharedSchema`). A window is one row per peer; every
 /// write takes a new number from the sequence `tv_change`, so other gateways poll

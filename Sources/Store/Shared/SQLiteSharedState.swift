@@ -1,6 +1,6 @@
 import Core
 
-/// The shared state in one SQLite file (`Store = sqlite:/path/shared.db`, issue 19): gateways on
+/// The shared state in one SQLite file (`Store = sqlite:/path/shared.db`): gateways on
 /// one host — several `tunneld` instances on one router, a test bench — share windows, quota use,
 /// tier overrides and history through it exactly as they would through PostgreSQL. Same schema
 /// (`SharedSchema`, rendered for SQLite), same contract (`SharedState`), same tests.

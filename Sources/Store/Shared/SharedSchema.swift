@@ -1,5 +1,4 @@
-/// The shared store's schema, described once (issue 19: "schema migrations for both from one
-/// description"). Each version is a list of steps; `sql(version:for:)` renders a version for
+/// The shared store's schema, described once, so both backends migrate from one description. Each version is a list of steps; `sql(version:for:)` renders a version for
 /// PostgreSQL or SQLite, and both `PostgresSchema.migrate` and `SQLiteSharedState` apply what it
 /// renders. `tables` is the schema the last version leaves, which the tests compare with each
 /// backend's catalogue.
@@ -123,9 +122,9 @@ public enum SharedSchema {
             ], primaryKey: ["peer"])),
             .index(name: "tv_admission_change", table: "tv_admission", columns: ["change"]),
         ],
-        // 4: the host a refused flow was known by (issue 14: "everywhere the host shows").
+        // 4: the host a refused flow was known by, wherever a refusal shows.
         [.addColumn(table: "tv_refusals", Column("host", .text, default: .empty))],
-        // 5: retention shared (issue 19 "not there yet"): one row, the retention section of the
+        // 5: retention shared: one row, the retention section of the
         // settings row's JSON, the change number and time, and the gateway that made it. Capture
         // stays in each gateway's own state.db (its pcap files are local).
         [

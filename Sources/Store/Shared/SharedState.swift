@@ -1,5 +1,5 @@
 import Core
-/// The store protocol (issue 19, docs/scale-out.md, "One store protocol"): free-tier windows with
+/// The store protocol (docs/scale-out.md, "One store protocol"): free-tier windows with
 /// their byte use, runtime tier overrides, `Disabled` / `Expires`, the settings every gateway
 /// prunes with, and history (read back, shipped from a gateway's journal, pruned).
 ///
@@ -201,7 +201,7 @@ public struct SharedTierChange: Hashable, Sendable {
     }
 }
 
-/// A peer's admission as the gateways share it (issue 19): the latest `Disabled` / `Expires`
+/// A peer's admission as the gateways share it: the latest `Disabled` / `Expires`
 /// change any gateway made. Neither disabled nor expiring: admitted (an `enable`).
 public struct SharedAdmission: Hashable, Sendable {
     /// The peer's name.
