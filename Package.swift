@@ -50,7 +50,7 @@ let package = Package(
 
         // Pure cores: bytes and time in, decisions out, no I/O.
         .target(name: "Packet", dependencies: ["Core", "COpenSSL", "CSodium"], swiftSettings: strict),
-        .target(name: "Policy", dependencies: ["Core", "Packet", "CIDN2"], swiftSettings: strict),
+        .target(name: "Policy", dependencies: ["Core", "Runtime", "Packet", "CIDN2"], swiftSettings: strict),
         .target(name: "WireGuard", dependencies: ["Core", "Packet", "CSodium", "CBlake2", "CAEAD"], swiftSettings: strict),
         // The free-session rules (DESIGN.md §6): a peer's phase at a time, connect and tick
         // decisions. Both binaries call them; neither re-derives them.

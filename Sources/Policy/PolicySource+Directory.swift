@@ -1,5 +1,6 @@
 import Core
 import Foundation
+import Runtime
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -43,8 +44,8 @@ extension PolicySource {
 
     struct ReadErrno: Error { var code: Int32 }
 
-    /// The C library's sentence for `code` ("Permission denied").
-    static func errnoSentence(_ code: Int32) -> String { String(cString: strerror(code)) }
+    /// The C library's sentence for `code` ("Permission denied"): Runtime's `errnoText`.
+    static func errnoSentence(_ code: Int32) -> String { errnoText(code) }
 
     /// The whole file, or the errno of the call that failed (`EACCES`, `EISDIR`, `ENOENT` for a
     /// dangling link, …).

@@ -47,7 +47,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
             return "no store at \(path); tunneld creates it on its first start (or check StateDirectory in the config)"
         case let .permissionDenied(path, e):
             let dir = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
-            return "cannot open \(path): \(String(cString: strerror(e))) (errno \(e)); run as root or with sudo, or as a user allowed to read \(dir.isEmpty ? "its directory" : dir)"
+            return "cannot open \(path): \(errnoText(e)) (errno \(e)); run as root or with sudo, or as a user allowed to read \(dir.isEmpty ? "its directory" : dir)"
         case let .notADatabase(path):
             return "\(path) is not a TunnelVision store (not a SQLite database); move it aside and tunneld will create a fresh one, or restore a backup"
         case let .corrupt(path, operation, message):

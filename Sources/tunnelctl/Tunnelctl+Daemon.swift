@@ -1,6 +1,7 @@
 import Core
 import Control
 import Foundation
+import Runtime
 
 /// Commands that ask the running daemon over `control.sock`: `status`, `peers`, `kick`, and the
 /// `policy reload` / `policy show` subcommands. They exit 3 with a clear message when the daemon
@@ -147,7 +148,7 @@ extension Tunnelctl {
     }
 
     /// `Permission denied (errno 13)`.
-    static func errnoText(_ e: Int32) -> String { "\(String(cString: strerror(e))) (errno \(e))" }
+    static func errnoText(_ e: Int32) -> String { "\(Runtime.errnoText(e)) (errno \(e))" }
 
     /// What to do about `e` on `path`: for EACCES/EPERM, "; run as root or with sudo, …".
     static func accessHint(_ e: Int32, _ path: String) -> String {
