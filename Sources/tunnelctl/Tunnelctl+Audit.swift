@@ -74,7 +74,7 @@ extension Tunnelctl {
     static func labelWords(_ opts: inout ParsedOptions, _ usage: String) throws -> String {
         var words: [String] = []
         while let w = opts.peek, !isOption(w) { words.append(w); _ = opts.next() }
-        let label = words.joined(separator: " ").trimmingCharacters(in: .whitespaces)
+        let label = words.joined(separator: " ").trimmedSpaces()
         guard !label.isEmpty else { throw CLIError.usage("a label is needed: tunnelctl \(usage)") }
         guard label.utf8.count <= 1000 else { throw CLIError.usage("the label is longer than 1000 bytes") }
         return label

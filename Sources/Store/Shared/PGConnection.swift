@@ -222,10 +222,9 @@ public final class PGConnection {
         s.hasPrefix("08") || s.hasPrefix("53") || s.hasPrefix("57P") || s == "57014" || s == "40001" || s == "40P01" || s.isEmpty
     }
 
+    /// A server message's lines, each trimmed (Core's one trimming rule), as one line.
     static func trimmed(_ s: String) -> String {
-        var t = Substring(s)
-        while let last = t.last, last == "\n" || last == " " { t = t.dropLast() }
-        return t.split(separator: "\n").map { $0.trimmingSpaces }.filter { !$0.isEmpty }.joined(separator: "; ")
+        s.split(separator: "\n").map { $0.trimmedSpaces() }.filter { !$0.isEmpty }.joined(separator: "; ")
     }
 
     static func nowMs() -> Int64 {
@@ -262,15 +261,6 @@ public struct PGResult: Sendable {
     public func text(_ row: Int, _ col: Int) -> String? { rows[row][col] }
     /// Column `col` of row `row` as an integer (0 for NULL).
     public func int64(_ row: Int, _ col: Int) -> Int64 { rows[row][col].flatMap { Int64($0) } ?? 0 }
-}
-
-extension Substring {
-    fileprivate var trimmingSpaces: Substring {
-        var s = self
-        while s.first == " " || s.first == "\t" { s = s.dropFirst() }
-        while s.last == " " || s.last == "\t" { s = s.dropLast() }
-        return s
-    }
 }
 
 /// `body` with a C array of the strings (valid during the call).
