@@ -607,8 +607,9 @@ extension GatewayEngine {
         var host: String?
         if policy.compiled.hasHostRules {
             // Host rules (DESIGN.md §5): the name from the flow's first payload, else the DNS
-            // names its peer looked up for the destination. A flow whose verdict could change
-            // with a name not yet read waits (pending); no other flow pays anything more here.
+            // names its peer looked up for the destination. A flow whose action could change
+            // with a name not yet read waits (pending); any other is decided now, without a
+            // host (same action for every name: recorded by the rule a host-less flow matches).
             let slot = t.handle.index
             hostGate.prepare()
             hostGate.claim(slot, id: entry.id)
