@@ -65,7 +65,24 @@ public final class Watchdog: Sendable {
         var refusals: [String: UInt64] = [:]
         /// Bytes used per window (as last read from the meter or the store).
         var used: [String: ByteUse] = [:]
+        /// What the decisions taken under the lock want done to peers in the device: returned
+        /// with an admission, applied by the other entry points before they unlock.
+        var actions: [PeerAction] = []
+        /// Shared-store window opens asked off the handshake thread, per peer.
+        var asks: [String: WindowAsk] = [:]
     }
+
+    /// A window open put to the `WindowAuthority` on the opener thread.
+    enum WindowAsk: Equatable {
+        /// Asked at `since` (watchdog time); the peer's initiations wait (`.later`).
+        case inFlight(since: Int64)
+        /// Answered at `at` (the grant, if any, adopted): the next initiations decide from memory
+        /// as before — a window adopted, or, without an answer, opened here and reconciled later.
+        case answered(at: Int64)
+    }
+
+    /// How long an answered ask stands before the authority is asked again.
+    static let askValidMs: Int64 = 30_000
 
     /// Settings in force.
     public let config: WatchdogConfig
@@ -79,6 +96,9 @@ public final class Watchdog: Sendable {
     /// The shared windows of several gateways (`Store = postgresql://…`, issue 19), asked before a
     /// window opens; nil: this gateway decides alone (`Store = local`).
     private let authority = Mutex<(any WindowAuthority)?>(nil)
+
+    /// Runs the authority's window opens off the handshake thread.
+    let opener = WindowOpener()
 
     /// Makes `a` the authority asked before a window opens (set once, before the engine starts).
     public func setAuthority(_ a: any WindowAuthority) { authority.withLock { $0 = a } }
@@ -138,55 +158,80 @@ public final class Watchdog: Sendable {
                 closeSessionLocked(&s, p, at: now, reason: .removed)
                 s.refused.remove(p.name)
             }
+            applyLocked(&s)
         }
     }
 
-    /// An initiation from `peer` arrived at `now`, authenticated, before any response is built.
-    /// Returns false when the peer must be refused (its pause, or its window ended while it was
-    /// connected): it is refused and its keys dropped now; the caller sends nothing back and
+    /// An initiation from `peer` arrived at `now`, authenticated, before any response is built:
+    /// the decision and the peer actions with it, as values (nothing is called on the device).
+    /// `.refuse` when the peer must be refused (its pause, or its window ended while it was
+    /// connected; the actions refuse it and drop its keys); the caller sends nothing back and
     /// reports the refusal (``handshakeRefused(_:now:)`` records it). Admitting changes nothing:
-    /// ``handshakeCompleted(_:now:)`` opens the window and the session once the handshake is done.
-    public func admitInitiation(_ handle: PeerHandle, now: Int64) -> Bool {
+    /// ``completeHandshake(_:now:)`` opens the window and the session once the handshake is done.
+    ///
+    /// With a shared store, a connect that would open a window is first put to the authority on
+    /// the opener thread (never here: this runs on the handshake thread); until it answered the
+    /// decision is `.later` (the initiation waits unanswered, the client retries).
+    public func decideInitiation(_ handle: PeerHandle, now: Int64) -> Admission {
         let dir = peers.current
-        if let a = authority.withLock({ $0 }), let p = dir[handle] { askAuthority(a, p, now: now) }
+        let authority = self.authority.withLock { $0 }
         return state.withLock { s in
-            guard let p = dir[handle] else { return true }
+            guard let p = dir[handle] else { return .admit }
             if let why = Watchdog.restricted(s, p, now: now) {
                 closeSessionLocked(&s, p, at: now, reason: why)
                 refuseLocked(&s, p, at: now)
                 sink.record(.restricted(peer: p.name, reason: why.rawValue, at: now))
-                return false
+                return takeLocked(&s, .refuse(why == .disabled ? .disabled : .expired))
             }
             let phase = WatchdogRules.phase(now: now, limits: limits(s, p), window: s.windows[p.name])
             if s.sessions[p.name] != nil {
                 // A rekey of a live session; refused only when its window ended between ticks.
-                guard case .paused = phase else { return true }
+                guard case .paused = phase else { return takeLocked(&s, .admit) }
                 closeSessionLocked(&s, p, at: now, reason: .freeLimit)
                 refuseLocked(&s, p, at: now)
-                return false
+                return takeLocked(&s, .refuse(refusalCodeLocked(s, p, now: now)))
             }
-            if case .refuse = WatchdogRules.onConnect(now: now, limits: limits(s, p), window: s.windows[p.name])
-            {
+            let connect = WatchdogRules.onConnect(now: now, limits: limits(s, p), window: s.windows[p.name])
+            if let authority, case .openWindow(let w) = connect, !askAnsweredLocked(&s, p, now: now) {
+                askLocked(&s, authority, p, w, now: now)
+                return takeLocked(&s, .later)
+            }
+            if case .refuse = WatchdogRules.onConnect(now: now, limits: limits(s, p), window: s.windows[p.name]) {
                 refuseLocked(&s, p, at: now)
-                return false
+                return takeLocked(&s, .refuse(refusalCodeLocked(s, p, now: now)))
             }
             // Checked at arrival: a pause that ended since the last tick ends now, so the first
             // initiation after `reconnect_at` is answered (not the one after the next tick).
-            if s.refused.remove(p.name) != nil { device.setRefused(p.handle, false) }
-            return true
+            if s.refused.remove(p.name) != nil { s.actions.append(.unrefuse(p.handle)) }
+            return takeLocked(&s, .admit)
         }
     }
 
-    /// A handshake with `peer` completed at `now`. Returns false when the peer must be refused:
-    /// the caller sends nothing back; its keys are already dropped and it is refused.
+    /// ``decideInitiation(_:now:)`` with its actions applied to the device: true when admitted.
+    public func admitInitiation(_ handle: PeerHandle, now: Int64) -> Bool {
+        let a = decideInitiation(handle, now: now)
+        applyToDevice(a.actions)
+        return a.decision == .admit
+    }
+
+    /// ``completeHandshake(_:now:)`` with its actions applied to the device: false when the
+    /// peer must be refused (the caller sends nothing back; its keys are dropped, it is refused).
     public func handshakeCompleted(_ handle: PeerHandle, now: Int64) -> Bool {
+        let a = completeHandshake(handle, now: now)
+        applyToDevice(a.actions)
+        return a.decision == .admit
+    }
+
+    /// A handshake with `peer` completed at `now`: `.refuse` when the peer must be refused after
+    /// all (the actions drop its keys and refuse it; the caller sends nothing back).
+    public func completeHandshake(_ handle: PeerHandle, now: Int64) -> Admission {
         let dir = peers.current
         return state.withLock { s in
-            guard let p = dir[handle] else { return true }
+            guard let p = dir[handle] else { return .admit }
             if let why = Watchdog.restricted(s, p, now: now) {  // our own initiation's answer, too
                 closeSessionLocked(&s, p, at: now, reason: why)
                 refuseLocked(&s, p, at: now)
-                return false
+                return takeLocked(&s, .refuse(why == .disabled ? .disabled : .expired))
             }
             if var live = s.sessions[p.name] {
                 // Rekey of a live session (or an unconnected peer's retry): not a new connect.
@@ -194,11 +239,11 @@ public final class Watchdog: Sendable {
                     // The window ended between ticks: end it now.
                     closeSessionLocked(&s, p, at: now, reason: .freeLimit)
                     refuseLocked(&s, p, at: now)
-                    return false
+                    return takeLocked(&s, .refuse(refusalCodeLocked(s, p, now: now)))
                 }
                 live.lastHandshake = now
                 s.sessions[p.name] = live
-                return true
+                return takeLocked(&s, .admit)
             }
             switch WatchdogRules.onConnect(now: now, limits: limits(s, p), window: s.windows[p.name]) {
             case .admitUnlimited, .resume:
@@ -206,19 +251,20 @@ public final class Watchdog: Sendable {
             case .openWindow(let w):
                 s.windows[p.name] = w
                 s.used[p.name] = nil
+                s.asks[p.name] = nil
                 sink.record(.windowPut(peer: p.name, w, opened: true))
             case .refuse(let w):
                 refuseLocked(&s, p, at: now)
                 sink.record(.refused(peer: p.name, windowEnd: w.allowedUntil, at: now, reason: pauseReason(s, p)))
-                return false
+                return takeLocked(&s, .refuse(refusalCodeLocked(s, p, now: now)))
             }
             let bytes = device.byteCounts(p.handle)
             let meter = armLocked(&s, p)
             s.sessions[p.name] = LiveSession(startedAt: now, lastHandshake: now, lastTraffic: now, rx0: bytes.rx, tx0: bytes.tx,
                                              seenBytes: meter?.used.total ?? 0)
-            if s.refused.remove(p.name) != nil { device.setRefused(p.handle, false) }
+            if s.refused.remove(p.name) != nil { s.actions.append(.unrefuse(p.handle)) }
             sink.record(.sessionOpened(peer: p.name, at: now))
-            return true
+            return takeLocked(&s, .admit)
         }
     }
 
@@ -245,32 +291,57 @@ public final class Watchdog: Sendable {
         let dir = peers.current
         return state.withLock { s in
             guard let p = dir[handle] else { return .unknown }
-            switch Watchdog.restricted(s, p, now: now) {
-            case .disabled?: return .disabled
-            case .expired?: return .expired
-            default: break
-            }
-            if case .paused = WatchdogRules.phase(now: now, limits: limits(s, p), window: s.windows[p.name]) {
-                return pauseReason(s, p).refusalCode
-            }
-            return .unknown
+            return refusalCodeLocked(s, p, now: now)
         }
     }
 
-    /// With a shared store: a connect that would open a window asks the authority first, outside
-    /// the lock (one atomic statement on the shared database, bounded in time). The window it
-    /// answers with is adopted — ours if we opened it, another gateway's if the peer's window or
-    /// pause is running there — and the usual rules then admit, resume or refuse. No answer (the
-    /// database is away or slow): the window opens here, and is reconciled when it is back.
-    private func askAuthority(_ a: any WindowAuthority, _ p: Peer, now: Int64) {
-        let ask: WindowDates? = state.withLock { s in
-            guard s.sessions[p.name] == nil, Watchdog.restricted(s, p, now: now) == nil else { return nil }
-            if case .openWindow(let w) = WatchdogRules.onConnect(now: now, limits: limits(s, p), window: s.windows[p.name]) { return w }
-            return nil
+    private func refusalCodeLocked(_ s: State, _ p: Peer, now: Int64) -> RefusalCode {
+        switch Watchdog.restricted(s, p, now: now) {
+        case .disabled?: return .disabled
+        case .expired?: return .expired
+        default: break
         }
-        guard let ask, let grant = a.open(peer: p.name, dates: ask, now: now) else { return }
-        state.withLock { s in adoptLocked(&s, p, grant) }
+        if case .paused = WatchdogRules.phase(now: now, limits: limits(s, p), window: s.windows[p.name]) {
+            return pauseReason(s, p).refusalCode
+        }
+        return .unknown
     }
+
+    /// True when the authority answered an ask for `p` recently (so the decision goes on from
+    /// memory); false when none was made, it is in flight, or it is stale (asked again).
+    private func askAnsweredLocked(_ s: inout State, _ p: Peer, now: Int64) -> Bool {
+        switch s.asks[p.name] {
+        case .answered(let at)? where now >= at && now - at < Watchdog.askValidMs: return true
+        case .inFlight(let since)? where now >= since && now - since < Watchdog.askValidMs: return false
+        default:
+            s.asks[p.name] = nil
+            return false
+        }
+    }
+
+    /// With a shared store: a connect that would open window `w` asks the authority first, on the
+    /// opener thread (one atomic statement on the shared database, bounded in time; never on the
+    /// handshake thread). The window it answers with is adopted — ours if we opened it, another
+    /// gateway's if the peer's window or pause is running there — and the peer's next initiation
+    /// is admitted, resumed or refused by the usual rules. No answer (the database is away or
+    /// slow): the next initiation opens the window here, and it is reconciled when it is back.
+    private func askLocked(_ s: inout State, _ a: any WindowAuthority, _ p: Peer, _ w: WindowDates, now: Int64) {
+        guard s.asks[p.name] == nil else { return }
+        s.asks[p.name] = .inFlight(since: now)
+        let name = p.name
+        opener.submit { [weak self] in
+            let grant = a.open(peer: name, dates: w, now: now)
+            guard let self else { return }
+            let dir = self.peers.current
+            self.state.withLock { s in
+                s.asks[name] = .answered(at: now)
+                if let grant, let p = dir.named(name) { self.adoptLocked(&s, p, grant) }
+            }
+        }
+    }
+
+    /// Waits until every window open asked so far was answered (tests; shutdown).
+    public func waitForWindowOpens() { opener.wait() }
 
     /// Windows other gateways changed (polled from the shared store): each is adopted where it
     /// differs from ours, and a pass applies them at once (a window another gateway ended on its
@@ -301,6 +372,7 @@ public final class Watchdog: Sendable {
         state.withLock { s in
             guard let p = dir[handle] else { return }
             closeSessionLocked(&s, p, at: now, reason: .adminKick)
+            applyLocked(&s)
         }
     }
 
@@ -391,9 +463,10 @@ public final class Watchdog: Sendable {
                 if d.refuse {
                     refuseLocked(&s, p, at: now)
                 } else if s.refused.remove(p.name) != nil {
-                    device.setRefused(p.handle, false)
+                    s.actions.append(.unrefuse(p.handle))
                 }
             }
+            applyLocked(&s)
         }
     }
 
@@ -408,6 +481,7 @@ public final class Watchdog: Sendable {
                 }
                 closeSessionLocked(&s, p, at: now, reason: .shutdown)
             }
+            applyLocked(&s)
         }
     }
 
@@ -427,6 +501,31 @@ public final class Watchdog: Sendable {
     public func tier(of name: String) -> PeerTier? { view(name)?.tier }
 
     // MARK: - under the lock
+
+    /// The decision with the actions taken under the lock so far (handed to the caller).
+    private func takeLocked(_ s: inout State, _ decision: AdmissionDecision) -> Admission {
+        defer { s.actions.removeAll() }
+        return Admission(decision, actions: s.actions)
+    }
+
+    /// Applies the actions taken under the lock to the device (the entry points off the
+    /// handshake path: ticks, kicks, reloads, shutdown).
+    private func applyLocked(_ s: inout State) {
+        applyToDevice(s.actions)
+        s.actions.removeAll()
+    }
+
+    /// Applies admission's peer actions to the watchdog's device (callers that hold no engine:
+    /// tests, tools; the engine applies them itself).
+    public func applyToDevice(_ actions: [PeerAction]) {
+        for a in actions {
+            switch a {
+            case .refuse(let p): device.setRefused(p, true)
+            case .unrefuse(let p): device.setRefused(p, false)
+            case .endSession(let p): device.endSession(p)
+            }
+        }
+    }
 
     /// Arms the meter for `p` when its window (or its `IdleTimeout`) needs counting, else
     /// disarms it. Returns the account.
@@ -486,8 +585,8 @@ public final class Watchdog: Sendable {
     private func refuseLocked(_ s: inout State, _ p: Peer, at now: Int64) {
         if s.sessions[p.name] != nil { closeSessionLocked(&s, p, at: now, reason: .freeLimit) }
         if s.refused.insert(p.name).inserted {
-            device.setRefused(p.handle, true)
-            device.endSession(p.handle)
+            s.actions.append(.refuse(p.handle))
+            s.actions.append(.endSession(p.handle))
         }
     }
 
@@ -495,7 +594,7 @@ public final class Watchdog: Sendable {
         guard let live = s.sessions.removeValue(forKey: p.name) else { return }
         let bytes = device.byteCounts(p.handle)
         if reason != .shutdown && reason != .crash {  // idle too: the next packet needs a fresh handshake, which opens a new session
-            device.endSession(p.handle)
+            s.actions.append(.endSession(p.handle))
         }
         sink.record(.sessionClosed(peer: p.name, at: max(now, live.startedAt), reason: reason,
                                    rx: bytes.rx &- live.rx0, tx: bytes.tx &- live.tx0))
