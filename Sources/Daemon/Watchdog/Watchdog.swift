@@ -177,33 +177,26 @@ public final class Watchdog: Sendable {
         let authority = self.authority.withLock { $0 }
         return state.withLock { s in
             guard let p = dir[handle] else { return .admit }
-            if let why = Watchdog.restricted(s, p, now: now) {
-                closeSessionLocked(&s, p, at: now, reason: why)
+            let restriction = Watchdog.restricted(s, p, now: now)
+            let decision = WatchdogRules.onInitiation(
+                now: now, restriction: restriction, limits: limits(s, p), window: s.windows[p.name],
+                used: s.used[p.name] ?? .zero, live: s.sessions[p.name] != nil,
+                shared: authority != nil && !askAnsweredLocked(&s, p, now: now))
+            switch decision {
+            case .refuse(let code, let end):
+                if let end { closeSessionLocked(&s, p, at: now, reason: end) }
                 refuseLocked(&s, p, at: now)
-                sink.record(.restricted(peer: p.name, reason: why.rawValue, at: now))
-                return takeLocked(&s, .refuse(why == .disabled ? .disabled : .expired))
-            }
-            let phase = WatchdogRules.phase(now: now, limits: limits(s, p), window: s.windows[p.name])
-            if s.sessions[p.name] != nil {
-                // A rekey of a live session; refused only when its window ended between ticks.
-                guard case .paused = phase else { return takeLocked(&s, .admit) }
-                closeSessionLocked(&s, p, at: now, reason: .freeLimit)
-                refuseLocked(&s, p, at: now)
-                return takeLocked(&s, .refuse(refusalCodeLocked(s, p, now: now)))
-            }
-            let connect = WatchdogRules.onConnect(now: now, limits: limits(s, p), window: s.windows[p.name])
-            if let authority, case .openWindow(let w) = connect, !askAnsweredLocked(&s, p, now: now) {
-                askLocked(&s, authority, p, w, now: now)
+                if let restriction { sink.record(.restricted(peer: p.name, reason: restriction.rawValue, at: now)) }
+                return takeLocked(&s, .refuse(code))
+            case .askShared(let w):
+                if let authority { askLocked(&s, authority, p, w, now: now) }
                 return takeLocked(&s, .later)
+            case .admit:
+                // Checked at arrival: a pause that ended since the last tick ends now, so the first
+                // initiation after `reconnect_at` is answered (not the one after the next tick).
+                if s.refused.remove(p.name) != nil { s.actions.append(.unrefuse(p.handle)) }
+                return takeLocked(&s, .admit)
             }
-            if case .refuse = WatchdogRules.onConnect(now: now, limits: limits(s, p), window: s.windows[p.name]) {
-                refuseLocked(&s, p, at: now)
-                return takeLocked(&s, .refuse(refusalCodeLocked(s, p, now: now)))
-            }
-            // Checked at arrival: a pause that ended since the last tick ends now, so the first
-            // initiation after `reconnect_at` is answered (not the one after the next tick).
-            if s.refused.remove(p.name) != nil { s.actions.append(.unrefuse(p.handle)) }
-            return takeLocked(&s, .admit)
         }
     }
 
