@@ -239,8 +239,8 @@ extension GatewayEngine {
                     case .answered(let r):
                         finishHandshake(r, source: token.source, refusal: nil, toNet: toNet, slot: k, valid: netValid, flushes: &flushes)
                     case .refused(let code):
-                        finishHandshake(.refused(peer: token.peerHandle), source: token.source, refusal: code, toNet: toNet, slot: k,
-                               valid: netValid, flushes: &flushes)
+                        finishHandshake(.refused(peer: token.peerHandle), source: token.source, refusal: code, toNet: toNet,
+                                        slot: k, valid: netValid, flushes: &flushes)
                     }
                     return true
                 }
@@ -255,7 +255,7 @@ extension GatewayEngine {
     /// `toNet` slot `k`, a completed handshake's flush, or a counted and recorded refusal
     /// (`refusal`: admission's code; nil: ask it).
     func finishHandshake(_ result: ReceiveResult, source: Endpoint, refusal: RefusalCode?, toNet: PacketBatch, slot k: Int,
-                valid netValid: UnsafeMutablePointer<Bool>, flushes: inout [(peer: PeerHandle, keepalive: Bool)])
+                         valid netValid: UnsafeMutablePointer<Bool>, flushes: inout [(peer: PeerHandle, keepalive: Bool)])
     {
         switch result {
         case .sendResponse(let peer, let range):
