@@ -45,10 +45,9 @@ public struct Admission: Equatable, Sendable {
 /// Calls come from the engine's handshake thread (`tv-handshake`, one message at a time), outside
 /// every engine lock. Each answer is computed from memory — the registry, the session rules, the
 /// windows the watchdog holds — and returned as a value; an implementation never calls back into
-/// the engine or the device and never waits on a shared database: what needs one (opening a
-/// window in the shared store) starts on another thread and answers `.later` until it is done.
-/// (The watchdog still writes its local window ledger row — a window opened, a refusal — on
-/// this thread, to `state.db`, so a window is on disk before its handshake is answered.)
+/// the engine or the device and never runs a store statement: what needs one (opening a window,
+/// in the shared store and on disk; a refusal row) runs on another thread, and an initiation
+/// whose window is opening there is answered `.later` until it is open.
 public protocol HandshakeAdmission: AnyObject, Sendable {
     /// An initiation from `peer` was authenticated (mac1, its static key, a fresh timestamp); the
     /// device has built nothing yet. `refused`: the device refuses the peer (`setRefused`) now —

@@ -9,9 +9,10 @@ public enum InitiationDecision: Sendable, Hashable {
     /// Send nothing back, for `code`; `endSession`: the peer's live session ends now, for that
     /// reason (a restriction, or a window that ended between passes).
     case refuse(RefusalCode, endSession: SessionEndReason?)
-    /// A window would open here, but the shared store decides windows across gateways: ask it to
-    /// open `window` (off the handshake thread) and answer the peer once it has.
-    case askShared(window: WindowDates)
+    /// A window opens for this connect: open `window` first, off the handshake thread (asked of
+    /// the shared store when there is one, which may answer with another gateway's window; then
+    /// written to disk), and answer the peer once it is open.
+    case openFirst(window: WindowDates)
 }
 
 extension WatchdogRules {
@@ -20,11 +21,11 @@ extension WatchdogRules {
     /// - `restriction`: why the peer is refused whatever its tier (`disabled`, `expired`), or nil.
     /// - `limits`, `window`, `used`: its limits in force, its stored window and the bytes used in it.
     /// - `live`: it has a live session (this initiation is a rekey).
-    /// - `shared`: windows are decided in a shared store and no answer about this peer is at hand
-    ///   (none asked yet, or the last one is stale); false with no shared store, or once the store
-    ///   answered (its window adopted, or no answer: the window opens here, reconciled later).
+    /// - `openFirst`: no window opening for this peer was done off the handshake thread lately
+    ///   (none asked yet, or the last one is stale). False once it was: the window is then in
+    ///   memory (ours, or another gateway's adopted) and the decision is taken on it.
     public static func onInitiation(now: Int64, restriction: SessionEndReason?, limits: PeerLimits, window: WindowDates?,
-                                    used: ByteUse, live: Bool, shared: Bool) -> InitiationDecision
+                                    used: ByteUse, live: Bool, openFirst: Bool) -> InitiationDecision
     {
         if let restriction {
             return .refuse(restriction == .disabled ? .disabled : .expired, endSession: restriction)
@@ -39,7 +40,7 @@ extension WatchdogRules {
         }
         switch onConnect(now: now, limits: limits, window: window) {
         case .admitUnlimited, .resume: return .admit
-        case .openWindow(let w): return shared ? .askShared(window: w) : .admit
+        case .openWindow(let w): return openFirst ? .openFirst(window: w) : .admit
         case .refuse: return .refuse(pauseCode, endSession: nil)
         }
     }

@@ -50,7 +50,28 @@ final class BlockingAuthority: WindowAuthority, @unchecked Sendable {
     }
 }
 
-/// No store statement on the handshake thread (issue 33): a window that opens in the shared store
+/// A watchdog sink that notes which thread each record came from. Window writes and refusals
+/// are store statements in the daemon (the window ledger); session opens and closes go to the
+/// store writer's queue (no statement on the caller's thread).
+final class ThreadRecordingSink: WatchdogSink, Sendable {
+    let records = Mutex<[(WatchdogRecord, String)]>([])
+    func record(_ r: WatchdogRecord) { records.withLock { $0.append((r, BlockingAuthority.threadName())) } }
+
+    /// The threads that wrote windows or refusals.
+    var statementThreads: Set<String> {
+        records.withLock { rs in
+            Set(rs.compactMap { r, thread in
+                switch r {
+                case .windowPut, .windowDeleted, .refused, .restricted: return thread
+                default: return nil
+                }
+            })
+        }
+    }
+    var count: Int { records.withLock { $0.count } }
+}
+
+/// No store statement on the handshake thread: a window that opens in the shared store
 /// is asked on the opener thread; the peer's initiation waits unanswered meanwhile, other peers'
 /// handshakes go on, and the waiting initiation is answered once the store has answered.
 @Suite(.serialized) struct AdmissionOffThreadTests {
@@ -92,9 +113,10 @@ final class BlockingAuthority: WindowAuthority, @unchecked Sendable {
     /// without retrying, and the store was never called on the handshake thread.
     @Test func theEngineParksTheInitiationAndAnswersItWhenTheStoreHas() throws {
         let store = BlockingAuthority()
+        let sink = ThreadRecordingSink()
         var watchdog: Watchdog?
         let h = try EngineHarness { engine in
-            let w = Watchdog(config: AdmissionOffThreadTests.cfg, peers: engine.registry, device: engine, sink: CaptureSink())
+            let w = Watchdog(config: AdmissionOffThreadTests.cfg, peers: engine.registry, device: engine, sink: sink)
             w.setAuthority(store)
             engine.admission = WatchdogAdmission(w, time: WatchdogTime(clock: engine.clock))
             watchdog = w
@@ -115,6 +137,37 @@ final class BlockingAuthority: WindowAuthority, @unchecked Sendable {
         #expect(store.callers.withLock { $0 } == ["tv-window-open"])
         #expect(watchdog?.view("alice")?.window != nil)
         #expect(watchdog?.view("alice")?.session != nil)
+        #expect(sink.statementThreads == ["tv-window-open"])
+    }
+
+    /// Without a shared store too: a window opens on the opener thread (written there, before the
+    /// handshake is answered), and a refusal in the pause is recorded there; the handshake thread
+    /// writes neither.
+    @Test func windowsAndRefusalsAreWrittenOffTheHandshakeThread() throws {
+        for paused in [false, true] {
+            let sink = ThreadRecordingSink()
+            var watchdog: Watchdog?
+            let now = SystemClock().wallMilliseconds()
+            let stored = paused ? ["alice": WindowDates(allowedUntil: now - 1_000, reconnectAt: now + 600_000)] : [:]
+            let h = try EngineHarness { engine in
+                let w = Watchdog(config: AdmissionOffThreadTests.cfg, peers: engine.registry, device: engine, sink: sink, windows: stored)
+                engine.admission = WatchdogAdmission(w, time: WatchdogTime(clock: engine.clock))
+                watchdog = w
+            }
+            let w = try #require(watchdog)
+            if paused {
+                try h.alice.sendInitiation()
+                #expect(try h.receiveFromGateway(timeout: 300) == nil, "refused in the pause")
+                #expect(Self.waitFor { sink.count > 0 })
+                w.waitForWindowOpens()
+                #expect(h.engine.counters.count(.peerRefused) == 1)
+                #expect(sink.records.withLock { $0.contains { if case .refused = $0.0 { true } else { false } } })
+            } else {
+                try h.handshake()  // answered once the window is open (parked for a few ms meanwhile)
+                #expect(w.view("alice")?.window != nil && w.view("alice")?.session != nil)
+            }
+            #expect(sink.statementThreads == ["tv-window-open"], "\(sink.records.withLock { $0.map { "\($0.0) on \($0.1)" } })")
+        }
     }
 
     static func waitFor(timeoutMs: Int = 3_000, _ condition: () -> Bool) -> Bool {

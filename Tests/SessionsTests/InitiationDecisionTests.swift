@@ -13,10 +13,10 @@ import Testing
     static let next = WindowDates(allowedUntil: t0 + 4_500_000, reconnectAt: t0 + 7_200_000)
 
     static func decide(_ offset: Int64, restriction: SessionEndReason? = nil, limits: PeerLimits = free,
-                       window: WindowDates? = w, used: UInt64 = 0, live: Bool = false, shared: Bool = false) -> InitiationDecision
+                       window: WindowDates? = w, used: UInt64 = 0, live: Bool = false, openFirst: Bool = false) -> InitiationDecision
     {
         WatchdogRules.onInitiation(now: t0 + offset, restriction: restriction, limits: limits, window: window,
-                                   used: ByteUse(up: used, down: 0), live: live, shared: shared)
+                                   used: ByteUse(up: used, down: 0), live: live, openFirst: openFirst)
     }
 
     @Test func restrictionsRefuseWhateverTheTierAndEndTheSession() {
@@ -39,15 +39,15 @@ import Testing
         #expect(Self.decide(900_000, live: true) == .refuse(.freePause, endSession: .freeLimit))
     }
 
-    /// With a shared store and no answer at hand, a window that would open here is asked for
-    /// first; everything else is decided from memory as without one.
-    @Test func aWindowOpeningIsAskedOfTheSharedStoreFirst() {
-        #expect(Self.decide(0, window: nil, shared: true) == .askShared(window: WindowDates(allowedUntil: Self.t0 + 900_000, reconnectAt: Self.t0 + 3_600_000)))
-        #expect(Self.decide(3_600_000, shared: true) == .askShared(window: Self.next))
-        #expect(Self.decide(600_000, shared: true) == .admit)                        // a window in force: no question
-        #expect(Self.decide(900_000, shared: true) == .refuse(.freePause, endSession: nil))
-        #expect(Self.decide(0, limits: Self.premium, window: nil, shared: true) == .admit)
-        #expect(Self.decide(0, restriction: .disabled, window: nil, shared: true) == .refuse(.disabled, endSession: .disabled))
-        #expect(Self.decide(3_600_000, live: true, shared: true) == .admit)          // a live session never asks
+    /// A window that would open is opened first, off the handshake thread (the shared store
+    /// asked, the row written); everything else is decided from memory at once.
+    @Test func aWindowOpeningIsDoneFirstOffTheHandshakeThread() {
+        #expect(Self.decide(0, window: nil, openFirst: true) == .openFirst(window: WindowDates(allowedUntil: Self.t0 + 900_000, reconnectAt: Self.t0 + 3_600_000)))
+        #expect(Self.decide(3_600_000, openFirst: true) == .openFirst(window: Self.next))
+        #expect(Self.decide(600_000, openFirst: true) == .admit)                        // a window in force: no question
+        #expect(Self.decide(900_000, openFirst: true) == .refuse(.freePause, endSession: nil))
+        #expect(Self.decide(0, limits: Self.premium, window: nil, openFirst: true) == .admit)
+        #expect(Self.decide(0, restriction: .disabled, window: nil, openFirst: true) == .refuse(.disabled, endSession: .disabled))
+        #expect(Self.decide(3_600_000, live: true, openFirst: true) == .admit)          // a live session opens nothing
     }
 }

@@ -1,5 +1,6 @@
 import Engine
 import Core
+import Runtime
 import Sessions
 import Control
 import Store
@@ -68,21 +69,27 @@ public final class Watchdog: Sendable {
         /// What the decisions taken under the lock want done to peers in the device: returned
         /// with an admission, applied by the other entry points before they unlock.
         var actions: [PeerAction] = []
-        /// Shared-store window opens asked off the handshake thread, per peer.
+        /// Window opens done off the handshake thread, per peer.
         var asks: [String: WindowAsk] = [:]
+        /// Records taken on the handshake path, written by the opener thread (store statements).
+        var deferred: [WatchdogRecord] = []
     }
 
-    /// A window open put to the `WindowAuthority` on the opener thread.
+    /// A window open done on the opener thread (asked of the `WindowAuthority` first, if any).
     enum WindowAsk: Equatable {
-        /// Asked at `since` (watchdog time); the peer's initiations wait (`.later`).
+        /// Started at `since` (watchdog time); the peer's initiations wait (`.later`).
         case inFlight(since: Int64)
-        /// Answered at `at` (the grant, if any, adopted): the next initiations decide from memory
-        /// as before — a window adopted, or, without an answer, opened here and reconciled later.
+        /// Done at `at`: the window is in memory (and on disk) — ours, or another gateway's
+        /// adopted; with a shared store that did not answer, ours, reconciled later.
         case answered(at: Int64)
     }
 
-    /// How long an answered ask stands before the authority is asked again.
-    static let askValidMs: Int64 = 30_000
+    /// How long a done open answers for: the retry right after it decides on the window it left
+    /// in memory, and if that still calls for a new window (a store answering with a stale one),
+    /// the window opens at completion instead of asking forever. Later connects open afresh.
+    static let openStandsMs: Int64 = 1_000
+    /// An open still running after this long is started again (its thread is stuck).
+    static let openTimeoutMs: Int64 = 30_000
 
     /// Settings in force.
     public let config: WatchdogConfig
@@ -169,9 +176,10 @@ public final class Watchdog: Sendable {
     /// reports the refusal (``handshakeRefused(_:now:)`` records it). Admitting changes nothing:
     /// ``completeHandshake(_:now:)`` opens the window and the session once the handshake is done.
     ///
-    /// With a shared store, a connect that would open a window is first put to the authority on
-    /// the opener thread (never here: this runs on the handshake thread); until it answered the
-    /// decision is `.later` (the initiation waits unanswered, the client retries).
+    /// A connect that would open a window has it opened first on the opener thread — asked of the
+    /// shared store when there is one, and written to disk — never here (this runs on the
+    /// handshake thread); until then the decision is `.later` (the initiation waits unanswered).
+    /// Records of refusals made here are written by the opener thread too.
     public func decideInitiation(_ handle: PeerHandle, now: Int64) -> Admission {
         let dir = peers.current
         let authority = self.authority.withLock { $0 }
@@ -181,15 +189,15 @@ public final class Watchdog: Sendable {
             let decision = WatchdogRules.onInitiation(
                 now: now, restriction: restriction, limits: limits(s, p), window: s.windows[p.name],
                 used: s.used[p.name] ?? .zero, live: s.sessions[p.name] != nil,
-                shared: authority != nil && !askAnsweredLocked(&s, p, now: now))
+                openFirst: !askAnsweredLocked(&s, p, now: now))
             switch decision {
             case .refuse(let code, let end):
                 if let end { closeSessionLocked(&s, p, at: now, reason: end) }
                 refuseLocked(&s, p, at: now)
-                if let restriction { sink.record(.restricted(peer: p.name, reason: restriction.rawValue, at: now)) }
+                if let restriction { s.deferred.append(.restricted(peer: p.name, reason: restriction.rawValue, at: now)) }
                 return takeLocked(&s, .refuse(code))
-            case .askShared(let w):
-                if let authority { askLocked(&s, authority, p, w, now: now) }
+            case .openFirst(let w):
+                askLocked(&s, authority, p, w, now: now)
                 return takeLocked(&s, .later)
             case .admit:
                 // Checked at arrival: a pause that ended since the last tick ends now, so the first
@@ -200,10 +208,18 @@ public final class Watchdog: Sendable {
         }
     }
 
-    /// ``decideInitiation(_:now:)`` with its actions applied to the device: true when admitted.
+    /// ``decideInitiation(_:now:)`` with its actions applied to the device, for callers off the
+    /// handshake thread (tests, tools): a window that opens first is waited for, and the records
+    /// are written before it returns. True when admitted.
     public func admitInitiation(_ handle: PeerHandle, now: Int64) -> Bool {
-        let a = decideInitiation(handle, now: now)
+        var a = decideInitiation(handle, now: now)
+        if a.decision == .later {
+            applyToDevice(a.actions)
+            waitForWindowOpens()
+            a = decideInitiation(handle, now: now)
+        }
         applyToDevice(a.actions)
+        waitForWindowOpens()
         return a.decision == .admit
     }
 
@@ -278,6 +294,12 @@ public final class Watchdog: Sendable {
         }
     }
 
+    /// ``handshakeRefused(_:now:)`` on the opener thread (its record is a store statement): what the
+    /// handshake thread calls.
+    public func handshakeRefusedLater(_ handle: PeerHandle, now: Int64) {
+        opener.submit { [weak self] in self?.handshakeRefused(handle, now: now) }
+    }
+
     /// Why `handle`'s handshakes are refused at `now` (the live ring's refusal events): disabled or
     /// expired first, else the pause it is in and what ended its window; `.unknown` when neither.
     public func refusalCode(_ handle: PeerHandle, now: Int64) -> RefusalCode {
@@ -300,35 +322,47 @@ public final class Watchdog: Sendable {
         return .unknown
     }
 
-    /// True when the authority answered an ask for `p` recently (so the decision goes on from
-    /// memory); false when none was made, it is in flight, or it is stale (asked again).
+    /// True when a window open for `p` was just done (so the decision goes on from memory);
+    /// false when none was made, it is running, or it is old (a new one is started).
     private func askAnsweredLocked(_ s: inout State, _ p: Peer, now: Int64) -> Bool {
         switch s.asks[p.name] {
-        case .answered(let at)? where now >= at && now - at < Watchdog.askValidMs: return true
-        case .inFlight(let since)? where now >= since && now - since < Watchdog.askValidMs: return false
+        case .answered(let at)? where now - at < Watchdog.openStandsMs: return true  // `at` may be ahead: see askLocked
+        case .inFlight(let since)? where now >= since && now - since < Watchdog.openTimeoutMs: return false
         default:
             s.asks[p.name] = nil
             return false
         }
     }
 
-    /// With a shared store: a connect that would open window `w` asks the authority first, on the
-    /// opener thread (one atomic statement on the shared database, bounded in time; never on the
-    /// handshake thread). The window it answers with is adopted — ours if we opened it, another
-    /// gateway's if the peer's window or pause is running there — and the peer's next initiation
-    /// is admitted, resumed or refused by the usual rules. No answer (the database is away or
-    /// slow): the next initiation opens the window here, and it is reconciled when it is back.
-    private func askLocked(_ s: inout State, _ a: any WindowAuthority, _ p: Peer, _ w: WindowDates, now: Int64) {
+    /// A connect that would open window `w` has it opened on the opener thread (never on the
+    /// handshake thread): with a shared store the authority is asked first (one atomic statement
+    /// on the shared database, bounded in time) and the window it answers with is adopted — ours
+    /// if we opened it, another gateway's if the peer's window or pause is running there. Without
+    /// one, or without an answer (the database is away or slow), the window opens here (with a
+    /// shared store: reconciled when it is back). Either way it is written to disk there, so it
+    /// is stored before the handshake it opened is answered; the peer's next initiation is then
+    /// admitted, resumed or refused by the usual rules.
+    private func askLocked(_ s: inout State, _ a: (any WindowAuthority)?, _ p: Peer, _ w: WindowDates, now: Int64) {
         guard s.asks[p.name] == nil else { return }
         s.asks[p.name] = .inFlight(since: now)
         let name = p.name
         opener.submit { [weak self] in
-            let grant = a.open(peer: name, dates: w, now: now)
+            let started = SystemClock().monotonicNanoseconds()
+            let grant = a?.open(peer: name, dates: w, now: now)
+            // Done at `now` plus the time the open took (the watchdog's `now` is an argument).
+            let tookMs = Int64((SystemClock().monotonicNanoseconds() &- started) / 1_000_000)
             guard let self else { return }
             let dir = self.peers.current
             self.state.withLock { s in
-                s.asks[name] = .answered(at: now)
-                if let grant, let p = dir.named(name) { self.adoptLocked(&s, p, grant) }
+                s.asks[name] = .answered(at: now + tookMs)
+                guard let p = dir.named(name) else { return }
+                if let grant {
+                    self.adoptLocked(&s, p, grant)
+                } else if case .openWindow(let opened) = WatchdogRules.onConnect(now: now, limits: self.limits(s, p), window: s.windows[name]) {
+                    s.windows[name] = opened
+                    s.used[name] = nil
+                    self.sink.record(.windowPut(peer: name, opened, opened: true))
+                }
             }
         }
     }
@@ -498,7 +532,17 @@ public final class Watchdog: Sendable {
     /// The decision with the actions taken under the lock so far (handed to the caller).
     private func takeLocked(_ s: inout State, _ decision: AdmissionDecision) -> Admission {
         defer { s.actions.removeAll() }
+        writeDeferredLocked(&s)
         return Admission(decision, actions: s.actions)
+    }
+
+    /// Hands the records taken on the handshake path to the opener thread, in order.
+    private func writeDeferredLocked(_ s: inout State) {
+        guard !s.deferred.isEmpty else { return }
+        let records = s.deferred
+        s.deferred.removeAll()
+        let sink = self.sink
+        opener.submit { for r in records { sink.record(r) } }
     }
 
     /// Applies the actions taken under the lock to the device (the entry points off the

@@ -24,7 +24,7 @@ public final class WatchdogAdmission: HandshakeAdmission {
     }
 
     public func handshakeRefused(peer: PeerHandle) {
-        watchdog.handshakeRefused(peer, now: time.now())
+        watchdog.handshakeRefusedLater(peer, now: time.now())
     }
 
     public func refusalCode(peer: PeerHandle) -> RefusalCode {
