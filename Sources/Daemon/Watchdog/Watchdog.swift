@@ -228,6 +228,7 @@ public final class Watchdog: Sendable {
     public func handshakeCompleted(_ handle: PeerHandle, now: Int64) -> Bool {
         let a = completeHandshake(handle, now: now)
         applyToDevice(a.actions)
+        waitForWindowOpens()  // its records are written when this returns
         return a.decision == .admit
     }
 
@@ -261,10 +262,12 @@ public final class Watchdog: Sendable {
                 s.windows[p.name] = w
                 s.used[p.name] = nil
                 s.asks[p.name] = nil
-                sink.record(.windowPut(peer: p.name, w, opened: true))
+                // Our own initiation's answer (an initiation's window opened before it was
+                // answered): written by the opener thread, like every store statement here.
+                s.deferred.append(.windowPut(peer: p.name, w, opened: true))
             case .refuse(let w):
                 refuseLocked(&s, p, at: now)
-                sink.record(.refused(peer: p.name, windowEnd: w.allowedUntil, at: now, reason: pauseReason(s, p)))
+                s.deferred.append(.refused(peer: p.name, windowEnd: w.allowedUntil, at: now, reason: pauseReason(s, p)))
                 return takeLocked(&s, .refuse(refusalCodeLocked(s, p, now: now)))
             }
             let bytes = device.byteCounts(p.handle)
@@ -272,7 +275,11 @@ public final class Watchdog: Sendable {
             s.sessions[p.name] = LiveSession(startedAt: now, lastHandshake: now, lastTraffic: now, rx0: bytes.rx, tx0: bytes.tx,
                                              seenBytes: meter?.used.total ?? 0)
             if s.refused.remove(p.name) != nil { s.actions.append(.unrefuse(p.handle)) }
-            sink.record(.sessionOpened(peer: p.name, at: now))
+            if s.deferred.isEmpty {
+                sink.record(.sessionOpened(peer: p.name, at: now))  // queued: no statement here
+            } else {
+                s.deferred.append(.sessionOpened(peer: p.name, at: now))  // after its window's row
+            }
             return takeLocked(&s, .admit)
         }
     }
