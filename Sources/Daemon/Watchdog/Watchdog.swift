@@ -506,6 +506,7 @@ public final class Watchdog: Sendable {
 
     /// Daemon shutdown: every window's byte use is stored, every live session ends `shutdown`.
     public func shutdown(now: Int64) {
+        opener.wait()  // window opens and refusal rows still being written go first
         let dir = peers.current
         state.withLock { s in
             for p in dir.all {
