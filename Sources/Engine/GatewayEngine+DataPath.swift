@@ -85,7 +85,7 @@ extension GatewayEngine {
                     if confirmed { flushes.append((peer, false)) }
                 case .keepalive(let peer, let confirmed):
                     if confirmed { flushes.append((peer, false)) }
-                case .sendResponse, .sendCookieReply, .handshakeComplete, .refused, .cookieStored, .drop:
+                case .sendResponse, .sendCookieReply, .handshakeComplete, .refused, .initiation, .cookieStored, .drop:
                     break
                 }
             }
@@ -183,6 +183,13 @@ extension GatewayEngine {
 
     /// The handshake thread: every initiation, response and cookie reply the inbound thread
     /// queued. Only screened messages (right length, valid mac1) count toward "under load".
+    ///
+    /// An initiation goes one way: the device authenticates it and returns it unanswered
+    /// (`.initiation`); admission decides from memory (`admitInitiation`: admit, refuse, or later
+    /// while a shared-store window opens elsewhere); the engine applies the peer actions that came
+    /// with the decision and has the device answer (`respond`) or drops it. Initiations answered
+    /// `.later` wait in `parked` (one per peer, the newest) and are asked again every few
+    /// milliseconds for up to `parkedInitiationMs`.
     func handshakeLoop() {
         let batchSize = options.batchSize
         let rx = PacketBatch(capacity: batchSize, slotSize: HandshakeQueue.slotBytes)
@@ -191,12 +198,12 @@ extension GatewayEngine {
         // Peers whose handshake completed: their queued packets go out now (or a keepalive).
         var flushes: [(peer: PeerHandle, keepalive: Bool)] = []
         flushes.reserveCapacity(batchSize)
+        var parked = ParkedInitiations()
         defer { netValid.deallocate() }
 
         while running.load(ordering: .relaxed) {
             beatHandshake.add(1, ordering: .relaxed)
-            let n = handshakes.pop(into: rx, timeoutMilliseconds: 250)
-            if n == 0 { continue }
+            let n = handshakes.pop(into: rx, timeoutMilliseconds: parked.isEmpty ? 250 : 5)
             toNet.count = 0
             flushes.removeAll(keepingCapacity: true)
             var now = clock.boottimeNanoseconds()
@@ -206,52 +213,84 @@ extension GatewayEngine {
                 let datagram = UnsafeRawBufferPointer(rx.packet(i))
                 let underLoad = device.countsTowardLoad(datagram) ? noteHandshake(now: now) : false
                 let k = toNet.count
-                // An authenticated initiation is put to the admission (the watchdog) before the
-                // device builds a response or a keypair: a refused one gets nothing back, and no
-                // handshake is reported anywhere.
-                let result = device.receive(
+                var result = device.receive(
                     rx.packet(i), length: datagram.count, from: source, now: now, underLoad: underLoad,
-                    output: toNet.slot(k),
-                    admit: { peer, refused in admission.map { $0.admitInitiation(peer: peer) } ?? !refused })
-                switch result {
-                case .sendResponse(let peer, let range):
-                    // Admitted above; the watchdog may still refuse it if the window ended in
-                    // between (it dropped the keys): then nothing goes back.
-                    if admission?.handshakeCompleted(peer: peer) == false {
-                        counters.drop(.peerRefused)
-                        noteRefusal(peer)
-                        break
+                    output: toNet.slot(k), deferInitiations: true)
+                var refusal: RefusalCode?
+                if case .initiation(let token) = result {
+                    parked.remove(token.peerHandle)  // a newer initiation replaces a parked one
+                    switch answer(token, now: now, output: toNet.slot(k)) {
+                    case .answered(let r): result = r
+                    case .refused(let code): (result, refusal) = (.refused(peer: token.peerHandle), code)
+                    case .later:
+                        parked.park(token, now: now)
+                        continue
                     }
-                    observer?.noteHandshake(peer: peer.rawValue)
-                    counters.handshakes.add(1, ordering: .relaxed)
-                    toNet.offsets[k] = range.lowerBound
-                    toNet.lengths[k] = range.count
-                    toNet.endpoints[k] = source
-                    netValid[k] = true
-                    toNet.count = k + 1
-                case .sendCookieReply(let range):
-                    counters.cookieReplies.add(1, ordering: .relaxed)
-                    toNet.offsets[k] = range.lowerBound
-                    toNet.lengths[k] = range.count
-                    toNet.endpoints[k] = source
-                    netValid[k] = true
-                    toNet.count = k + 1
-                case .handshakeComplete(let peer):
-                    if admission?.handshakeCompleted(peer: peer) != false {
-                        flushes.append((peer, true))
-                        observer?.noteHandshake(peer: peer.rawValue)
-                        counters.handshakes.add(1, ordering: .relaxed)
+                }
+                finishHandshake(result, source: source, refusal: refusal, toNet: toNet, slot: k, valid: netValid, flushes: &flushes)
+            }
+            if !parked.isEmpty {
+                now = clock.boottimeNanoseconds()
+                parked.retry(now: now, giveUpAfter: UInt64(options.parkedInitiationMs) * 1_000_000) { token in
+                    guard toNet.count < toNet.capacity else { return false }
+                    let k = toNet.count
+                    switch answer(token, now: now, output: toNet.slot(k)) {
+                    case .later: return false
+                    case .answered(let r):
+                        finishHandshake(r, source: token.source, refusal: nil, toNet: toNet, slot: k, valid: netValid, flushes: &flushes)
+                    case .refused(let code):
+                        finishHandshake(.refused(peer: token.peerHandle), source: token.source, refusal: code, toNet: toNet,
+                                        slot: k, valid: netValid, flushes: &flushes)
                     }
-                case .refused(let peer):
-                    counters.drop(.peerRefused)
-                    admission?.handshakeRefused(peer: peer)
-                    noteRefusal(peer)
-                case .data, .keepalive, .cookieStored, .drop:
-                    break
+                    return true
                 }
             }
+            if toNet.count == 0 && flushes.isEmpty { continue }
             flushPending(flushes, into: toNet, valid: netValid, now: now)
             sendRuns(toNet, valid: netValid)
+        }
+    }
+
+    /// One handshake message's outcome, after admission: a response or cookie reply into
+    /// `toNet` slot `k`, a completed handshake's flush, or a counted and recorded refusal
+    /// (`refusal`: admission's code; nil: ask it).
+    func finishHandshake(_ result: ReceiveResult, source: Endpoint, refusal: RefusalCode?, toNet: PacketBatch, slot k: Int,
+                         valid netValid: UnsafeMutablePointer<Bool>, flushes: inout [(peer: PeerHandle, keepalive: Bool)])
+    {
+        switch result {
+        case .sendResponse(let peer, let range):
+            // Admitted; the watchdog may still refuse it if the window ended in between (the
+            // actions drop the keys): then nothing goes back.
+            if case .refuse(let code) = completed(peer) {
+                counters.drop(.peerRefused)
+                noteRefusal(peer, code: code)
+                return
+            }
+            observer?.noteHandshake(peer: peer.rawValue)
+            counters.handshakes.add(1, ordering: .relaxed)
+            toNet.offsets[k] = range.lowerBound
+            toNet.lengths[k] = range.count
+            toNet.endpoints[k] = source
+            netValid[k] = true
+            toNet.count = k + 1
+        case .sendCookieReply(let range):
+            counters.cookieReplies.add(1, ordering: .relaxed)
+            toNet.offsets[k] = range.lowerBound
+            toNet.lengths[k] = range.count
+            toNet.endpoints[k] = source
+            netValid[k] = true
+            toNet.count = k + 1
+        case .handshakeComplete(let peer):
+            if case .refuse = completed(peer) { return }  // our own initiation's answer, refused after all
+            flushes.append((peer, true))
+            observer?.noteHandshake(peer: peer.rawValue)
+            counters.handshakes.add(1, ordering: .relaxed)
+        case .refused(let peer):
+            counters.drop(.peerRefused)
+            admission?.handshakeRefused(peer: peer)
+            noteRefusal(peer, code: refusal)
+        case .initiation, .data, .keepalive, .cookieStored, .drop:
+            break
         }
     }
 
@@ -509,11 +548,11 @@ extension GatewayEngine {
 
     // MARK: shared steps
 
-    /// A refused handshake for the live ring, with the admission's reason (nothing when no
-    /// observer is attached).
-    func noteRefusal(_ peer: PeerHandle) {
+    /// A refused handshake for the live ring, with the admission's reason (`code`, else asked;
+    /// nothing when no observer is attached).
+    func noteRefusal(_ peer: PeerHandle, code: RefusalCode? = nil) {
         guard let observer else { return }
-        observer.noteRefusal(peer: peer.rawValue, reason: (admission?.refusalCode(peer: peer) ?? .unknown).rawValue)
+        observer.noteRefusal(peer: peer.rawValue, reason: (code ?? admission?.refusalCode(peer: peer) ?? .unknown).rawValue)
     }
 
     /// Inbound thread, idle: writes the packets released by flows that stopped waiting for their
@@ -600,8 +639,9 @@ extension GatewayEngine {
         var host: String?
         if policy.compiled.hasHostRules {
             // Host rules (DESIGN.md §5): the name from the flow's first payload, else the DNS
-            // names its peer looked up for the destination. A flow whose verdict could change
-            // with a name not yet read waits (pending); no other flow pays anything more here.
+            // names its peer looked up for the destination. A flow whose action could change
+            // with a name not yet read waits (pending); any other is decided now, without a
+            // host (same action for every name: recorded by the rule a host-less flow matches).
             let slot = t.handle.index
             hostGate.prepare()
             hostGate.claim(slot, id: entry.id)

@@ -57,6 +57,10 @@ public struct GatewayOptions: Sendable {
     /// Handshake messages waiting for the handshake thread at most (wireguard-go: 1024); beyond,
     /// they are dropped and counted (`handshake-backlog-full`).
     public var handshakeQueueCapacity = 1024
+    /// How long an initiation admission answered `.later` (a window opening in the shared store
+    /// on another thread) waits on the handshake thread to be asked again before it is dropped;
+    /// the client retries after REKEY_TIMEOUT (5 s) anyway, so no longer than that.
+    public var parkedInitiationMs = 4_500
     /// Seed of the flow table's bucket hash. Nil (the default): a fresh random one from the
     /// system (`SystemRandomNumberGenerator`, getrandom(2)) for every engine, so peers cannot
     /// predict which keys share a bucket. Set it only to reproduce a run.

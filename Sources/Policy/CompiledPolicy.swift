@@ -303,18 +303,72 @@ public final class CompiledPolicy: Sendable {
         return PolicyVerdict(action: rules.action(found), ruleIndex: Int32(found), direction: q.direction)
     }
 
-    /// True when learning the flow's host could still change verdict `v` (which came from
-    /// `evaluate(q)` with `q.host == nil`): some `host` rule before the deciding rule matches every
-    /// other field. The data path holds such a flow as *pending* (DESIGN.md §5) until the host is
-    /// known or known to be absent. Allocates nothing.
+    /// True when learning the flow's host could still change the *action* of verdict `v` (which
+    /// came from `evaluate(q)` with `q.host == nil`): some host name makes an earlier `host` rule
+    /// with another action the first match. The data path holds such a flow as *pending*
+    /// (DESIGN.md §5) until the host is known or known to be absent; every other flow is decided
+    /// on its first packet, without a host, by `v` — also when earlier `host` rules with the same
+    /// action could match it (`block host …` before `block proto tcp port 25`: every host gives
+    /// block). Such a flow is recorded with `v`'s rule, the one `policy test` and `explain` give
+    /// for that FLOW without `host` (docs/hosts.md, "Decided early").
+    ///
+    /// Exact for every host name: the names fall into the compiled host classes, and a class
+    /// reaches a `host` rule when the rule is the first match in that class. Allocates nothing;
+    /// the common cases cost one or two matches. A rule with more than `hostReachProbe` patterns,
+    /// none of whose first ones it reaches, is taken to be reachable (the flow waits: safe).
     public func verdictDependsOnHost(_ q: PolicyQuery, _ v: PolicyVerdict) -> Bool {
         guard hostActive else { return false }
-        let any = firstMatch(q, hostClass: hostAny)
-        return any >= 0 && (v.ruleIndex < 0 || any < Int(v.ruleIndex)) && rules.hasHosts(any)
+        let limit = v.ruleIndex < 0 ? rules.count : Int(v.ruleIndex)
+        var after = -1
+        while true {
+            // The next rule before the deciding one that matches every other field (with some
+            // host) and would act otherwise.
+            let h = firstMatch(q, hostClass: hostAny, after: after, otherThan: v.action)
+            guard h >= 0, h < limit else { return false }
+            // Only a host rule can match here and not without a host; anything else is a bug in
+            // the caller's `v`: wait rather than decide wrongly.
+            guard rules.hasHosts(h) else { return true }
+            if reachesByHost(h, q) { return true }
+            after = h
+        }
+    }
+
+    /// Patterns of one rule tried by `verdictDependsOnHost` before it assumes the rule reachable.
+    static let hostReachProbe = 64
+
+    /// True when some host name makes `host` rule `h` the first match of `q`: a name in the class
+    /// of one of its patterns (the pattern's own name, or a fresh name below it) that no earlier
+    /// rule matching `q` takes first.
+    func reachesByHost(_ h: Int, _ q: PolicyQuery) -> Bool {
+        var probed = 0
+        for pattern in rules.hosts(h) {
+            if probed == CompiledPolicy.hostReachProbe { return true }
+            probed += 1
+            if firstMatch(q, hostClass: hostClass(of: pattern)) == h { return true }
+        }
+        return false
+    }
+
+    /// The host class of the names `pattern` matches that no more specific pattern lists: the
+    /// name itself (`exact`), or a fresh name just below the suffix (`subdomains`).
+    func hostClass(of pattern: HostPattern) -> Int32 {
+        func find(_ name: String, _ table: HostTable) -> Int32 {
+            let hit: Int32?? = name.utf8.withContiguousStorageIfAvailable { table.lookup(UnsafeRawBufferPointer($0)) }
+            if let hit { return hit ?? hostNone }
+            var copy = name
+            copy.makeContiguousUTF8()
+            return find(copy, table)
+        }
+        switch pattern {
+        case .exact(let name): return find(name, hostExact)
+        case .subdomains(let suffix): return find(suffix, hostBelow)
+        }
     }
 
     /// The index of the first rule matching `q` with the host dimension in class `c7`, or -1.
-    func firstMatch(_ q: PolicyQuery, hostClass c7: Int32) -> Int {
+    /// `after` and `otherThan` narrow the search for `verdictDependsOnHost`: only rules after
+    /// index `after` whose action is not `otherThan`.
+    func firstMatch(_ q: PolicyQuery, hostClass c7: Int32, after: Int = -1, otherThan: Verdict? = nil) -> Int {
         let tier = q.tier.flatMap { tierIDs[$0] } ?? 0
         let peerIndex = Int(q.peer.rawValue)
         let ported = q.proto.hasPorts
@@ -373,9 +427,20 @@ public final class CompiledPolicy: Sendable {
                     @inline(__always) func scan(_ dim: Dimension, _ c: Int32) {
                         var j = Int(dim.anchorStart[Int(c)])
                         let end = j + Int(dim.anchorCount[Int(c)])
+                        if after >= 0 {  // lists are sorted: start past `after`
+                            var hi = end
+                            while j < hi {
+                                let mid = (j + hi) >> 1
+                                if Int(listBuf[mid]) <= after { j = mid + 1 } else { hi = mid }
+                            }
+                        }
                         while j < end {
                             let r = Int(listBuf[j])
                             if r >= best { return }
+                            if let skip = otherThan, rules.action(r) == skip {
+                                j += 1
+                                continue
+                            }
                             if accepts(r) {
                                 best = r
                                 return

@@ -20,6 +20,9 @@ public enum ReceiveResult: Equatable, Sendable {
     case keepalive(peer: PeerHandle, sessionConfirmed: Bool)
     /// A valid cookie reply from `peer` was stored; the next handshake message carries mac2.
     case cookieStored(peer: PeerHandle)
+    /// An authenticated initiation, not answered yet (`receive(..., deferInitiations: true)`):
+    /// answer it with `respond(to:now:output:)`, or drop it to refuse it.
+    case initiation(InitiationToken)
     /// `peer` sent a valid initiation but the gateway refuses it (`setRefused`); nothing was answered
     /// and no state changed.
     case refused(peer: PeerHandle)

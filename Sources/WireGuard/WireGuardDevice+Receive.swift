@@ -16,15 +16,13 @@ extension WireGuardDevice {
     /// - `output`: caller-owned, ≥ 92 bytes; handshake responses and cookie replies are written here.
     /// - `now`: monotonic nanoseconds. `underLoad`: the caller's judgement that handshake processing
     ///   is saturated (wireguard-go: handshake queue more than 1/8 full); enables cookies and rate limit.
-    /// - `admit`: asked once an initiation is authenticated (mac1, a known peer's static key, a fresh
-    ///   timestamp, not a flood) and before any response, keypair or state change is made. False
-    ///   refuses it: `.refused(peer:)`, nothing written to `output`, no state changed (the peer may
-    ///   retry). `refused` says whether the peer is refused (`setRefused`); the default admits
-    ///   exactly the peers that are not. The caller's policy may decide otherwise at arrival, e.g. a
-    ///   free peer whose pause ended since the watchdog last looked (it then un-refuses the peer).
+    /// - `deferInitiations`: false (clients, tests): an authenticated initiation is answered at once
+    ///   unless the peer is refused (`setRefused`). True (the gateway): it is returned as
+    ///   `.initiation(token)` — authenticated (mac1, a known peer's static key, a fresh timestamp,
+    ///   not a flood), nothing built, nothing changed — and the caller decides, then calls
+    ///   ``respond(to:now:output:)`` or drops the token (the peer may retry).
     public func receive(_ buffer: UnsafeMutableRawBufferPointer, length: Int, from source: Endpoint, now: UInt64,
-                        underLoad: Bool, output: UnsafeMutableRawBufferPointer,
-                        admit: (_ peer: PeerHandle, _ refused: Bool) -> Bool = { _, refused in !refused }) -> ReceiveResult
+                        underLoad: Bool, output: UnsafeMutableRawBufferPointer, deferInitiations: Bool = false) -> ReceiveResult
     {
         guard length >= 4, length <= buffer.count, let base = buffer.baseAddress else { return count(.badLength) }
         switch MessageLayout.readLE32(base, 0) {
@@ -34,7 +32,10 @@ extension WireGuardDevice {
             guard length == MessageLayout.Initiation.size else { return count(.badLength) }
             guard output.count >= MessageLayout.Response.size else { return count(.outputTooSmall) }
             let msg = Array(UnsafeRawBufferPointer(rebasing: buffer[0..<length]))
-            return receiveInitiation(msg, source: source, now: now, underLoad: underLoad, output: output, admit: admit)
+            let checked = authenticateInitiation(msg, source: source, now: now, underLoad: underLoad, output: output)
+            guard case .initiation(let token) = checked, !deferInitiations else { return checked }
+            guard !token.refused else { return .refused(peer: token.peer.handle) }
+            return respond(to: token, now: now, output: output)
         case MessageType.response.rawValue:
             guard length == MessageLayout.Response.size else { return count(.badLength) }
             guard output.count >= MessageLayout.CookieReply.size else { return count(.outputTooSmall) }
@@ -69,12 +70,14 @@ extension WireGuardDevice {
     }
 
     private enum InitiationCheck {
-        case refused, replay, flood
-        case ok(psk: [UInt8])
+        case replay, flood
+        case ok(refused: Bool)
     }
 
-    private func receiveInitiation(_ msg: [UInt8], source: Endpoint, now: UInt64, underLoad: Bool,
-                                   output: UnsafeMutableRawBufferPointer, admit: (PeerHandle, Bool) -> Bool) -> ReceiveResult
+    /// Checks an initiation up to its static key and timestamp; `.initiation(token)` when it is
+    /// authentic and fresh. Changes nothing (the timestamp is consumed by `respond`).
+    private func authenticateInitiation(_ msg: [UInt8], source: Endpoint, now: UInt64, underLoad: Bool,
+                                        output: UnsafeMutableRawBufferPointer) -> ReceiveResult
     {
         if let early = admitHandshake(msg, source: source, now: now, underLoad: underLoad, output: output) {
             return early
@@ -91,8 +94,6 @@ extension WireGuardDevice {
             if case .failure(let reason) = consumed { return count(reason) }
             return count(.unknownPeer)
         }
-        defer { c.state.wipe() }
-        var refused = false
         let check = peer.state.withLock { st -> InitiationCheck in
             if !(c.timestamp > st.handshake.lastTimestamp) { return .replay }
             if let last = st.handshake.lastInitiationConsumption,
@@ -100,20 +101,31 @@ extension WireGuardDevice {
             {
                 return .flood
             }
-            refused = st.refused
-            return .ok(psk: st.presharedKey.read(0, 32))
+            return .ok(refused: st.refused)
         }
-        guard case .ok(var psk) = check else {
-            switch check {
-            case .refused: return .refused(peer: peer.handle)
-            case .replay: return count(.replayedTimestamp)
-            default: return count(.initiationFlood)
-            }
+        switch check {
+        case .replay:
+            c.state.wipe()
+            return count(.replayedTimestamp)
+        case .flood:
+            c.state.wipe()
+            return count(.initiationFlood)
+        case .ok(let refused):
+            return .initiation(InitiationToken(peer: peer, consumed: c, source: source, length: msg.count, refused: refused))
         }
-        // The caller's admission, outside every lock (it may call back into the device, e.g.
-        // setRefused or dropKeys). Refused: no response, no keypair, no timestamp consumed.
-        guard admit(peer.handle, refused) else {
-            Sodium.zero(&psk)
+    }
+
+    /// Answers an authenticated initiation (from `receive(..., deferInitiations: true)`): builds
+    /// the response and the responder's keypair into `output` (≥ 92 bytes) — `.sendResponse` — or
+    /// drops it when the peer is refused (`setRefused`: `.refused`), was removed, or a newer
+    /// initiation was answered meanwhile. A token is answered at most once.
+    public func respond(to token: InitiationToken, now: UInt64, output: UnsafeMutableRawBufferPointer) -> ReceiveResult {
+        guard output.count >= MessageLayout.Response.size else { return count(.outputTooSmall) }
+        guard let c = token.take() else { return count(.replayedTimestamp) }
+        var state0 = c.state
+        defer { state0.wipe() }
+        let peer = token.peer, source = token.source
+        guard var psk = peer.state.withLock({ st -> [UInt8]? in st.refused ? nil : st.presharedKey.read(0, 32) }) else {
             return .refused(peer: peer.handle)
         }
         // Build the response and the session outside the peer's lock (three X25519 operations).
@@ -125,7 +137,7 @@ extension WireGuardDevice {
         let localIndex = indices.withLock { $0.allocate(for: peer, random: random) }
         guard let built = Noise.createResponse(
             senderIndex: localIndex, receiverIndex: c.senderIndex, remoteEphemeral: c.remoteEphemeral,
-            remoteStatic: c.remoteStatic.bytes, presharedKey: psk, ephemeralPrivate: ephemeral, state: c.state)
+            remoteStatic: c.remoteStatic.bytes, presharedKey: psk, ephemeralPrivate: ephemeral, state: state0)
         else {
             indices.withLock { $0.remove(localIndex) }
             return count(.invalidPublicKey)
@@ -167,7 +179,7 @@ extension WireGuardDevice {
             indices.withLock { $0.remove(localIndex) }
             return count(.replayedTimestamp)
         }
-        peer.rxBytes.add(UInt64(msg.count), ordering: .relaxed)
+        peer.rxBytes.add(UInt64(token.length), ordering: .relaxed)
         peer.txBytes.add(UInt64(response.count), ordering: .relaxed)
         response.withUnsafeBytes { output.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
         return .sendResponse(peer: peer.handle, range: 0..<response.count)

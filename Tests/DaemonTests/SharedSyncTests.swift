@@ -48,7 +48,15 @@ import WireGuard
         /// A connect at `now`: admitted and completed, or refused.
         func connect(at now: Int64) -> Bool {
             box.clock.store(now, ordering: .relaxed)
-            guard watchdog.admitInitiation(SharedSyncTests.alice, now: now) else { return false }
+            var a = watchdog.decideInitiation(SharedSyncTests.alice, now: now)
+            if a.decision == .later {
+                // A window opening in the shared store is asked on the opener thread: the
+                // client's retry finds it answered.
+                watchdog.waitForWindowOpens()
+                a = watchdog.decideInitiation(SharedSyncTests.alice, now: now)
+            }
+            watchdog.applyToDevice(a.actions)
+            guard a.decision == .admit else { return false }
             return watchdog.handshakeCompleted(SharedSyncTests.alice, now: now)
         }
 

@@ -4,6 +4,7 @@ import Engine
 import Packet
 import Policy
 import Runtime
+import Synchronization
 import SystemIO
 import Testing
 import TestSupport
@@ -195,6 +196,29 @@ import WireGuard
         #expect(h.engine.counters.count(.pending) == 0)
     }
 
+    /// `block host …` early, `block proto tcp port 25` later: every host gives port 25 block,
+    /// so its SYN is dropped at once (no handshake completes only to hang in `HostWait`), and the
+    /// flow is recorded with the port rule and no host — what `policy test` says without `host`.
+    @Test func flowsEveryHostBlocksAreDecidedOnTheirFirstPacket() throws {
+        let decisions = DecisionRecorder()
+        let h = try EngineHarness(rules: """
+            default allow
+            default in block
+            block host blocked.test, *.ads.test reason "ads"
+            block proto tcp port 25 name no-smtp
+            """) { $0.events = decisions }
+        try h.handshake()
+        try h.sendPacket(TestPackets.tcp(from: Self.alice, 40000, to: Self.server, 25, seq: 999, flags: Self.syn))
+        #expect(h.tun.waitWritten(count: 1, timeoutMilliseconds: 300).isEmpty)
+        #expect(h.engine.counters.count(.policyBlock) == 1)
+        #expect(h.engine.counters.count(.pending) == 0)
+        let smtp = try #require(decisions.calls.withLock { $0.first })
+        #expect(smtp.action == .block && smtp.rule == "no-smtp" && smtp.host == nil)
+        // Port 443 could still be allowed by its name: it waits as before.
+        try Self.synThen(h, port: 443, sport: 40001)
+        #expect(h.engine.counters.count(.pending) == 1)
+    }
+
     @Test func exhaustedPendingRecordsAreCountedAndDecidedWithoutHost() throws {
         let h = try Self.harness { $0.hostPendingFlows = 1 }
         try Self.synThen(h, sport: 40000)
@@ -353,4 +377,17 @@ import WireGuard
         #expect(h.engine.counters.count(.heldPackets) == 2)
         #expect(h.engine.counters.count(.rateOverflowUp) == 0)
     }
+}
+
+/// Records each `flowDecided`: the action, the deciding rule's name (or "default") and the host.
+final class DecisionRecorder: GatewayEvents {
+    struct Call: Sendable { var action: Verdict; var rule: String; var host: String? }
+    let calls = Mutex<[Call]>([])
+    func flowDecided(_ d: FlowDecision) {
+        let rule = d.verdict.isDefault ? "default" : d.policy.compiled.rules.name(Int(d.verdict.ruleIndex)) ?? "#\(d.verdict.ruleIndex)"
+        calls.withLock { $0.append(Call(action: d.verdict.action, rule: rule, host: d.host)) }
+    }
+    func flowEnded(_ record: FlowRecord) {}
+    func timerTick(flows: FlowTable, monoMs: Int64) {}
+    func engineStopping(flows: FlowTable, monoMs: Int64) {}
 }

@@ -11,15 +11,15 @@ final class FakeAdmission: HandshakeAdmission {
     let admitting = Atomic<Bool>(false)
     let calls = Mutex<[String]>([])
 
-    func admitInitiation(peer: PeerHandle) -> Bool {
+    func admitInitiation(peer: PeerHandle, refused: Bool) -> Admission {
         let yes = admitting.load(ordering: .relaxed)
         calls.withLock { $0.append("admit \(peer.rawValue) \(yes)") }
-        return yes
+        return yes ? .admit : Admission(.refuse(.disabled))
     }
 
-    func handshakeCompleted(peer: PeerHandle) -> Bool {
+    func handshakeCompleted(peer: PeerHandle) -> Admission {
         calls.withLock { $0.append("completed \(peer.rawValue)") }
-        return true
+        return .admit
     }
 
     func handshakeRefused(peer: PeerHandle) { calls.withLock { $0.append("refused \(peer.rawValue)") } }

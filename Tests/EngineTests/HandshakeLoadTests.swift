@@ -24,12 +24,12 @@ final class GateAdmission: HandshakeAdmission, @unchecked Sendable {
         }
     }
 
-    func admitInitiation(peer: PeerHandle) -> Bool {
+    func admitInitiation(peer: PeerHandle, refused: Bool) -> Admission {
         entered.add(1, ordering: .relaxed)
         lock.withLock { while !open { lock.wait() } }
-        return true
+        return .admit
     }
-    func handshakeCompleted(peer: PeerHandle) -> Bool { true }
+    func handshakeCompleted(peer: PeerHandle) -> Admission { .admit }
     func handshakeRefused(peer: PeerHandle) {}
 }
 

@@ -158,23 +158,15 @@ struct RuleGenerator {
         var mismatches = 0
         var ruleHits = 0
         let windows = rules.compactMap(\.window)
+        let hosts = LinearReference.hostCandidates(rules)
         for _ in 0..<flows {
             let f = gen.flow(rules, windows: windows)
             let v = policy.evaluate(f.query(policy))
             let (a, i) = LinearReference.evaluate(rules, out: out, in: inbound, f)
             if i >= 0 { ruleHits += 1 }
             if f.host == nil {
-                // Could a host change the answer? Reference: some earlier host rule matches the rest.
-                var anyHost = f
-                let limit = i >= 0 ? i : rules.count
-                let wantPending = rules[..<limit].contains { r in
-                    guard let h = r.hosts.first else { return false }
-                    switch h {
-                    case .exact(let name): anyHost.host = name
-                    case .subdomains(let suffix): anyHost.host = "x." + suffix
-                    }
-                    return LinearReference.matches(r, anyHost)
-                }
+                // Could a host change the action? Reference: the flow under every host candidate.
+                let wantPending = LinearReference.actionDependsOnHost(rules, candidates: hosts, out: out, in: inbound, f)
                 if policy.verdictDependsOnHost(f.query(policy), v) != wantPending {
                     mismatches += 1
                     Issue.record("seed \(seed): verdictDependsOnHost != \(wantPending) for \(f)")

@@ -53,3 +53,45 @@ enum LinearReference {
         return (f.direction == .out ? out : inbound, -1)
     }
 }
+
+extension LinearReference {
+    /// A name `pattern` matches and no more specific pattern can single out: the name itself, or
+    /// a fresh label just below the suffix.
+    static func representative(_ pattern: HostPattern) -> String {
+        switch pattern {
+        case .exact(let name): return name
+        case .subdomains(let suffix): return "fresh-label-0." + suffix
+        }
+    }
+
+    /// Host names that together reach every host class `rules` can tell apart: no host, each
+    /// pattern's representative, and a name no rule lists.
+    static func hostCandidates(_ rules: [PolicyRule]) -> [String?] {
+        var names = Set<String>()
+        for r in rules { for h in r.hosts { names.insert(representative(h)) } }
+        return [nil, "nothing-listed.invalid"] + names.sorted()
+    }
+
+    /// The slow answer to "could learning the host change this flow's action?": the flow's action
+    /// under each host candidate against its host-less action. (The host rules before the
+    /// host-less deciding rule that match every other field are found once, then each candidate
+    /// takes the first of them its name matches.)
+    static func actionDependsOnHost(_ rules: [PolicyRule], candidates: [String?]? = nil, out: Verdict, in inbound: Verdict,
+                                    _ f: ReferenceFlow) -> Bool
+    {
+        var plain = f
+        plain.host = nil
+        let (a, i) = evaluate(rules, out: out, in: inbound, plain)
+        let before = rules[..<(i >= 0 ? i : rules.count)].filter { r in
+            guard let h = r.hosts.first else { return false }
+            var g = plain
+            g.host = representative(h)
+            return matches(r, g)
+        }
+        return (candidates ?? hostCandidates(rules)).contains { c in
+            guard let c else { return false }
+            let first = before.first { r in r.hosts.contains { $0.matches(c) } }
+            return (first?.action ?? a) != a
+        }
+    }
+}

@@ -104,9 +104,13 @@ func deliver(_ datagram: [UInt8], to device: WireGuardDevice, from source: Endpo
     var input = datagram + [UInt8](repeating: 0, count: 16)
     var output = [UInt8](repeating: 0, count: 256)
     let r = input.withUnsafeMutableBytes { inp in
-        output.withUnsafeMutableBytes { out in
-            device.receive(inp, length: datagram.count, from: source, now: now, underLoad: underLoad, output: out,
-                           admit: admit)
+        output.withUnsafeMutableBytes { out -> ReceiveResult in
+            // The gateway's two steps: the device authenticates, the caller decides, the device answers.
+            let r = device.receive(inp, length: datagram.count, from: source, now: now, underLoad: underLoad, output: out,
+                                   deferInitiations: true)
+            guard case .initiation(let token) = r else { return r }
+            guard admit(token.peerHandle, token.refused) else { return .refused(peer: token.peerHandle) }
+            return device.respond(to: token, now: now, output: out)
         }
     }
     return (r, input, output)

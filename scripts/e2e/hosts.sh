@@ -22,6 +22,8 @@ cat >"$TV_DIR/hostpolicy/10-hosts.rules" <<'RULES'
 default allow
 default in block
 allow in proto icmp,icmpv6 reason "e2e: the server may ping the client"
+reject host smtp-relay.test reason "e2e: a host rule before the port rule"
+reject proto tcp port 2525 reason "e2e: no SMTP, whatever the host"
 block host blocked.test, ads.example.com, tracker.test, tcp-tracker.test, quic-blocked.test reason "e2e: blocked host"
 reject host rejected.test reason "e2e: rejected host"
 allow host ok.test port 2526 reason "e2e: a named flow to the banner server"
@@ -45,7 +47,9 @@ tv_spawn "$TV_NS_S" "$TV_DIR/dns.log" $TOOLS dns-server $TV_SRV tracker.test $TR
 tv_spawn "$TV_NS_S" "$TV_DIR/udp.log" $TOOLS udp-sink $TV_SRV 443 "$TV_DIR/quic.log"
 tv_spawn "$TV_NS_S" "$TV_DIR/netserver.log" python3 scripts/e2e/lib/netserver.py
 tv_spawn "$TV_NS_S" "$TV_DIR/banner.log" $TOOLS banner-server $TV_SRV 2526
+tv_spawn "$TV_NS_S" "$TV_DIR/smtp.log" $TOOLS banner-server $TV_SRV 2525
 wait_for 5 grep -q ready "$TV_DIR/banner.log" >/dev/null
+wait_for 5 grep -q ready "$TV_DIR/smtp.log" >/dev/null
 wait_for 5 grep -q ready "$TV_DIR/dns.log" >/dev/null
 wait_for 5 grep -q ready "$TV_DIR/udp.log" >/dev/null
 wait_for 5 grep -q ready "$TV_DIR/netserver.log" >/dev/null
@@ -79,6 +83,18 @@ check_output "-servername rejected.test is answered with a TCP RST" '^reset$' tl
 
 check_output "a server that speaks first decides the flow reject: the client is reset, not left waiting" '^reset$' \
   tv_in "$TV_NS_C" $TOOLS banner-client $TV_SRV 2526 4
+
+echo "hosts: decided early when no host can change the action"
+# Every host gives port 2525 reject (the host rule before it rejects too): the SYN is answered
+# with a RST at once. A flow that waited for its host would complete its handshake first and be
+# reset only when the server's banner came ("reset", not "refused").
+check_output "TCP to port 2525 (reject port after a reject host rule) is refused at once: no handshake" '^refused$' \
+  tv_in "$TV_NS_C" $TOOLS banner-client $TV_SRV 2525 3
+check "… the server never accepted a connection" bash -c "! grep -q accepted '$TV_DIR/smtp.log'"
+check "tunnelctl refusals records it by the port rule, without a host" \
+  wait_for 10 bash -c "$CTL refusals --since forever | grep 'tcp $TV_SRV:2525 ' | grep -v ' host ' | grep -q 'no SMTP, whatever the host'"
+check_output "tunnelctl policy test agrees for the flow without a host" 'no SMTP, whatever the host' \
+  $CTL policy test "tcp $TV_C_TUN -> $TV_SRV:2525"
 
 echo "hosts: HTTP Host"
 check_output "curl -H 'Host: www.example.com' gets 200" '^200$' http www.example.com

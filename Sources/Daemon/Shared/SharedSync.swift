@@ -6,7 +6,7 @@ import Synchronization
 import WireGuard
 
 /// The daemon's side of the shared store (`Store = postgresql://…`, docs/scale-out.md): the
-/// watchdog's `WindowAuthority` on the handshake thread, and a sync thread that every second
+/// watchdog's `WindowAuthority` (asked on the watchdog's opener thread), and a sync thread that every second
 /// pushes what changed here (windows moved or opened without the store, quota deltas, tier
 /// changes) and pulls what other gateways changed (windows, summed quota use, tiers).
 ///
@@ -71,7 +71,7 @@ public final class SharedSync: WindowAuthority, @unchecked Sendable {
         let store: any SharedState
         init(_ store: any SharedState) { self.store = store }
     }
-    /// The handshake thread's connection; nil while the store is away (opens then fall back at once).
+    /// The window opener's connection; nil while the store is away (opens then fall back at once).
     let openConn = Mutex<Conn?>(nil)
     /// The sync thread's connection.
     let syncConn = Mutex<Conn?>(nil)
@@ -146,7 +146,7 @@ public final class SharedSync: WindowAuthority, @unchecked Sendable {
         thread = nil
     }
 
-    // MARK: WindowAuthority (handshake thread)
+    // MARK: WindowAuthority (the watchdog's opener thread, never the handshake thread)
 
     public func open(peer: String, dates: WindowDates, now: Int64) -> SharedGrant? {
         let answer: WindowOpen? = openConn.withLock { c in

@@ -1,5 +1,6 @@
 import Engine
 import Core
+import Runtime
 import Sessions
 import Control
 import Store
@@ -64,7 +65,30 @@ public final class Watchdog: Sendable {
         var refusals: [String: UInt64] = [:]
         /// Bytes used per window (as last read from the meter or the store).
         var used: [String: ByteUse] = [:]
+        /// What the decisions taken under the lock want done to peers in the device: returned
+        /// with an admission, applied by the other entry points before they unlock.
+        var actions: [PeerAction] = []
+        /// Window opens done off the handshake thread, per peer.
+        var asks: [String: WindowAsk] = [:]
+        /// Records taken on the handshake path, written by the opener thread (store statements).
+        var deferred: [(record: WatchdogRecord, tier: PeerTier?)] = []
     }
+
+    /// A window open done on the opener thread (asked of the `WindowAuthority` first, if any).
+    enum WindowAsk: Equatable {
+        /// Started at `since` (watchdog time); the peer's initiations wait (`.later`).
+        case inFlight(since: Int64)
+        /// Done at `at`: the window is in memory (and on disk) — ours, or another gateway's
+        /// adopted; with a shared store that did not answer, ours, reconciled later.
+        case answered(at: Int64)
+    }
+
+    /// How long a done open answers for: the retry right after it decides on the window it left
+    /// in memory, and if that still calls for a new window (a store answering with a stale one),
+    /// the window opens at completion instead of asking forever. Later connects open afresh.
+    static let openStandsMs: Int64 = 1_000
+    /// An open still running after this long is started again (its thread is stuck).
+    static let openTimeoutMs: Int64 = 30_000
 
     /// Settings in force.
     public let config: WatchdogConfig
@@ -78,6 +102,9 @@ public final class Watchdog: Sendable {
     /// The shared windows of several gateways (`Store = postgresql://…`, issue 19), asked before a
     /// window opens; nil: this gateway decides alone (`Store = local`).
     private let authority = Mutex<(any WindowAuthority)?>(nil)
+
+    /// Runs the authority's window opens off the handshake thread.
+    let opener = WindowOpener()
 
     /// Makes `a` the authority asked before a window opens (set once, before the engine starts).
     public func setAuthority(_ a: any WindowAuthority) { authority.withLock { $0 = a } }
@@ -127,55 +154,83 @@ public final class Watchdog: Sendable {
                 closeSessionLocked(&s, p, at: now, reason: .removed)
                 s.refused.remove(p.name)
             }
+            applyLocked(&s)
         }
     }
 
-    /// An initiation from `peer` arrived at `now`, authenticated, before any response is built.
-    /// Returns false when the peer must be refused (its pause, or its window ended while it was
-    /// connected): it is refused and its keys dropped now; the caller sends nothing back and
+    /// An initiation from `peer` arrived at `now`, authenticated, before any response is built:
+    /// the decision and the peer actions with it, as values (nothing is called on the device).
+    /// `.refuse` when the peer must be refused (its pause, or its window ended while it was
+    /// connected; the actions refuse it and drop its keys); the caller sends nothing back and
     /// reports the refusal (``handshakeRefused(_:now:)`` records it). Admitting changes nothing:
-    /// ``handshakeCompleted(_:now:)`` opens the window and the session once the handshake is done.
-    public func admitInitiation(_ handle: PeerHandle, now: Int64) -> Bool {
+    /// ``completeHandshake(_:now:)`` opens the window and the session once the handshake is done.
+    ///
+    /// A connect that would open a window has it opened first on the opener thread — asked of the
+    /// shared store when there is one, and written to disk — never here (this runs on the
+    /// handshake thread); until then the decision is `.later` (the initiation waits unanswered).
+    /// Records of refusals made here are written by the opener thread too.
+    public func decideInitiation(_ handle: PeerHandle, now: Int64) -> Admission {
         let dir = peers.current
-        if let a = authority.withLock({ $0 }), let p = dir[handle] { askAuthority(a, p, now: now) }
+        let authority = self.authority.withLock { $0 }
         return state.withLock { s in
-            guard let p = dir[handle] else { return true }
-            if let why = Watchdog.restricted(s, p, now: now) {
-                closeSessionLocked(&s, p, at: now, reason: why)
+            guard let p = dir[handle] else { return .admit }
+            let restriction = Watchdog.restricted(s, p, now: now)
+            let decision = WatchdogRules.onInitiation(
+                now: now, restriction: restriction, limits: p.limits, window: s.windows[p.name],
+                used: s.used[p.name] ?? .zero, live: s.sessions[p.name] != nil,
+                openFirst: !askAnsweredLocked(&s, p, now: now))
+            switch decision {
+            case .refuse(let code, let end):
+                if let end { closeSessionLocked(&s, p, at: now, reason: end) }
                 refuseLocked(&s, p, at: now)
-                sink.record(.restricted(peer: p.name, reason: why.rawValue, at: now), tier: p.tier)
-                return false
+                if let restriction { s.deferred.append((.restricted(peer: p.name, reason: restriction.rawValue, at: now), p.tier)) }
+                return takeLocked(&s, .refuse(code))
+            case .openFirst(let w):
+                askLocked(&s, authority, p, w, now: now)
+                return takeLocked(&s, .later)
+            case .admit:
+                // Checked at arrival: a pause that ended since the last tick ends now, so the first
+                // initiation after `reconnect_at` is answered (not the one after the next tick).
+                if s.refused.remove(p.name) != nil { s.actions.append(.unrefuse(p.handle)) }
+                return takeLocked(&s, .admit)
             }
-            let phase = WatchdogRules.phase(now: now, limits: p.limits, window: s.windows[p.name])
-            if s.sessions[p.name] != nil {
-                // A rekey of a live session; refused only when its window ended between ticks.
-                guard case .paused = phase else { return true }
-                closeSessionLocked(&s, p, at: now, reason: .freeLimit)
-                refuseLocked(&s, p, at: now)
-                return false
-            }
-            if case .refuse = WatchdogRules.onConnect(now: now, limits: p.limits, window: s.windows[p.name])
-            {
-                refuseLocked(&s, p, at: now)
-                return false
-            }
-            // Checked at arrival: a pause that ended since the last tick ends now, so the first
-            // initiation after `reconnect_at` is answered (not the one after the next tick).
-            if s.refused.remove(p.name) != nil { device.setRefused(p.handle, false) }
-            return true
         }
     }
 
-    /// A handshake with `peer` completed at `now`. Returns false when the peer must be refused:
-    /// the caller sends nothing back; its keys are already dropped and it is refused.
+    /// ``decideInitiation(_:now:)`` with its actions applied to the device, for callers off the
+    /// handshake thread (tests, tools): a window that opens first is waited for, and the records
+    /// are written before it returns. True when admitted.
+    public func admitInitiation(_ handle: PeerHandle, now: Int64) -> Bool {
+        var a = decideInitiation(handle, now: now)
+        if a.decision == .later {
+            applyToDevice(a.actions)
+            waitForWindowOpens()
+            a = decideInitiation(handle, now: now)
+        }
+        applyToDevice(a.actions)
+        waitForWindowOpens()
+        return a.decision == .admit
+    }
+
+    /// ``completeHandshake(_:now:)`` with its actions applied to the device: false when the
+    /// peer must be refused (the caller sends nothing back; its keys are dropped, it is refused).
     public func handshakeCompleted(_ handle: PeerHandle, now: Int64) -> Bool {
+        let a = completeHandshake(handle, now: now)
+        applyToDevice(a.actions)
+        waitForWindowOpens()  // its records are written when this returns
+        return a.decision == .admit
+    }
+
+    /// A handshake with `peer` completed at `now`: `.refuse` when the peer must be refused after
+    /// all (the actions drop its keys and refuse it; the caller sends nothing back).
+    public func completeHandshake(_ handle: PeerHandle, now: Int64) -> Admission {
         let dir = peers.current
         return state.withLock { s in
-            guard let p = dir[handle] else { return true }
+            guard let p = dir[handle] else { return .admit }
             if let why = Watchdog.restricted(s, p, now: now) {  // our own initiation's answer, too
                 closeSessionLocked(&s, p, at: now, reason: why)
                 refuseLocked(&s, p, at: now)
-                return false
+                return takeLocked(&s, .refuse(why == .disabled ? .disabled : .expired))
             }
             if var live = s.sessions[p.name] {
                 // Rekey of a live session (or an unconnected peer's retry): not a new connect.
@@ -183,11 +238,11 @@ public final class Watchdog: Sendable {
                     // The window ended between ticks: end it now.
                     closeSessionLocked(&s, p, at: now, reason: .freeLimit)
                     refuseLocked(&s, p, at: now)
-                    return false
+                    return takeLocked(&s, .refuse(refusalCodeLocked(s, p, now: now)))
                 }
                 live.lastHandshake = now
                 s.sessions[p.name] = live
-                return true
+                return takeLocked(&s, .admit)
             }
             switch WatchdogRules.onConnect(now: now, limits: p.limits, window: s.windows[p.name]) {
             case .admitUnlimited, .resume:
@@ -195,19 +250,26 @@ public final class Watchdog: Sendable {
             case .openWindow(let w):
                 s.windows[p.name] = w
                 s.used[p.name] = nil
-                sink.record(.windowPut(peer: p.name, w, opened: true))
+                s.asks[p.name] = nil
+                // Our own initiation's answer (an initiation's window opened before it was
+                // answered): written by the opener thread, like every store statement here.
+                s.deferred.append((.windowPut(peer: p.name, w, opened: true), nil))
             case .refuse(let w):
                 refuseLocked(&s, p, at: now)
-                sink.record(.refused(peer: p.name, windowEnd: w.allowedUntil, at: now, reason: pauseReason(s, p)), tier: p.tier)
-                return false
+                s.deferred.append((.refused(peer: p.name, windowEnd: w.allowedUntil, at: now, reason: pauseReason(s, p)), p.tier))
+                return takeLocked(&s, .refuse(refusalCodeLocked(s, p, now: now)))
             }
             let bytes = device.byteCounts(p.handle)
             let meter = armLocked(&s, p)
             s.sessions[p.name] = LiveSession(startedAt: now, lastHandshake: now, lastTraffic: now, rx0: bytes.rx, tx0: bytes.tx,
                                              seenBytes: meter?.used.total ?? 0)
-            if s.refused.remove(p.name) != nil { device.setRefused(p.handle, false) }
-            sink.record(.sessionOpened(peer: p.name, at: now), tier: p.tier)
-            return true
+            if s.refused.remove(p.name) != nil { s.actions.append(.unrefuse(p.handle)) }
+            if s.deferred.isEmpty {
+                sink.record(.sessionOpened(peer: p.name, at: now), tier: p.tier)  // queued: no statement here
+            } else {
+                s.deferred.append((.sessionOpened(peer: p.name, at: now), p.tier))  // after its window's row
+            }
+            return takeLocked(&s, .admit)
         }
     }
 
@@ -228,38 +290,81 @@ public final class Watchdog: Sendable {
         }
     }
 
+    /// ``handshakeRefused(_:now:)`` on the opener thread (its record is a store statement): what the
+    /// handshake thread calls.
+    public func handshakeRefusedLater(_ handle: PeerHandle, now: Int64) {
+        opener.submit { [weak self] in self?.handshakeRefused(handle, now: now) }
+    }
+
     /// Why `handle`'s handshakes are refused at `now` (the live ring's refusal events): disabled or
     /// expired first, else the pause it is in and what ended its window; `.unknown` when neither.
     public func refusalCode(_ handle: PeerHandle, now: Int64) -> RefusalCode {
         let dir = peers.current
         return state.withLock { s in
             guard let p = dir[handle] else { return .unknown }
-            switch Watchdog.restricted(s, p, now: now) {
-            case .disabled?: return .disabled
-            case .expired?: return .expired
-            default: break
-            }
-            if case .paused = WatchdogRules.phase(now: now, limits: p.limits, window: s.windows[p.name]) {
-                return pauseReason(s, p).refusalCode
-            }
-            return .unknown
+            return refusalCodeLocked(s, p, now: now)
         }
     }
 
-    /// With a shared store: a connect that would open a window asks the authority first, outside
-    /// the lock (one atomic statement on the shared database, bounded in time). The window it
-    /// answers with is adopted — ours if we opened it, another gateway's if the peer's window or
-    /// pause is running there — and the usual rules then admit, resume or refuse. No answer (the
-    /// database is away or slow): the window opens here, and is reconciled when it is back.
-    private func askAuthority(_ a: any WindowAuthority, _ p: Peer, now: Int64) {
-        let ask: WindowDates? = state.withLock { s in
-            guard s.sessions[p.name] == nil, Watchdog.restricted(s, p, now: now) == nil else { return nil }
-            if case .openWindow(let w) = WatchdogRules.onConnect(now: now, limits: p.limits, window: s.windows[p.name]) { return w }
-            return nil
+    private func refusalCodeLocked(_ s: State, _ p: Peer, now: Int64) -> RefusalCode {
+        switch Watchdog.restricted(s, p, now: now) {
+        case .disabled?: return .disabled
+        case .expired?: return .expired
+        default: break
         }
-        guard let ask, let grant = a.open(peer: p.name, dates: ask, now: now) else { return }
-        state.withLock { s in adoptLocked(&s, p, grant) }
+        if case .paused = WatchdogRules.phase(now: now, limits: p.limits, window: s.windows[p.name]) {
+            return pauseReason(s, p).refusalCode
+        }
+        return .unknown
     }
+
+    /// True when a window open for `p` was just done (so the decision goes on from memory);
+    /// false when none was made, it is running, or it is old (a new one is started).
+    private func askAnsweredLocked(_ s: inout State, _ p: Peer, now: Int64) -> Bool {
+        switch s.asks[p.name] {
+        case .answered(let at)? where now - at < Watchdog.openStandsMs: return true  // `at` may be ahead: see askLocked
+        case .inFlight(let since)? where now >= since && now - since < Watchdog.openTimeoutMs: return false
+        default:
+            s.asks[p.name] = nil
+            return false
+        }
+    }
+
+    /// A connect that would open window `w` has it opened on the opener thread (never on the
+    /// handshake thread): with a shared store the authority is asked first (one atomic statement
+    /// on the shared database, bounded in time) and the window it answers with is adopted — ours
+    /// if we opened it, another gateway's if the peer's window or pause is running there. Without
+    /// one, or without an answer (the database is away or slow), the window opens here (with a
+    /// shared store: reconciled when it is back). Either way it is written to disk there, so it
+    /// is stored before the handshake it opened is answered; the peer's next initiation is then
+    /// admitted, resumed or refused by the usual rules.
+    private func askLocked(_ s: inout State, _ a: (any WindowAuthority)?, _ p: Peer, _ w: WindowDates, now: Int64) {
+        guard s.asks[p.name] == nil else { return }
+        s.asks[p.name] = .inFlight(since: now)
+        let name = p.name
+        opener.submit { [weak self] in
+            let started = SystemClock().monotonicNanoseconds()
+            let grant = a?.open(peer: name, dates: w, now: now)
+            // Done at `now` plus the time the open took (the watchdog's `now` is an argument).
+            let tookMs = Int64((SystemClock().monotonicNanoseconds() &- started) / 1_000_000)
+            guard let self else { return }
+            let dir = self.peers.current
+            self.state.withLock { s in
+                s.asks[name] = .answered(at: now + tookMs)
+                guard let p = dir.named(name) else { return }
+                if let grant {
+                    self.adoptLocked(&s, p, grant)
+                } else if case .openWindow(let opened) = WatchdogRules.onConnect(now: now, limits: p.limits, window: s.windows[name]) {
+                    s.windows[name] = opened
+                    s.used[name] = nil
+                    self.sink.record(.windowPut(peer: name, opened, opened: true))
+                }
+            }
+        }
+    }
+
+    /// Waits until every window open asked so far was answered (tests; shutdown).
+    public func waitForWindowOpens() { opener.wait() }
 
     /// Windows other gateways changed (polled from the shared store): each is adopted where it
     /// differs from ours, and a pass applies them at once (a window another gateway ended on its
@@ -290,6 +395,7 @@ public final class Watchdog: Sendable {
         state.withLock { s in
             guard let p = dir[handle] else { return }
             closeSessionLocked(&s, p, at: now, reason: .adminKick)
+            applyLocked(&s)
         }
     }
 
@@ -365,14 +471,16 @@ public final class Watchdog: Sendable {
                 if d.refuse {
                     refuseLocked(&s, p, at: now)
                 } else if s.refused.remove(p.name) != nil {
-                    device.setRefused(p.handle, false)
+                    s.actions.append(.unrefuse(p.handle))
                 }
             }
+            applyLocked(&s)
         }
     }
 
     /// Daemon shutdown: every window's byte use is stored, every live session ends `shutdown`.
     public func shutdown(now: Int64) {
+        opener.wait()  // window opens and refusal rows still being written go first
         let dir = peers.current
         state.withLock { s in
             for p in dir.all {
@@ -382,6 +490,7 @@ public final class Watchdog: Sendable {
                 }
                 closeSessionLocked(&s, p, at: now, reason: .shutdown)
             }
+            applyLocked(&s)
         }
     }
 
@@ -401,6 +510,45 @@ public final class Watchdog: Sendable {
     public func tier(of name: String) -> PeerTier? { view(name)?.tier }
 
     // MARK: - under the lock
+
+    /// The decision with the actions taken under the lock so far (handed to the caller).
+    private func takeLocked(_ s: inout State, _ decision: AdmissionDecision) -> Admission {
+        defer { s.actions.removeAll() }
+        writeDeferredLocked(&s)
+        return Admission(decision, actions: s.actions)
+    }
+
+    /// Hands the records taken on the handshake path to the opener thread, in order.
+    private func writeDeferredLocked(_ s: inout State) {
+        guard !s.deferred.isEmpty else { return }
+        let records = s.deferred
+        s.deferred.removeAll()
+        let sink = self.sink
+        opener.submit {
+            for r in records {
+                if let tier = r.tier { sink.record(r.record, tier: tier) } else { sink.record(r.record) }
+            }
+        }
+    }
+
+    /// Applies the actions taken under the lock to the device (the entry points off the
+    /// handshake path: ticks, kicks, reloads, shutdown).
+    private func applyLocked(_ s: inout State) {
+        applyToDevice(s.actions)
+        s.actions.removeAll()
+    }
+
+    /// Applies admission's peer actions to the watchdog's device (callers that hold no engine:
+    /// tests, tools; the engine applies them itself).
+    public func applyToDevice(_ actions: [PeerAction]) {
+        for a in actions {
+            switch a {
+            case .refuse(let p): device.setRefused(p, true)
+            case .unrefuse(let p): device.setRefused(p, false)
+            case .endSession(let p): device.endSession(p)
+            }
+        }
+    }
 
     /// Arms the meter for `p` when its window (or its `IdleTimeout`) needs counting, else
     /// disarms it. Returns the account.
@@ -460,8 +608,8 @@ public final class Watchdog: Sendable {
     private func refuseLocked(_ s: inout State, _ p: Peer, at now: Int64) {
         if s.sessions[p.name] != nil { closeSessionLocked(&s, p, at: now, reason: .freeLimit) }
         if s.refused.insert(p.name).inserted {
-            device.setRefused(p.handle, true)
-            device.endSession(p.handle)
+            s.actions.append(.refuse(p.handle))
+            s.actions.append(.endSession(p.handle))
         }
     }
 
@@ -469,7 +617,7 @@ public final class Watchdog: Sendable {
         guard let live = s.sessions.removeValue(forKey: p.name) else { return }
         let bytes = device.byteCounts(p.handle)
         if reason != .shutdown && reason != .crash {  // idle too: the next packet needs a fresh handshake, which opens a new session
-            device.endSession(p.handle)
+            s.actions.append(.endSession(p.handle))
         }
         sink.record(.sessionClosed(peer: p.name, at: max(now, live.startedAt), reason: reason,
                                    rx: bytes.rx &- live.rx0, tx: bytes.tx &- live.tx0), tier: p.tier)

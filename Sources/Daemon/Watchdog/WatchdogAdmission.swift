@@ -4,6 +4,7 @@ import WireGuard
 
 /// The watchdog as the engine's ``HandshakeAdmission``: the engine's handshake calls, with the
 /// watchdog's time (`WatchdogTime`: never steps; the watchdog itself takes `now` as an argument).
+/// Decisions come back as values with their peer actions; the engine applies them.
 public final class WatchdogAdmission: HandshakeAdmission {
     public let watchdog: Watchdog
     let time: WatchdogTime
@@ -14,16 +15,16 @@ public final class WatchdogAdmission: HandshakeAdmission {
         self.time = time
     }
 
-    public func admitInitiation(peer: PeerHandle) -> Bool {
-        watchdog.admitInitiation(peer, now: time.now())
+    public func admitInitiation(peer: PeerHandle, refused: Bool) -> Admission {
+        watchdog.decideInitiation(peer, now: time.now())
     }
 
-    public func handshakeCompleted(peer: PeerHandle) -> Bool {
-        watchdog.handshakeCompleted(peer, now: time.now())
+    public func handshakeCompleted(peer: PeerHandle) -> Admission {
+        watchdog.completeHandshake(peer, now: time.now())
     }
 
     public func handshakeRefused(peer: PeerHandle) {
-        watchdog.handshakeRefused(peer, now: time.now())
+        watchdog.handshakeRefusedLater(peer, now: time.now())
     }
 
     public func refusalCode(peer: PeerHandle) -> RefusalCode {
