@@ -1,5 +1,6 @@
 import Core
-import Control
+import Config
+import ControlProtocol
 import Foundation
 
 /// Commands that ask the running daemon over `control.sock`: `status`, `peers`, `kick`, and the

@@ -4,7 +4,9 @@ import Engine
 import SystemIO
 import Core
 import Synchronization
-import Control
+import Config
+import ControlProtocol
+import Daemon
 import Foundation
 import Glibc
 import Packet
@@ -15,7 +17,7 @@ import WireGuard
 
 /// The gateway daemon's entry point and life cycle.
 public enum Tunneld {
-    public static let version = "0.1.0"
+    public static let version = ProductVersion.current
 
     static let usage = """
         usage: tunneld [--config PATH] [--foreground] [--check-config] [--verbose]

@@ -1,7 +1,7 @@
 import Engine
 import Core
 import Sessions
-import Control
+import Config
 import Store
 import Synchronization
 import WireGuard
