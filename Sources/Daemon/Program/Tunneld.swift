@@ -6,7 +6,6 @@ import Core
 import Synchronization
 import Config
 import ControlProtocol
-import Daemon
 import Foundation
 import Glibc
 import Packet
