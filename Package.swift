@@ -60,7 +60,12 @@ let package = Package(
         .target(name: "Store", dependencies: ["Core", "Runtime", "CSQLite", "CLibPQ", "Packet"], swiftSettings: strict),
         .target(name: "LiveFeed", dependencies: ["Core", "Runtime", "CShims"], swiftSettings: strict),
         .target(name: "Capture", dependencies: ["Core", "Runtime", "CPcap", "Packet"], swiftSettings: strict),
-        .target(name: "Control", dependencies: ["Core", "Runtime", "Packet"], swiftSettings: strict),
+        // The control protocol both binaries speak: control.sock's requests, replies and framing,
+        // the client, and the WireGuard UAPI codec (values and text, no server).
+        .target(name: "ControlProtocol", dependencies: ["Core", "Runtime", "Packet"], swiftSettings: strict),
+        // The configuration: tunneld.conf's parser and rewriter (UAPI write-back included), atomic
+        // file replacement, the address allocator, wg-quick hooks, what a reload changed.
+        .target(name: "Config", dependencies: ["Core", "Runtime", "Packet", "ControlProtocol"], swiftSettings: strict),
         // The Linux I/O the gateway runs on: TUN (offloads, readv/writev batches), UDP sockets
         // (recvmmsg/sendmmsg, GSO), netlink (addresses, routes), signals, clock-change watching,
         // an HTTP listener (libmicrohttpd), systemd's notify socket.
@@ -76,7 +81,7 @@ let package = Package(
         // watchdog service, history, markers and prune schedule, live observation.
         .target(
             name: "Daemon",
-            dependencies: ["Core", "Runtime", "Sessions", "Packet", "Policy", "WireGuard", "SystemIO", "Engine", "Store", "LiveFeed", "Capture", "Control", "CShims"],
+            dependencies: ["Core", "Runtime", "Sessions", "Packet", "Policy", "WireGuard", "SystemIO", "Engine", "Store", "LiveFeed", "Capture", "Config", "ControlProtocol", "CShims"],
             swiftSettings: strict),
         .target(name: "TestSupport", dependencies: ["Core", "Runtime", "Engine", "SystemIO", "Packet", "Policy", "WireGuard"], swiftSettings: strict),
 
@@ -84,7 +89,7 @@ let package = Package(
         .executableTarget(name: "tunneld", dependencies: ["Daemon", "Runtime", "Core"], swiftSettings: strict),
         .executableTarget(
             name: "tunnelctl",
-            dependencies: ["Core", "Runtime", "Sessions", "Packet", "Policy", "Store", "LiveFeed", "Capture", "Control", "WireGuard", "CQRImage"],
+            dependencies: ["Core", "Runtime", "Sessions", "Packet", "Policy", "Store", "LiveFeed", "Capture", "Config", "ControlProtocol", "WireGuard", "CQRImage"],
             swiftSettings: strict),
         .executableTarget(
             name: "tunnelbench",
@@ -103,17 +108,20 @@ let package = Package(
         .testTarget(name: "StoreTests", dependencies: ["Core", "Runtime", "Store", "CSQLite", "CLibPQ"], swiftSettings: strict),
         .testTarget(name: "LiveFeedTests", dependencies: ["Core", "Runtime", "LiveFeed", "CShims"], swiftSettings: strict),
         .testTarget(name: "CaptureTests", dependencies: ["Core", "Runtime", "Capture", "CPcap", "Packet"], swiftSettings: strict),
-        .testTarget(name: "ControlTests", dependencies: ["Core", "Runtime", "Control", "Packet"], exclude: ["Golden"], swiftSettings: strict),
+        // The config file, the control protocol and the daemon's socket servers that speak it.
+        .testTarget(
+            name: "ControlTests", dependencies: ["Core", "Runtime", "Config", "ControlProtocol", "Daemon", "Packet"], exclude: ["Golden"],
+            swiftSettings: strict),
         .testTarget(name: "SystemIOTests", dependencies: ["Core", "Runtime", "Packet", "SystemIO", "CMNL", "CShims", "CHTTP", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "EngineTests", dependencies: ["Core", "Runtime", "Packet", "Policy", "WireGuard", "SystemIO", "Engine", "TestSupport", "CSodium", "CBlake2"],
             swiftSettings: strict),
         .testTarget(
             name: "DaemonTests",
-            dependencies: ["Core", "Runtime", "Sessions", "Packet", "Policy", "WireGuard", "SystemIO", "Engine", "Daemon", "TestSupport", "Store", "LiveFeed", "Capture", "Control", "CSodium", "CBlake2", "CShims"],
+            dependencies: ["Core", "Runtime", "Sessions", "Packet", "Policy", "WireGuard", "SystemIO", "Engine", "Daemon", "TestSupport", "Store", "LiveFeed", "Capture", "Config", "ControlProtocol", "CSodium", "CBlake2", "CShims"],
             swiftSettings: strict),
         .testTarget(
-            name: "TunnelctlTests", dependencies: ["Core", "Runtime", "Sessions", "tunnelctl", "Packet", "Policy", "Store", "LiveFeed", "Capture", "Control", "WireGuard", "CQRImage"],
+            name: "TunnelctlTests", dependencies: ["Core", "Runtime", "Sessions", "tunnelctl", "Packet", "Policy", "Store", "LiveFeed", "Capture", "Config", "ControlProtocol", "Daemon", "WireGuard", "CQRImage"],
             resources: [.copy("Golden")], swiftSettings: strict),
     ]
 )

@@ -1,5 +1,5 @@
 import Core
-import Control
+import Config
 import Policy
 import Store
 
@@ -8,7 +8,7 @@ import Store
 /// `Tunnelctl+….swift` files; nothing else registers commands. The top-level usage, `--help`,
 /// option checking and the README test (`CommandTableTests`) all read this table.
 extension Tunnelctl {
-    /// What `tunnelctl --version` prints after "tunnelctl " (`ProductVersion`, in the Control module
+    /// What `tunnelctl --version` prints after "tunnelctl " (`ProductVersion`, in Core, which
     /// both binaries link).
     static var version: String { ProductVersion.current }
 

@@ -1,5 +1,5 @@
 import Capture
-import Control
+import ControlProtocol
 import Core
 import Foundation
 import LiveFeed

@@ -1,4 +1,4 @@
-import Control
+import ControlProtocol
 import Core
 import Foundation
 import Store
@@ -251,7 +251,7 @@ struct DiagnosticJSON: Encodable {
         self.hint = hint
     }
 
-    init(_ d: Control.PolicyDiagnostic) {
+    init(_ d: ControlProtocol.PolicyDiagnostic) {
         self.init(file: d.file, line: d.line, column: d.column, message: d.message, hint: d.hint)
     }
 }

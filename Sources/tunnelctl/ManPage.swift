@@ -1,4 +1,4 @@
-import Control
+import Config
 import Core
 
 /// The tunnelctl(8) manual page in roff, generated from the command table (`tunnelctl help --man`;

@@ -1,5 +1,5 @@
 import Core
-import Control
+import Config
 import Foundation
 import Runtime
 import Store

@@ -1,6 +1,7 @@
 import Core
 import Capture
-import Control
+import Config
+import ControlProtocol
 import Foundation
 import Runtime
 

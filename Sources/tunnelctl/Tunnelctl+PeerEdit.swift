@@ -1,4 +1,5 @@
-import Control
+import Config
+import ControlProtocol
 import Core
 import Foundation
 import Runtime
@@ -347,12 +348,12 @@ extension Tunnelctl {
     // MARK: list and show
 
     /// The running tunneld's peers (nil when it is not running or does not answer).
-    static func livePeers(_ config: TunnelConfig) -> [Control.PeerStatus]? {
+    static func livePeers(_ config: TunnelConfig) -> [ControlProtocol.PeerStatus]? {
         guard case .peers(let live)? = try? askIfRunning(config, .peers) else { return nil }
         return live
     }
 
-    static func handshakes(_ live: [Control.PeerStatus]?) -> [String: Int64] {
+    static func handshakes(_ live: [ControlProtocol.PeerStatus]?) -> [String: Int64] {
         var handshakes: [String: Int64] = [:]
         for p in live ?? [] { if let h = p.lastHandshakeMs { handshakes[p.name] = h } }
         return handshakes

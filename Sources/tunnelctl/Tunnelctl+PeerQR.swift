@@ -1,5 +1,5 @@
 import CQRImage
-import Control
+import Config
 import Core
 import Foundation
 import Glibc

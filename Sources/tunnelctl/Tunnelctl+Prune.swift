@@ -1,6 +1,6 @@
 import Capture
 import Core
-import Control
+import Config
 import Foundation
 import Store
 

@@ -1,5 +1,6 @@
 import Core
-import Control
+import Config
+import ControlProtocol
 import Foundation
 import Policy
 import Sessions

@@ -1,4 +1,4 @@
-import Control
+import Config
 import Foundation
 import Glibc
 import Runtime

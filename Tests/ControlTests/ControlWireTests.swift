@@ -1,7 +1,7 @@
 import Core
 import Foundation
 import Testing
-@testable import Control
+@testable import ControlProtocol
 
 let sampleStatus = StatusReply(
     pid: 4242, startedAtMs: 1_764_400_000_000, uptimeSeconds: 3600, version: "0.1.0", interface: "tv0", listenPort: 51820,

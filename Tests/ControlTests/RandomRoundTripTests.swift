@@ -1,7 +1,8 @@
 import Core
 import Packet
 import Testing
-@testable import Control
+@testable import Config
+@testable import ControlProtocol
 
 /// SplitMix64: a seeded generator so failures reproduce.
 struct SplitMix: RandomNumberGenerator {

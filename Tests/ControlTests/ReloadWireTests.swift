@@ -1,4 +1,4 @@
-import Control
+import ControlProtocol
 import Core
 import Testing
 

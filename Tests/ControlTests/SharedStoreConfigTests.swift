@@ -1,6 +1,6 @@
 import Core
 import Testing
-@testable import Control
+@testable import Config
 
 /// `Store`, `StorePassFile` and `GatewayName` (issue 19) as the config parser reads them.
 @Suite struct SharedStoreConfigTests {

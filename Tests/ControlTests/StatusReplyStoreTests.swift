@@ -1,7 +1,7 @@
 import Core
 import Foundation
 import Testing
-@testable import Control
+@testable import ControlProtocol
 
 /// `StatusReply.store` (issue 13 item 1) crosses the control socket, and an older daemon's reply
 /// without it still decodes.

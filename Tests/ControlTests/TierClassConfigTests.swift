@@ -1,6 +1,6 @@
 import Core
 import Testing
-@testable import Control
+@testable import Config
 
 /// `[Tier NAME]` sections and per-peer limit keys (issue 16) as the config parser reads them.
 @Suite struct TierClassConfigTests {

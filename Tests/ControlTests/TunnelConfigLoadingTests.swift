@@ -1,7 +1,7 @@
 import Core
 import Foundation
 import Testing
-@testable import Control
+@testable import Config
 
 #if canImport(Glibc)
 import Glibc

@@ -1,7 +1,8 @@
 import Core
 import Packet
 import Testing
-@testable import Control
+@testable import Config
+@testable import ControlProtocol
 
 #if canImport(Glibc)
 import Glibc

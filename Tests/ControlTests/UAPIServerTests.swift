@@ -2,7 +2,8 @@ import Core
 import Foundation
 import Packet
 import Testing
-@testable import Control
+@testable import ControlProtocol
+@testable import Daemon
 
 #if canImport(Glibc)
 import Glibc

@@ -2,7 +2,8 @@ import Core
 import Foundation
 import Packet
 import Testing
-@testable import Control
+@testable import Config
+@testable import ControlProtocol
 
 /// `ConfigRewriter.applyUAPI` (issue 15, item 5): what `wg set`/`wg setconf` does to tunneld.conf.
 @Suite struct UAPIWriteBackTests {

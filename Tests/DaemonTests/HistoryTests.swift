@@ -121,7 +121,7 @@ import WireGuard
     }
 }
 
-import Control
+import ControlProtocol
 
 /// The `liveFlows` control request/reply that `tunnelctl explain 'FLOW'` asks the daemon.
 @Suite struct HistoryLiveFlowsWireTests {

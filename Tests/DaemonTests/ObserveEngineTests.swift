@@ -3,7 +3,7 @@ import Runtime
 import Engine
 import SystemIO
 import Capture
-import Control
+import ControlProtocol
 import Foundation
 @testable import Daemon
 import LiveFeed

@@ -1,4 +1,5 @@
-import Control
+import Config
+import ControlProtocol
 import Core
 @testable import Daemon
 import Engine

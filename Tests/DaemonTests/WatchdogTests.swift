@@ -1,7 +1,7 @@
 import Core
 import Engine
 import Sessions
-import Control
+import Config
 import Daemon
 import Store
 import Synchronization

@@ -1,4 +1,5 @@
-import Control
+import Config
+import Daemon
 import Core
 import Foundation
 import LiveFeed

@@ -1,5 +1,6 @@
 import Core
-import Control
+import ControlProtocol
+import Daemon
 import Foundation
 import Store
 import Synchronization

@@ -1,4 +1,4 @@
-import Control
+import Config
 import Core
 import Foundation
 import Policy

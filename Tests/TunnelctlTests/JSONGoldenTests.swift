@@ -1,5 +1,6 @@
 import Capture
-import Control
+import ControlProtocol
+import Daemon
 import Core
 import Foundation
 import Store
@@ -60,12 +61,12 @@ import Testing
 
     static let reloadFailed = PolicyReloadReply(
         policy: policyShow.policy,
-        errors: [Control.PolicyDiagnostic(file: "/etc/tunnelvision/policies/10-base.rules", line: 3, column: 7,
+        errors: [ControlProtocol.PolicyDiagnostic(file: "/etc/tunnelvision/policies/10-base.rules", line: 3, column: 7,
                                           message: "unknown keyword 'prot'", hint: "did you mean 'proto'?")])
 
     static let reloaded = PolicyReloadReply(
         policy: PolicySummary(generation: 5, files: ["/etc/tunnelvision/policies/10-base.rules"], ruleCount: 3, loadedAtMs: now),
-        warnings: [Control.PolicyDiagnostic(file: "/etc/tunnelvision/policies/10-base.rules", line: 5, column: 1,
+        warnings: [ControlProtocol.PolicyDiagnostic(file: "/etc/tunnelvision/policies/10-base.rules", line: 5, column: 1,
                                             message: "rule never decides anything")])
 
     /// carol's web flow (id 3 in the store) and one the store has not recorded yet.

@@ -1,5 +1,5 @@
 import Core
-import Control
+import ControlProtocol
 import Foundation
 import Testing
 

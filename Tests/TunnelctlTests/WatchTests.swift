@@ -1,4 +1,5 @@
-import Control
+import ControlProtocol
+import Daemon
 import Core
 import Foundation
 import LiveFeed

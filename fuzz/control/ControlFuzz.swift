@@ -1,8 +1,9 @@
-// libFuzzer harness for the Control module's parsers: the config file, the UAPI set/get text and
-// the control-socket JSON. The first input byte picks the parser; the rest is its input.
+// libFuzzer harness for the Config and ControlProtocol modules' parsers: the config file, the
+// UAPI set/get text and the control-socket JSON. The first input byte picks the parser; the rest is its input.
 // Build and run with fuzz/control/run.sh (see README.md). Any crash is a bug: every parser must
 // return a value or a typed error for every input.
-import Control
+import Config
+import ControlProtocol
 
 /// The config UAPI sets are written back to (two peers, one named by a comment).
 let writeBackBase = """

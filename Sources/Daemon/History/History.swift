@@ -1,6 +1,6 @@
 import Engine
 import Core
-import Control
+import Config
 import Glibc
 import Packet
 import Policy

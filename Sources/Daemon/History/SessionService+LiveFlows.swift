@@ -1,6 +1,6 @@
 import Engine
 import Core
-import Control
+import ControlProtocol
 import Packet
 import Policy
 

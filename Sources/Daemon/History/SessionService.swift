@@ -1,7 +1,8 @@
 import Engine
 import Core
 import Sessions
-import Control
+import Config
+import ControlProtocol
 import Glibc
 import Runtime
 import Store
@@ -445,7 +446,7 @@ public final class SessionService: @unchecked Sendable {
 
     /// The peers reply with the watchdog's dates and state (the tier is the registry's, as the
     /// engine's reply already carries it).
-    public func annotate(_ peers: [Control.PeerStatus]) -> [Control.PeerStatus] {
+    public func annotate(_ peers: [ControlProtocol.PeerStatus]) -> [ControlProtocol.PeerStatus] {
         let now = time.now()
         return peers.map { s in
             var s = s

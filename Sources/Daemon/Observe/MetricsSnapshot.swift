@@ -1,5 +1,5 @@
 import Core
-import Control
+import ControlProtocol
 import Packet
 
 /// Everything `/metrics` and `tunnelctl metrics` show, read at one moment from counters the

@@ -1,5 +1,5 @@
 import Core
-import Control
+import ControlProtocol
 
 /// The Prometheus text exposition format (version 0.0.4) of a `MetricsSnapshot`: the one owner
 /// of every metric name, its help and type. `/metrics` (MetricsListen) and `tunnelctl metrics`

@@ -2,7 +2,8 @@
 import Engine
 import Core
 import Capture
-import Control
+import Config
+import ControlProtocol
 import Foundation
 import LiveFeed
 import Runtime

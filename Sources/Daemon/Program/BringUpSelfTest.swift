@@ -1,7 +1,7 @@
 import Engine
 import SystemIO
 import Core
-import Control
+import Config
 import Glibc
 import Packet
 import Runtime

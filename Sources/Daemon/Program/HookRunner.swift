@@ -1,4 +1,4 @@
-import Control
+import Config
 import Runtime
 
 /// Runs wg-quick's `PreUp`/`PostUp`/`PreDown`/`PostDown` lines for tunneld (docs/peers.md): each

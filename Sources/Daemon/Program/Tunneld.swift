@@ -4,7 +4,8 @@ import Engine
 import SystemIO
 import Core
 import Synchronization
-import Control
+import Config
+import ControlProtocol
 import Foundation
 import Glibc
 import Packet
@@ -15,7 +16,7 @@ import WireGuard
 
 /// The gateway daemon's entry point and life cycle.
 public enum Tunneld {
-    public static let version = "0.1.0"
+    public static let version = ProductVersion.current
 
     static let usage = """
         usage: tunneld [--config PATH] [--foreground] [--check-config] [--verbose]
@@ -286,50 +287,10 @@ public enum Tunneld {
             metrics.noteReload(ok: applied)
             return reply
         }
-        let control = try ControlServer(path: iface.controlSocketPath, log: log) { request, _ in
-            switch request {
-            case .status:
-                return .status(statusReply())
-            case .metrics:  // tunnelctl metrics: the same text as MetricsListen's /metrics
-                return .metrics(metrics.text())
-            case .peers:
-                return .peers(sessions.annotate(engine.peerStatuses()))
-            case .policyReload:
-                let reply = engine.reloadPolicy(directory: iface.policyDirectory)
-                metrics.noteReload(ok: reply.succeeded)
-                return .policyReload(reply)
-            case .policyShow:
-                return .policyShow(engine.policyShowReply())
-            case .kick(let name):
-                guard let p = engine.peer(named: name) else {
-                    return .failure(.notFound, "no peer named '\(name)' (tunnelctl peers lists them)")
-                }
-                let had = engine.device.status(of: p.handle)?.hasCurrentKeypair ?? false
-                engine.kick(p.handle)
-                sessions.kicked(name)
-                log.notice("peer \(name): kicked by admin")
-                return .kick(KickReply(peer: name, endedSession: had))
-            case .liveFlows(let peer):  // session/history (issue 5): tunnelctl explain 'FLOW'
-                return .liveFlows(sessions.liveFlows(peer: peer))
-            case .capture(let enabled, let detail):  // tunnelctl capture on|off (docs/capture.md)
-                return observe.capture(enabled: enabled, detail: detail)
-            case .peerTier(let name, let tier):  // tunnelctl peer tier: the daemon owns the change
-                switch sessions.setTier(peer: name, tier) {
-                case .success(let before):
-                    return .peerTier(PeerTierReply(peer: name, tier: tier, previous: before,
-                                                   stored: !(sessions.ledger?.isFailing ?? true)))
-                case .failure(.unknownPeer):
-                    return .failure(.notFound, "no peer named '\(name)' (tunnelctl peers lists them)")
-                case .failure(.unknownTier(let t)):
-                    let known = engine.registry.tierClasses.names.map(\.rawValue).joined(separator: ", ")
-                    return .failure(.notFound, "tier '\(t)' is not configured (configured: \(known)); add a [Tier \(t)] section and reload")
-                }
-            case .reload:  // tunnelctl reload, SIGHUP: the whole config, applied like wg syncconf
-                return reloadConfig()
-            case .unknown(let type):
-                return .failure(.unknownRequest, "unknown request '\(type)'")
-            }
-        }
+        let handler = ControlHandler(engine: engine, sessions: sessions, observe: observe, policyDirectory: iface.policyDirectory,
+                                     log: log, status: statusReply, metricsText: { metrics.text() },
+                                     policyReloaded: { metrics.noteReload(ok: $0) }, reloadConfig: reloadConfig)
+        let control = try ControlServer(path: iface.controlSocketPath, log: log, handler: handler.respond)
         defer { control.stop() }
         let uapi = try UAPIServer(
             interfaceName: tun.name,

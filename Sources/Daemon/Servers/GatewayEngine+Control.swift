@@ -2,7 +2,7 @@
 // (`wg show`, `wg set`), built from the engine's live state.
 import Engine
 import Core
-import Control
+import ControlProtocol
 import Glibc
 import Packet
 import Policy
@@ -58,10 +58,10 @@ extension GatewayEngine {
     }
 
     /// `tunnelctl peers`.
-    public func peerStatuses() -> [Control.PeerStatus] {
+    public func peerStatuses() -> [ControlProtocol.PeerStatus] {
         peers.map { p in
             let s = device.status(of: p.handle)
-            var status = Control.PeerStatus(
+            var status = ControlProtocol.PeerStatus(
                 name: p.name, publicKey: p.publicKey.base64, tier: p.tier, endpoint: s?.endpoint?.description,
                 lastHandshakeMs: s?.lastHandshake.map { wallMilliseconds(ofMonotonic: $0) },
                 rxBytes: s?.rxBytes ?? 0, txBytes: s?.txBytes ?? 0,
@@ -106,7 +106,7 @@ extension GatewayEngine {
             log.error("policy: reload of \(directory) failed, keeping generation \(policy.generation):\n\(failure)")
             var errors = failure.diagnostics.filter { $0.severity == .error }.map(Self.diagnostic)
             if errors.isEmpty {
-                errors = [Control.PolicyDiagnostic(file: directory, line: 0, column: 0, message: failure.message)]
+                errors = [ControlProtocol.PolicyDiagnostic(file: directory, line: 0, column: 0, message: failure.message)]
             }
             let first = errors[0]
             log.event(.policyReload(generation: policy.generation, rules: policy.compiled.rules.count, error: first.message,
@@ -117,8 +117,8 @@ extension GatewayEngine {
         }
     }
 
-    static func diagnostic(_ d: Policy.PolicyDiagnostic) -> Control.PolicyDiagnostic {
-        Control.PolicyDiagnostic(file: d.location.file, line: d.location.line, column: d.location.column,
+    static func diagnostic(_ d: Policy.PolicyDiagnostic) -> ControlProtocol.PolicyDiagnostic {
+        ControlProtocol.PolicyDiagnostic(file: d.location.file, line: d.location.line, column: d.location.column,
                                  message: d.message)
     }
 

@@ -1,4 +1,5 @@
-import Control
+import Config
+import ControlProtocol
 import Core
 import Engine
 import Packet

@@ -1,6 +1,6 @@
 import Engine
 import Core
-import Control
+import Config
 import WireGuard
 
 /// The engine as the watchdog's device: refusal, session end (keys dropped), byte counts.

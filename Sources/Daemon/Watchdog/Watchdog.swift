@@ -2,7 +2,7 @@ import Engine
 import Core
 import Runtime
 import Sessions
-import Control
+import Config
 import Store
 import Synchronization
 import WireGuard

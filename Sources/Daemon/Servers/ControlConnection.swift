@@ -1,3 +1,4 @@
+import ControlProtocol
 import Core
 /// One accepted connection of the control server, as its event loop tracks it.
 ///

@@ -6,9 +6,9 @@ import Glibc
 
 /// Reads newline-terminated lines from a socket with a byte limit and a deadline. Used by both
 /// servers and the client; never reads past what it was asked to return except into its buffer.
-struct LineReader {
+public struct LineReader {
     /// Why a read stopped.
-    enum Failure: Error, Equatable {
+    public enum Failure: Error, Equatable {
         /// The peer closed the connection; `partial` says whether a line was cut off.
         case closed(partial: Bool)
         /// More than the byte limit without a newline.
@@ -19,32 +19,35 @@ struct LineReader {
         case failed(SystemError)
     }
 
-    let fd: Int32
+    /// The connected socket read from.
+    public let fd: Int32
     /// What the socket is, for errors (its path when known).
-    let name: String
+    public let name: String
     /// Bytes read but not yet returned start at `start` (lines are taken off the front by
     /// moving `start`; the buffer is compacted once per read, not once per line).
     var buffer: [UInt8] = []
     var start = 0
-    var limit: Int
-    var total = 0
+    /// Bytes this reader may read in all (since the last `resetLimit`); more is `.tooLong`.
+    public var limit: Int
+    /// Bytes read so far against `limit`.
+    public var total = 0
     /// Longest line (without its newline) accepted; a longer one is `.tooLong` even under
     /// `limit`, so a stream of many lines never buffers more than this plus one read.
-    var lineLimit = Int.max
+    public var lineLimit = Int.max
     /// One read's worth; lines are assembled in `buffer`.
     private var scratch = [UInt8](repeating: 0, count: 65536)
 
-    init(fd: Int32, limit: Int, name: String = "socket") {
+    public init(fd: Int32, limit: Int, name: String = "socket") {
         self.fd = fd
         self.limit = limit
         self.name = name
     }
 
     /// Starts a new byte budget (for the next operation on a kept-open connection).
-    mutating func resetLimit() { total = buffer.count - start }
+    public mutating func resetLimit() { total = buffer.count - start }
 
     /// The next line without its `\n`. The limit counts every byte read through this reader.
-    mutating func readLine(deadlineMs: Int64) -> Result<[UInt8], Failure> {
+    public mutating func readLine(deadlineMs: Int64) -> Result<[UInt8], Failure> {
         var scanFrom = start
         while true {
             if let nl = newline(from: scanFrom) {

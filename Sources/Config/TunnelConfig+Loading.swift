@@ -88,7 +88,7 @@ extension TunnelConfig {
         switch readSmallFile(path, limit: 4096) {
         case .failure(let e): return .failure(e)
         case .success(let bytes):
-            let text = String(decoding: bytes, as: UTF8.self).trimmingNewlinesAndSpaces()
+            let text = String(decoding: bytes, as: UTF8.self).trimmedSpaces()
             guard let key = WireGuardKey(base64: text) else {
                 return .failure(ValueError(
                     "'\(path)' does not hold a key (base64 of 32 bytes)",

@@ -1,3 +1,4 @@
+import ControlProtocol
 import Core
 /// What one client may hold of the control server (issue 13 item 5), and what the server did.
 extension ControlServer {
