@@ -1,18 +1,17 @@
-// Issue 16's data-path limits: rate shaping (`RateUp`/`RateDown`) and flow caps
-// (`MaxFlows`/`NewFlowRate`); docs/limits.md. The loops in GatewayEngine+DataPath.swift call
+// The data-path limits: rate shaping (`RateUp`/`RateDown`) and flow caps
+// (`MaxFlows`/`NewFlowRate`); docs/limits.md. The loops (GatewayEngine+Inbound, +Outbound) call
 // the few functions here, so an unlimited peer costs one array load per packet.
 import Core
 import Packet
 import SystemIO
 import WireGuard
 
-/// The engine's limit state. `up` belongs to the inbound thread and `down` to the outbound
-/// thread (each touches only its own, never shared); `caps` is touched only under the flow lock.
+/// The engine's shaping state. `up` belongs to the inbound thread and `down` to the outbound
+/// thread (each touches only its own, never shared). The flow caps are in `FlowState`.
 final class LimitBox: @unchecked Sendable {
     // Safe: see above — every field has exactly one owner at a time (a thread, or the flow lock).
     let up = Shaper()
     let down = Shaper()
-    let caps = FlowCaps()
 }
 
 extension GatewayEngine {
@@ -98,8 +97,8 @@ extension GatewayEngine {
 
     /// Brings the flow caps up to the registry's peers when they changed. Flow lock held.
     @inline(__always)
-    func syncFlowCaps(_ directory: PeerDirectory, now: UInt64) {
-        let caps = limits.caps
+    func syncFlowCaps(_ s: FlowState, _ directory: PeerDirectory, now: UInt64) {
+        let caps = s.caps
         guard caps.version != directory.version else { return }
         caps.configure(directory.all.map { ($0.handle.rawValue, $0.limits.maxFlows, $0.limits.newFlowsPerSecond) },
                        now: now)
@@ -110,10 +109,10 @@ extension GatewayEngine {
     /// flow was refused, counted (`flow-limit` or `flow-table-full`) and, for a cap, reported
     /// to `events` (coalesced per peer and second). Flow lock held.
     @inline(__always)
-    func trackOwned(_ table: FlowTable, _ key: FlowKey, reversed: Bool, length: Int, tcpFlags: TCPFlags,
+    func trackOwned(_ s: FlowState, _ key: FlowKey, reversed: Bool, length: Int, tcpFlags: TCPFlags,
                     nowMs: Int64, peer: UInt32) -> FlowTrackResult?
     {
-        let caps = limits.caps
+        let table = s.table, caps = s.caps
         if !caps.isCapped(peer) {
             if let t = table.track(key, reversed: reversed, length: length, tcpFlags: tcpFlags, now: nowMs, owner: peer) {
                 return t

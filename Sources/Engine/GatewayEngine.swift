@@ -28,9 +28,13 @@
 //            an incremental flow-expiry sweep, pending flows past `HostWait` decided without a
 //            host, and the policy's next `during` boundary.
 //
-// The flow table and policy verdicts are shared by the first two threads behind one mutex taken
-// once per batch. The policy in force and the AllowedIPs trie are immutable snapshots swapped
-// under their own mutexes and read once per batch.
+// Each thread is a file: GatewayEngine+Inbound, +Outbound, +Handshake, +Timers; the decisions
+// they take under the flow lock are in GatewayEngine+FlowDecisions (a `FlowDecision` value,
+// reported once by `report`, every flow end by `reportEnded`).
+//
+// `FlowState` — the flow table, fragments, host gate and flow caps — is shared by the data
+// threads behind one mutex (`flows`) taken once per batch. The policy in force and the AllowedIPs
+// trie are immutable snapshots swapped under their own mutexes and read once per batch.
 import SystemIO
 import Core
 import Packet
@@ -109,18 +113,13 @@ public final class GatewayEngine: @unchecked Sendable {
     public let registry = PeerRegistry()
     /// Byte accounting of peers with a quota or an `IdleTimeout` (armed by the watchdog).
     public let quotas = QuotaMeter()
-    /// The flow table (and `fragments`) are used only inside `withFlows`, which holds `flowLock`.
-    let flowLock = Mutex(())
-    let flowBox: FlowBox
+    /// The flow table, fragments, host gate and flow caps, behind the one flow lock
+    /// (`withFlowState`; `withFlows` for the table alone).
+    let flows: Mutex<FlowState>
     /// The seed of the flow table's bucket hash (`GatewayOptions.flowHashSeed`, else random).
-    public var flowHashSeed: UInt64 { flowBox.table.hashSeed }
-    /// Later IP fragments → their datagram's ports; used only under the `flows` lock.
-    let fragments = FragmentBox()
+    public let flowHashSeed: UInt64
     /// Rate shaping and flow caps (issue 16; GatewayEngine+Limits.swift).
     let limits = LimitBox()
-    /// Host learning: DNS-learned names, pending flows and their held packets; used only
-    /// under the flow lock.
-    let hostGate: HostGate
     let pending = Mutex<[UInt32: PendingPackets]>([:])
     let handshakeWindow = Mutex<(second: UInt64, count: Int)>((0, 0))
     /// Handshake messages from the inbound thread to the handshake thread.
@@ -157,8 +156,10 @@ public final class GatewayEngine: @unchecked Sendable {
         startedAtMs = clock.wallMilliseconds()
         handshakes = HandshakeQueue(capacity: max(1, options.handshakeQueueCapacity))
         var random = SystemRandomNumberGenerator()
-        flowBox = FlowBox(FlowTable(capacity: options.flowCapacity, hashSeed: options.flowHashSeed ?? random.next()))
-        hostGate = HostGate(options: options, counters: counters, flowCapacity: options.flowCapacity, mtu: tun.mtu)
+        let table = FlowTable(capacity: options.flowCapacity, hashSeed: options.flowHashSeed ?? random.next())
+        flowHashSeed = table.hashSeed
+        flows = Mutex(FlowState(table: table, hostGate: HostGate(options: options, counters: counters,
+                                                                 flowCapacity: options.flowCapacity, mtu: tun.mtu)))
         let now = clock.wallMilliseconds()
         policyState = Mutex(ActivePolicy(
             compiled: policy.1, set: policy.0, generation: 1, loadedAtMs: now, peers: [],
@@ -234,7 +235,7 @@ public final class GatewayEngine: @unchecked Sendable {
     public func removePeer(_ handle: PeerHandle) {
         device.removePeer(handle)
         pending.withLock { $0[handle.rawValue] = nil }
-        withFlows { _ in hostGate.forget(peer: handle.rawValue) }
+        withFlowState { $0.hostGate.forget(peer: handle.rawValue) }
         registry.remove(handle)
     }
 
@@ -343,7 +344,13 @@ public final class GatewayEngine: @unchecked Sendable {
     /// Runs `body` with the flow table, under the flow lock (held once per data-path batch).
     @inline(__always)
     public func withFlows<R: Sendable>(_ body: (FlowTable) throws -> R) rethrows -> R {
-        try flowLock.withLock { _ in try body(flowBox.table) }
+        try flows.withLock { try body($0.table) }
+    }
+
+    /// Runs `body` with everything the flow decisions use, under the flow lock.
+    @inline(__always)
+    func withFlowState<R>(_ body: (FlowState) throws -> R) rethrows -> R {
+        try flows.withLock { try body($0) }
     }
 
     // MARK: Helpers shared by the loops
@@ -401,17 +408,3 @@ public final class GatewayEngine: @unchecked Sendable {
         if !kept { counters.drop(.handshakeQueueFull) }
     }
 }
-
-/// The flow table, reachable from the data-path threads.
-final class FlowBox: @unchecked Sendable {
-    // Safe: only touched inside GatewayEngine.withFlows, which holds the flow lock.
-    let table: FlowTable
-    init(_ table: FlowTable) { self.table = table }
-}
-
-/// The fragment tracker, reachable from the data-path threads.
-final class FragmentBox: @unchecked Sendable {
-    // Safe: only touched while the engine's `flows` mutex is held (GatewayEngine.resolveFragment).
-    let tracker = FragmentTracker()
-}
-
