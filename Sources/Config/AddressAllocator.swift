@@ -1,6 +1,6 @@
 import Core
 
-/// The next free peer address in the interface subnets (issue 15, `tunnelctl peer add --ip auto`).
+/// The next free peer address in the interface subnets (`tunnelctl peer add --ip auto`).
 /// Pure. For the first IPv4 and the first IPv6 interface address, the lowest host address of its
 /// subnet that is not the network address (nor, in IPv4, the broadcast address), not one of the
 /// gateway's own addresses and not inside any configured peer's AllowedIPs. A peer's prefix wider

@@ -2,8 +2,8 @@ import Core
 import Glibc
 import Runtime
 
-/// Replaces a file so that a reader (or a crash) sees the old contents or the new, never a mix
-/// (issue 15): write a temporary file in the same directory, fsync it, give it the old file's mode
+/// Replaces a file so that a reader (or a crash) sees the old contents or the new, never a mix:
+/// write a temporary file in the same directory, fsync it, give it the old file's mode
 /// and owner, rename it over the old one, fsync the directory. A failure at any step before the
 /// rename leaves the old file untouched and removes the temporary file.
 public enum AtomicFile {

@@ -2,7 +2,7 @@ import ControlProtocol
 import Core
 import Packet
 
-/// What a UAPI `set=1` (`wg set`, `wg setconf`, `wg addconf`) does to `tunneld.conf` (issue 15):
+/// What a UAPI `set=1` (`wg set`, `wg setconf`, `wg addconf`) does to `tunneld.conf`:
 /// tunneld writes peers added over the UAPI back to the file, so none is silently ephemeral.
 public struct UAPIWriteBack: Hashable, Sendable {
     /// The new text of the file (equal to the old one when the request changes no peer's record).

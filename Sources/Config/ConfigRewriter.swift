@@ -1,6 +1,6 @@
 import Core
 
-/// Edits the text of `tunneld.conf` the way a careful person would (issue 15): append a `[Peer]`,
+/// Edits the text of `tunneld.conf` the way a careful person would: append a `[Peer]`,
 /// remove one, rename one, set or clear a key in a peer's section. Pure: text in, text out. Every
 /// byte outside the lines it touches is kept — comments, blank lines, CRLF or LF endings, odd
 /// spacing, a missing final newline. Peers are found by the parser's naming rule (`Name`, else a

@@ -53,7 +53,7 @@ public struct InterfaceConfig: Hashable, Sendable {
     /// off): an address inside the tunnel; a request is answered with the state of the peer its
     /// inner source address belongs to (cryptokey routing), never anything the client claims.
     public var statusListen: Endpoint?
-    /// Where the facts gateways share live (`Store`, issue 19): `local` (the default: `state.db`
+    /// Where the facts gateways share live (`Store`): `local` (the default: `state.db`
     /// in `StateDirectory`, one router) or a PostgreSQL connection string shared by many gateways.
     public var store: SharedStoreSetting = .local
     /// A libpq password file for `Store` (`StorePassFile`; the `passfile` connection parameter):

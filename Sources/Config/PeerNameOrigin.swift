@@ -1,5 +1,5 @@
 import Core
-/// Where a `[Peer]`'s name came from (issue 15: wg-quick files name peers in comments).
+/// Where a `[Peer]`'s name came from (wg-quick files name peers in comments).
 public enum PeerNameOrigin: String, Hashable, Sendable {
     /// `Name = …` in the section.
     case nameKey

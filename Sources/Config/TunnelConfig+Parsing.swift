@@ -13,7 +13,7 @@ extension TunnelConfig {
         "Name", "PublicKey", "PresharedKey", "AllowedIPs", "Endpoint", "PersistentKeepalive", "Tier", "Expires", "Disabled",
         "ClientDNS", "ClientEndpoint", "ClientAllowedIPs",
     ]
-    /// The `[Interface]` keys that come from wg-quick (accepted for compatibility, issue 15).
+    /// The `[Interface]` keys that come from wg-quick (accepted for compatibility).
     public static let wgQuickKeys = ["DNS", "SaveConfig", "Table", "PreUp", "PostUp", "PreDown", "PostDown"]
     /// Keys that may appear more than once in a section (their lists are concatenated).
     static let repeatableKeys: Set<String> = ["Address", "AllowedIPs", "DNS", "PreUp", "PostUp", "PreDown", "PostDown"]

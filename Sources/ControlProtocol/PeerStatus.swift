@@ -24,7 +24,7 @@ public struct PeerStatus: Hashable, Sendable, Codable {
     /// The peer's AllowedIPs (`10.99.0.2/32`).
     public var allowedIPs: [String]
     /// The limits tunneld enforces on the peer (tier and per-peer keys resolved); nil when not
-    /// known (a bare WireGuard device, or a daemon that predates issue 16).
+    /// known (a bare WireGuard device, or a daemon older than peer limits).
     public var limits: PeerLimits? = nil
     /// Bytes used in the current window, when the peer has a quota (as of the watchdog's last pass).
     public var quotaUsed: ByteUse? = nil

@@ -1,6 +1,6 @@
 import Core
 /// `reload`: the outcome of re-reading the whole config file and applying the difference to the
-/// running peers (issue 15, like `wg syncconf`). A config with errors is not a `ReloadReply`: the
+/// running peers (like `wg syncconf`). A config with errors is not a `ReloadReply`: the
 /// daemon answers `ControlResponse.error` with code `invalidConfig` and the `file:line` messages,
 /// and changes nothing.
 public struct ReloadReply: Hashable, Sendable, Codable {

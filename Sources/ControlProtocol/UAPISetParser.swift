@@ -1,5 +1,5 @@
 import Core
-/// The `set=1` parser fed one line at a time (issue 13 item 8), so a request of many MiB is
+/// The `set=1` parser fed one line at a time, so a request of many MiB is
 /// never held as text: only the parsed `UAPISetRequest` grows (a 100,000-prefix `allowed_ip`
 /// list is about 3 MiB of text but ~2.4 MiB of prefixes). Same rules as `UAPICodec.parseSet`,
 /// which is built on it: device keys until the first `public_key`, then peer keys.

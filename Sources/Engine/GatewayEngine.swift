@@ -118,7 +118,7 @@ public final class GatewayEngine: @unchecked Sendable {
     let flows: Mutex<FlowState>
     /// The seed of the flow table's bucket hash (`GatewayOptions.flowHashSeed`, else random).
     public let flowHashSeed: UInt64
-    /// Rate shaping and flow caps (issue 16; GatewayEngine+Limits.swift).
+    /// Rate shaping and flow caps (GatewayEngine+Limits.swift).
     let limits = LimitBox()
     let pending = Mutex<[UInt32: PendingPackets]>([:])
     let handshakeWindow = Mutex<(second: UInt64, count: Int)>((0, 0))

@@ -22,7 +22,7 @@ public protocol GatewayEvents: AnyObject, Sendable {
     func timerTick(flows: FlowTable, monoMs: Int64)
     /// The engine is stopping: the flows still in the table (under the flow lock).
     func engineStopping(flows: FlowTable, monoMs: Int64)
-    /// New flows of `peer` were refused (issue 16; see the default implementation below).
+    /// New flows of `peer` were refused (see the default implementation below).
     func flowRefused(peer: UInt32, key: FlowKey, reason: FlowRefusal, refused: UInt64, monoMs: Int64)
 }
 

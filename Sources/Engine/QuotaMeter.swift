@@ -2,7 +2,7 @@ import Core
 import Synchronization
 import WireGuard
 
-/// Per-peer byte accounting in the data path (issue 16): for every peer with a byte quota or an
+/// Per-peer byte accounting in the data path: for every peer with a byte quota or an
 /// `IdleTimeout`, the bytes forwarded each way in its current window. The watchdog arms an
 /// account when a window is in force (`arm`), reads it on every pass (quota reached, traffic for
 /// idleness, the use to persist) and disarms it when the window ends.
@@ -104,7 +104,7 @@ public final class QuotaMeter: Sendable {
         }
     }
 
-    /// Adds bytes other gateways counted in the same window (issue 19: quota use summed across
+    /// Adds bytes other gateways counted in the same window (quota use summed across
     /// gateways) to `peer`'s account for `window`, if armed; the data path stops at the quota the
     /// sum reaches. Returns false when no such account is armed.
     @discardableResult

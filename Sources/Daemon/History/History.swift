@@ -9,7 +9,7 @@ import Store
 import Synchronization
 import WireGuard
 
-/// The daemon's history recorder (DESIGN.md §7, issue 5): owns the `StoreWriter` and turns the
+/// The daemon's history recorder (DESIGN.md §7): owns the `StoreWriter` and turns the
 /// engine's hooks (`GatewayEvents`) and the watchdog's records (`WatchdogSink`) into store
 /// records — flows opened, updated every `flowUpdateIntervalMs` (batched by a sweep of the flow
 /// table on the timer thread, never per packet) and closed; coalesced flow refusals; sessions,
@@ -138,7 +138,7 @@ public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
         }
     }
 
-    /// New flows refused by the peer's flow caps (issue 16): one coalesced `flow` refusal row per
+    /// New flows refused by the peer's flow caps: one coalesced `flow` refusal row per
     /// peer and destination per hour, rule and reason `flow-limit` (the engine already coalesces
     /// to one call per peer per second; `refused` is how many it stands for). A full table of
     /// other peers' flows is counted only (`flow-table-full` in status).

@@ -5,7 +5,7 @@ import Foundation
 import Runtime
 import Store
 
-/// The daemon's scheduled prune (DESIGN.md §7, issue 6 Deliver 4): the same `Pruner` and
+/// The daemon's scheduled prune (DESIGN.md §7): the same `Pruner` and
 /// `CaptureFiles.prune` as `tunnelctl prune`, run once at start and then every `intervalMs`
 /// (hourly), on a thread of its own with its own `Store` connection. The pruner's batches are
 /// short transactions with pauses in between, so the `StoreWriter` keeps its lock waits
@@ -16,7 +16,7 @@ import Store
 /// the operator's limits are unknown then, and deleting history on factory limits could lose
 /// what they meant to keep — until the row is fixed; missing or bad fields take factory values.
 ///
-/// With a shared store (`Store = postgresql://…`, issue 19) the retention is the shared store's
+/// With a shared store (`Store = postgresql://…`) the retention is the shared store's
 /// (`SharedState.settings`, schema v5: the same for every gateway; capture stays this gateway's),
 /// read before every run and kept in the local row (and in memory), so a run while the database
 /// is away prunes with the last shared retention read — the fall-back is logged once, and once

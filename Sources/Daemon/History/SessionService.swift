@@ -8,7 +8,7 @@ import Runtime
 import Store
 import Synchronization
 
-/// Everything issue 5 adds to the running daemon, wired in one place: the store (crash recovery,
+/// The history side of the running daemon, wired in one place: the store (crash recovery,
 /// heartbeat), the `History` recorder hooked into the engine, the `Watchdog` with the stored
 /// windows, the stored tier overrides handed to the registry (their one owner), and the
 /// `WatchdogTicker` (which also moves the heartbeat).
@@ -43,7 +43,7 @@ public final class SessionService: @unchecked Sendable {
     private let restrictions = Mutex<[String: Watchdog.Restriction]>([:])
     /// Where the restrictions come from: this gateway's config (nil before the first one) and,
     /// with a shared store, the latest `Disabled` / `Expires` change of any gateway per peer,
-    /// which wins over the config (issue 19; docs/scale-out.md "Disabled and Expires").
+    /// which wins over the config (docs/scale-out.md "Disabled and Expires").
     private struct Admission {
         var config: [String: Watchdog.Restriction]?
         var shared: [String: SharedAdmission] = [:]
@@ -52,13 +52,13 @@ public final class SessionService: @unchecked Sendable {
     /// This gateway's name (`GatewayName`, else the host name), in the shared store and on the windows it opens.
     private let gatewayName: String
 
-    /// The shared store's sync (`Store = postgresql://…`, issue 19); nil with `Store = local`.
+    /// The shared store's sync (`Store = postgresql://…`); nil with `Store = local`.
     public let shared: SharedSync?
     /// The gateway name history is journalled under for the shared store (nil: local).
     private let journalGateway: String?
 
     /// The restriction in force for `name` (`Disabled`, `Expires`): the config's, or the shared
-    /// store's latest change of any gateway (issue 19); nil: none.
+    /// store's latest change of any gateway; nil: none.
     public func restriction(of name: String) -> Watchdog.Restriction? { restrictions.withLock { $0[name] } }
 
     /// Opens the store at `config.storePath`, closes the sessions a crash left open (at the last
@@ -67,7 +67,7 @@ public final class SessionService: @unchecked Sendable {
     /// before adding peers; a store that cannot be opened is logged and the gateway runs with the
     /// watchdog in memory only (records dropped and counted).
     ///
-    /// With `shared` (a connection factory for the shared store, issue 19) windows and tier
+    /// With `shared` (a connection factory for the shared store) windows and tier
     /// overrides are shared with the other gateways naming the same store as `gateway`.
     public init(engine: GatewayEngine, interface: InterfaceConfig, log: Logger, recordFlows: Bool = true,
                 shared connect: (@Sendable () throws -> any SharedState)? = nil, gateway: String = "", backend: String = "postgresql")

@@ -6,7 +6,7 @@ import Foundation
 import Runtime
 import Synchronization
 
-/// Keeps the running peers and `tunneld.conf` one record (issue 15, docs/peers.md). `reload`
+/// Keeps the running peers and `tunneld.conf` one record (docs/peers.md). `reload`
 /// (SIGHUP, `tunnelctl reload`, every `tunnelctl peer` edit) re-reads the file and applies it like
 /// `wg syncconf`; `uapiSet` (`wg set`, `wg setconf`, `wg addconf`) writes peer changes back to the
 /// file atomically first (`ConfigRewriter.applyUAPI`, `AtomicFile`) and then applies the file the

@@ -166,12 +166,12 @@ public enum Tunneld {
         options.testWedgeFile = environment["TUNNELD_TEST_WEDGE_FILE"]  // test hook: e2e systemd.sh
         let engine = GatewayEngine(device: device, tun: tun, bind: bind, clock: SystemClock(), policy: policy, options: options,
                                    log: log)
-        // BEGIN session/history (issue 5): store, history recorder, free-session watchdog. Must open
+        // BEGIN session/history: store, history recorder, free-session watchdog. Must open
         // the store before DaemonMarkers writes its start marker: crash recovery closes leftover
         // sessions at the last proven-alive time, which a fresh marker would move to now.
         // TUNNELD_HISTORY=off turns flow recording off (benchmarks); the watchdog always runs.
         // Store = postgresql://…: windows, quota use and tier overrides shared with the other
-        // gateways naming the same database (issue 19); each thread opens its own connection.
+        // gateways naming the same database; each thread opens its own connection.
         let gatewayName = iface.gatewayNameInForce
         var sharedConnect: (@Sendable () throws -> any SharedState)? = nil
         if iface.store.isShared {
@@ -189,7 +189,7 @@ public enum Tunneld {
         engine.registry.setTierClasses(config.tiers)
         _ = engine.applyConfigPeers(config.peers)  // one batch: a start with 10,000 peers stays linear
         sessions.configPeersChanged(config.peers)  // disabled and expiring peers
-        try sessions.start()  // session/history (issue 5): refuse paused peers before traffic
+        try sessions.start()  // session/history: refuse paused peers before traffic
         // ---- live ring and capture (docs/ring.md, docs/capture.md) ----
         let observe = Observe.start(config: config, engine: engine, log: log)
         defer { observe.stop() }
@@ -203,9 +203,9 @@ public enum Tunneld {
         engine.start()
         defer { engine.stop() }
 
-        // ── history: automatic markers and scheduled prune (issue 6; DaemonMarkers, PruneSchedule) ──
+        // ── history: automatic markers and scheduled prune (DaemonMarkers, PruneSchedule) ──
         // Both use connections of their own on state.db (a marker about a full writer queue must
-        // not wait in that queue). Session ends are marked by the watchdog itself (issue 5 block).
+        // not wait in that queue). Session ends are marked by the watchdog itself.
         let wallMs: @Sendable () -> Int64 = { SystemClock().wallMilliseconds() }
         var history: (DaemonMarkers, PruneSchedule)?
         do {
@@ -260,7 +260,7 @@ public enum Tunneld {
             return "\(s.peersConnected) of \(s.peersConfigured) peer(s) connected; policy generation \(s.policy.generation)"
         }
         defer { systemd.stopping() }
-        // The whole config again (issue 15), and `wg set` written back to it: one owner of the
+        // The whole config again, and `wg set` written back to it: one owner of the
         // running peers' record (PeerConfigSync), routes synced after each change.
         // StatusListen and MetricsListen: started below, moved or stopped by every reload.
         let metricsListen = ReloadableListener(key: "MetricsListen")

@@ -4,7 +4,7 @@ import Engine
 import WireGuard
 
 extension GatewayEngine {
-    /// Applies a re-read configuration's peers like `wg syncconf` (issue 15): peers are matched by
+    /// Applies a re-read configuration's peers like `wg syncconf`: peers are matched by
     /// public key; new ones are added, gone ones removed (their sessions end `removed` through the
     /// registry's listener), changed ones (name, AllowedIPs, preshared key, keepalive, endpoint,
     /// configured tier) updated in place — an untouched peer's keys, session, flows and window are

@@ -1,7 +1,7 @@
 import Core
 import Engine
 
-/// The watchdog's sink with a shared store (issue 19): every record goes on to `inner`; each
+/// The watchdog's sink with a shared store: every record goes on to `inner`; each
 /// window write also goes to the `SharedSync`, which pushes moves and reconciles windows the
 /// watchdog opened without the shared store's answer.
 public final class SharedWindowSink: WatchdogSink {

@@ -50,7 +50,7 @@ public final class Watchdog: Sendable {
     /// A configured peer, as the engine's registry holds it.
     public typealias Peer = GatewayPeer
 
-    /// Why a configured peer is refused whatever its tier (issue 15): `Disabled = true`, or an
+    /// Why a configured peer is refused whatever its tier: `Disabled = true`, or an
     /// `Expires` date.
     public enum Restriction: Sendable, Hashable {
         case disabled
@@ -99,7 +99,7 @@ public final class Watchdog: Sendable {
     let state: Mutex<State>
     /// The data path's byte accounting (quotas, `IdleTimeout`); the watchdog arms and reads it.
     public let quotas: QuotaMeter
-    /// The shared windows of several gateways (`Store = postgresql://…`, issue 19), asked before a
+    /// The shared windows of several gateways (`Store = postgresql://…`), asked before a
     /// window opens; nil: this gateway decides alone (`Store = local`).
     private let authority = Mutex<(any WindowAuthority)?>(nil)
 

@@ -3,7 +3,7 @@ import Engine
 import Runtime
 import Synchronization
 
-/// The watchdog's records as operator events (`DaemonEvent`, issue 17 item 2), on the way to
+/// The watchdog's records as operator events (`DaemonEvent`), on the way to
 /// the store: session start and end (with the reason), window end, and the first refusal of each
 /// pause (or of a disabled or expired peer); later refusals are only counted. Called under the
 /// watchdog's lock like any sink: it logs (one write) and forwards, nothing else.

@@ -1,7 +1,7 @@
 import Core
 import Store
 
-/// A window as the shared store answered (issue 19): its dates, the bytes used in it over every
+/// A window as the shared store answered: its dates, the bytes used in it over every
 /// gateway, and whether this gateway's request opened it.
 public struct SharedGrant: Sendable, Hashable {
     /// The window's dates.
