@@ -50,19 +50,10 @@ extension PolicySource {
     /// The whole file, or the errno of the call that failed (`EACCES`, `EISDIR`, `ENOENT` for a
     /// dangling link, …).
     static func readFile(_ path: String) -> Result<[UInt8], ReadErrno> {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return .failure(ReadErrno(code: errno)) }
-        defer { close(fd) }
-        var out: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                return .failure(ReadErrno(code: errno))
-            }
-            if n == 0 { return .success(out) }
-            out.append(contentsOf: buffer[0..<n])
+        do throws(SystemError) {
+            return .success(try Sys.readFile(path, limit: .max))
+        } catch {
+            return .failure(ReadErrno(code: error.errno))
         }
     }
 }
