@@ -18,22 +18,17 @@ extension StateStore {
           tier = excluded.tier, generation = excluded.generation
         """
     // A capture location (?10 file, ?11 offset) fills a row that has none; the first one stays.
-    // (SET expressions see the row as it was, so both test the old capture_file.) A new decision
-    // (?7 verdict not NULL) replaces the stored one whole; without one the stored one stays.
+    // (SET expressions see the row as it was, so both test the old capture_file.) The decision
+    // columns are the opening decision's and are never updated.
     static let updateFlowSQL = """
         UPDATE flows SET last_seen = max(last_seen, ?2), bytes_out = ?3, bytes_in = ?4, packets_out = ?5,
-          packets_in = ?6, verdict = coalesce(?7, verdict), host = coalesce(?9, host),
-          rule = CASE WHEN ?7 IS NULL THEN rule ELSE ?8 END,
-          rule_name = CASE WHEN ?7 IS NULL THEN rule_name ELSE ?12 END,
-          reason = CASE WHEN ?7 IS NULL THEN reason ELSE ?13 END,
-          tier = CASE WHEN ?7 IS NULL THEN tier ELSE ?14 END,
-          generation = CASE WHEN ?7 IS NULL THEN generation ELSE ?15 END,
+          packets_in = ?6, host = coalesce(?9, host),
           capture_file = CASE WHEN capture_file IS NULL AND ?11 IS NOT NULL THEN ?10 ELSE capture_file END,
           capture_offset = CASE WHEN capture_file IS NULL AND ?11 IS NOT NULL THEN ?11 ELSE capture_offset END
           WHERE id = ?1
         """
     static let closeFlowSQL = """
-        UPDATE flows SET last_seen = max(last_seen, ?2), bytes_out = ?3, bytes_in = ?4, packets_out = ?5,
+        UPDATE flows SET last_seen = max(last_seen, coalesce(?10, ?2)), bytes_out = ?3, bytes_in = ?4, packets_out = ?5,
           packets_in = ?6, closed_at = ?2, close_reason = ?7,
           capture_file = CASE WHEN capture_file IS NULL AND ?9 IS NOT NULL THEN ?8 ELSE capture_file END,
           capture_offset = CASE WHEN capture_file IS NULL AND ?9 IS NOT NULL THEN ?9 ELSE capture_offset END
@@ -66,11 +61,8 @@ extension StateStore {
         s.bind(1, u.id)
         s.bind(2, u.lastSeen)
         bindCounters(s, 3, u.counters)
-        s.bind(7, u.verdict?.name)
-        s.bind(8, u.decision?.place)
         s.bind(9, u.host)
         bindCapture(s, 10, u.capture)
-        bindDecision(s, 12, u.decision)
         try s.run()
     }
 
@@ -82,6 +74,7 @@ extension StateStore {
         bindCounters(s, 3, c.counters)
         s.bind(7, c.reason)
         bindCapture(s, 8, c.capture)
+        s.bind(10, c.lastSeen)
         try s.run()
     }
 

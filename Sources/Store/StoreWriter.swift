@@ -395,17 +395,10 @@ public final class StoreWriter: @unchecked Sendable {
         switch record {
         case let .flowOpened(f): try store.insertFlow(f)
         case var .flowUpdated(u):
-            if let earlier = updates[u.id] {
-                // A coalesced update keeps the earlier one's location and decision unless it has its own.
-                if u.capture == nil { u.capture = earlier.capture }
-                if u.verdict == nil { (u.verdict, u.decision) = (earlier.verdict, earlier.decision) }
-            }
+            if u.capture == nil { u.capture = updates[u.id]?.capture }  // a coalesced update keeps its location
             updates[u.id] = u
         case var .flowClosed(c):
-            if let dropped = updates.removeValue(forKey: c.id) {
-                if dropped.verdict != nil { try store.updateFlow(dropped) }  // a new decision is kept, not lost to the close
-                if c.capture == nil { c.capture = dropped.capture }
-            }
+            if let dropped = updates.removeValue(forKey: c.id), c.capture == nil { c.capture = dropped.capture }
             try store.closeFlow(c)
         case let .refusal(r): try store.recordRefusal(r)
         case let .sessionOpened(peer, at): try store.openSession(peer: peer, at: at)

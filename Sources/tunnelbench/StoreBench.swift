@@ -94,8 +94,8 @@ enum StoreBench {
         for k in 1...Int64(flows) {
             let id = Int64(records) + 1 + k
             submitWaiting(w, .flowOpened(flow(id, at: now)), &full)
-            submitWaiting(w, .flowUpdated(FlowUpdate(id: id, lastSeen: now + 1, counters: FlowCounters(bytesOut: 100, packetsOut: 1), verdict: .allow)), &full)
-            submitWaiting(w, .flowUpdated(FlowUpdate(id: id, lastSeen: now + 2, counters: FlowCounters(bytesOut: 200, packetsOut: 2), verdict: .allow)), &full)
+            submitWaiting(w, .flowUpdated(FlowUpdate(id: id, lastSeen: now + 1, counters: FlowCounters(bytesOut: 100, packetsOut: 1))), &full)
+            submitWaiting(w, .flowUpdated(FlowUpdate(id: id, lastSeen: now + 2, counters: FlowCounters(bytesOut: 200, packetsOut: 2))), &full)
             submitWaiting(w, .flowClosed(FlowClose(id: id, at: now + 3, counters: FlowCounters(bytesOut: 300, packetsOut: 3), reason: "fin")), &full)
         }
         w.flush()

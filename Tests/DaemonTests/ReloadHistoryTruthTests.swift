@@ -30,10 +30,11 @@ import TestSupport
         let store = try StateStore(path: path)  // reopened: what tunnelctl reads after a restart
         let flows = try store.flows()
         #expect(flows.count > 10)
-        var last: [Int64: FlowDecision] = [:]
-        for d in decisions { last[Int64(d.entry.id)] = d }
+        // A row keeps the decision that opened its flow; a later one that refuses it is a refusal.
+        var opening: [Int64: FlowDecision] = [:]
+        for d in decisions where d.opened { opening[Int64(d.entry.id)] = d }
         for f in flows {
-            let d = try #require(last[f.id], "flow \(f.id) was decided")
+            let d = try #require(opening[f.id], "flow \(f.id) was decided")
             let want = try #require(s.reference(generation: d.generation, proto: IPProtocol(rawValue: f.proto), source: f.src,
                                                 sourcePort: f.srcPort, destination: f.dst, destinationPort: f.dstPort))
             #expect(f.decision == want.rule, "flow \(f.id) \(flowText(f))")

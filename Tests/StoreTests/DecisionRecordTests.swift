@@ -25,29 +25,12 @@ import Testing
         #expect(row.rule == "/p/30-mail.rules:2")
         #expect(row.decision == Self.gen1)
         #expect(row.verdict == .block && row.counters.packetsOut == 1)
-        // Decided again by another generation: the whole decision is replaced, not one field.
+        // Closed by a shutdown long after its last packet: closed then, last seen when it was.
         let s = try StateStore(path: dir.db)
-        try s.updateFlow(FlowUpdate(id: 7, lastSeen: 3_000, counters: FlowCounters(), verdict: .allow,
-                                    decision: DecidedRule(generation: 3, place: nil, name: nil, reason: "default allow", tier: "free")))
+        try s.closeFlow(FlowClose(id: 7, at: 90_000, counters: FlowCounters(bytesOut: 60, bytesIn: 0, packetsOut: 1, packetsIn: 0),
+                                  reason: "shutdown", lastSeen: 2_000))
         row = try #require(try s.flow(id: 7))
-        #expect(row.verdict == .allow && row.rule == nil)
-        #expect(row.decision == DecidedRule(generation: 3, place: nil, name: nil, reason: "default allow", tier: "free"))
-    }
-
-    @Test func aCoalescedUpdateKeepsTheNewDecisionAndACloseDoesNotLoseIt() throws {
-        let dir = TempDir()
-        defer { withExtendedLifetime(dir) {} }
-        let s = try StateStore(path: dir.db)
-        try s.insertFlow(FlowOpen(id: 8, proto: 17, src: IPAddress("10.99.0.2")!, srcPort: 5000, dst: IPAddress("192.0.2.1")!,
-                                  dstPort: 53, peer: "bob", at: 1_000, verdict: .allow, decision: Self.gen1))
-        let writer = try StoreWriter(path: dir.db, options: .init(flushIntervalMs: 200))
-        _ = writer.submit(.flowUpdated(FlowUpdate(id: 8, lastSeen: 1_500, counters: FlowCounters(), verdict: .block, decision: Self.gen2)))
-        _ = writer.submit(.flowUpdated(FlowUpdate(id: 8, lastSeen: 1_600, counters: FlowCounters(bytesOut: 1, bytesIn: 0, packetsOut: 1, packetsIn: 0))))
-        _ = writer.submit(.flowClosed(FlowClose(id: 8, at: 1_700, counters: FlowCounters(bytesOut: 1, bytesIn: 0, packetsOut: 1, packetsIn: 0),
-                                            reason: "idle")))
-        writer.close()
-        let row = try #require(try StateStore(path: dir.db).flow(id: 8))
-        #expect(row.decision == Self.gen2 && row.verdict == .block && row.closeReason == "idle")
+        #expect(row.closedAt == 90_000 && row.lastSeen == 2_000 && row.decision == Self.gen1)
     }
 
     @Test func refusalsOfTheSamePlaceInTwoGenerationsAreTwoRows() throws {

@@ -28,8 +28,7 @@ import Testing
         try store.recordRefusal(.session(peer: "bob", windowEnd: t0, at: t0 + 2))
         try store.recordRefusal(.session(peer: "bob", windowEnd: t0, at: t0 + 3))  // coalesced: an update
         _ = try store.addMarker(MarkerInput(at: t0 + 4, label: "audit point", kind: .manual))
-        try store.updateFlow(FlowUpdate(id: 7, lastSeen: t0 + 5, counters: FlowCounters(bytesOut: 100, bytesIn: 200, packetsOut: 1, packetsIn: 2),
-                                        verdict: .allow))
+        try store.updateFlow(FlowUpdate(id: 7, lastSeen: t0 + 5, counters: FlowCounters(bytesOut: 100, bytesIn: 200, packetsOut: 1, packetsIn: 2)))
         _ = try store.closeSession(SessionClose(peer: "alice", at: t0 + 6, reason: .freeLimit, rxBytes: 9, txBytes: 8))
         // flow insert+update, session insert+update, refusal insert+update, marker insert.
         #expect(try store.journalDepth() == 7)
@@ -63,7 +62,7 @@ import Testing
             #expect(try store.journalDepth() == Int64((rounds >= 2 ? 26 : 25) - seen.count))
             // A row changed while earlier chunks ship is queued again behind them.
             if rounds == 1 {
-                try store.updateFlow(FlowUpdate(id: 1, lastSeen: t0 + 99, counters: FlowCounters(), verdict: .allow))
+                try store.updateFlow(FlowUpdate(id: 1, lastSeen: t0 + 99, counters: FlowCounters()))
             }
         }
         #expect(rounds == 3)

@@ -141,9 +141,9 @@ import Testing
         try store.insertFlow(f)
         try store.insertFlow(Fixtures.flow(8, at: 2000, peer: "bob", verdict: .block))
         try store.updateFlow(FlowUpdate(id: 7, lastSeen: 3000, counters: FlowCounters(bytesOut: 100, bytesIn: 2000, packetsOut: 2, packetsIn: 3),
-                                        verdict: .allow, host: "example.com"))
+                                        host: "example.com"))
         try store.closeFlow(FlowClose(id: 7, at: 4000, counters: FlowCounters(bytesOut: 150, bytesIn: 2500, packetsOut: 3, packetsIn: 4), reason: "fin"))
-        try store.updateFlow(FlowUpdate(id: 99, lastSeen: 1, counters: FlowCounters(), verdict: .allow))  // gone: no-op
+        try store.updateFlow(FlowUpdate(id: 99, lastSeen: 1, counters: FlowCounters()))  // gone: no-op
         let got = try #require(try store.flow(id: 7))
         #expect(got.src == Fixtures.v6 && got.dst == Fixtures.v4b && got.srcPort == 40007 && got.dstPort == 443 && got.proto == 6)
         #expect(got.host == "example.com" && got.firstSeen == 1000 && got.lastSeen == 4000 && got.closedAt == 4000 && got.closeReason == "fin")
@@ -158,13 +158,13 @@ import Testing
         #expect(try store.flow(id: 1) == nil)
         // A flow opened before capture: an update (or the close) gives it a location once; the first stays.
         let later = CaptureLocation(fileSequence: 5, offset: 24)
-        try store.updateFlow(FlowUpdate(id: 8, lastSeen: 2100, counters: FlowCounters(), verdict: .block))
+        try store.updateFlow(FlowUpdate(id: 8, lastSeen: 2100, counters: FlowCounters()))
         #expect(try store.flow(id: 8)?.capture == nil)
-        try store.updateFlow(FlowUpdate(id: 8, lastSeen: 2200, counters: FlowCounters(), verdict: .block, capture: later))
-        try store.updateFlow(FlowUpdate(id: 8, lastSeen: 2300, counters: FlowCounters(), verdict: .block,
+        try store.updateFlow(FlowUpdate(id: 8, lastSeen: 2200, counters: FlowCounters(), capture: later))
+        try store.updateFlow(FlowUpdate(id: 8, lastSeen: 2300, counters: FlowCounters(),
                                         capture: CaptureLocation(fileSequence: 6, offset: 24)))
         try store.closeFlow(FlowClose(id: 8, at: 2400, counters: FlowCounters(), reason: "idle", capture: CaptureLocation(fileSequence: 7, offset: 24)))
-        try store.updateFlow(FlowUpdate(id: 7, lastSeen: 4100, counters: FlowCounters(), verdict: .allow, capture: later))
+        try store.updateFlow(FlowUpdate(id: 7, lastSeen: 4100, counters: FlowCounters(), capture: later))
         #expect(try store.flow(id: 8)?.capture == later)
         #expect(try store.flow(id: 7)?.capture == CaptureLocation(fileSequence: 3, offset: 4096))
     }

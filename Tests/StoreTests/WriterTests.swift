@@ -11,10 +11,10 @@ import Testing
         let w = try StoreWriter(path: dir.db, options: .init(flushIntervalMs: 10))
         w.submit(.flowOpened(Fixtures.flow(1, at: 1000)))
         for i in 1...5 {
-            w.submit(.flowUpdated(FlowUpdate(id: 1, lastSeen: 1000 + Int64(i), counters: FlowCounters(bytesOut: UInt64(i)), verdict: .allow)))
+            w.submit(.flowUpdated(FlowUpdate(id: 1, lastSeen: 1000 + Int64(i), counters: FlowCounters(bytesOut: UInt64(i)))))
         }
         w.submit(.flowOpened(Fixtures.flow(2, at: 1100)))
-        w.submit(.flowUpdated(FlowUpdate(id: 2, lastSeen: 1200, counters: FlowCounters(bytesOut: 9), verdict: .allow)))
+        w.submit(.flowUpdated(FlowUpdate(id: 2, lastSeen: 1200, counters: FlowCounters(bytesOut: 9))))
         w.submit(.flowClosed(FlowClose(id: 2, at: 1300, counters: FlowCounters(bytesOut: 10, packetsOut: 2), reason: "fin")))
         w.submit(.sessionOpened(peer: "alice", at: 900))
         w.submit(.windowPut(SessionWindow(peer: "alice", allowedUntil: 900_900, reconnectAt: 3_600_900)))

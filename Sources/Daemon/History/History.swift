@@ -109,22 +109,28 @@ public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
     /// Where a flow's first captured packet is, by flow id (set by the daemon when capture runs).
     public let captureLocation = Mutex<(@Sendable (UInt64) -> CaptureLocation?)?>(nil)
 
-    /// Records a decision as it was taken (`FlowDecision.rule()`): a flow it opened gets its row
-    /// (and, refused, its refusal); a flow decided again — a reload, a `during` boundary — gets
-    /// the new decision written over its row's, so the row always names what decides it now
-    /// and never a rule of another generation.
+    /// Records a decision as it was taken (`FlowDecision.rule()`). A flow it opened gets its row,
+    /// which keeps that opening decision for good (what the flow was allowed or refused by when
+    /// it started); refused, also its refusal. A flow decided again — a reload, a `during`
+    /// boundary — and now refused gets a refusal of the new decision at that moment, so
+    /// `refusals`, `timeline` and `explain` show what stopped it and when; its row is not
+    /// rewritten, since its opening decision is still what happened at its start.
     public func flowDecided(_ d: FlowDecision) {
         guard recordFlows else { return }
         let entry = d.entry
         let rule = d.rule()
+        let name = peers.current.name(of: d.peer) ?? "peer-\(d.peer)"
+        let dst = entry.responder
         guard d.opened else {
-            submit(.flowUpdated(FlowUpdate(id: idBase &+ Int64(entry.id), lastSeen: wall(entry.lastSeen), counters: History.counters(entry),
-                                           verdict: d.verdict.action, decision: rule, host: d.host)))
+            if d.verdict.action != .allow {
+                var event = RefusalEvent.flow(peer: name, decision: rule, proto: entry.key.proto.rawValue, dst: dst,
+                                              dstPort: entry.responderPort, at: wall(entry.lastSeen), host: d.host)
+                if d.quicUnknown { event.rule = FlowDecision.quicUnknownRule }
+                submit(.refusal(event))
+            }
             return
         }
-        let name = peers.current.name(of: d.peer) ?? "peer-\(d.peer)"
         let at = wall(entry.firstSeen)
-        let dst = entry.responder
         submit(.flowOpened(FlowOpen(
             id: idBase &+ Int64(entry.id), proto: entry.key.proto.rawValue, src: entry.originator,
             srcPort: entry.originatorPort, dst: dst, dstPort: entry.responderPort, peer: name, host: d.host, at: at,
@@ -190,8 +196,10 @@ public final class History: GatewayEvents, WatchdogSink, @unchecked Sendable {
         let now = clock.wallMilliseconds()
         let location = captureLocation.withLock { $0 }
         flows.forEach { _, e in
+            // Closed now; its last packet stays the last packet (`lastSeen` is not the stop time).
             submit(.flowClosed(FlowClose(id: idBase &+ Int64(e.id), at: max(now, wall(e.firstSeen)),
-                                         counters: History.counters(e), reason: "shutdown", capture: location?(e.id))))
+                                         counters: History.counters(e), reason: "shutdown", capture: location?(e.id),
+                                         lastSeen: max(wall(e.lastSeen), wall(e.firstSeen)))))
         }
     }
 
