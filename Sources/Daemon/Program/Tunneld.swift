@@ -290,14 +290,16 @@ public enum Tunneld {
         let handler = ControlHandler(engine: engine, sessions: sessions, observe: observe, policyDirectory: iface.policyDirectory,
                                      log: log, status: statusReply, metricsText: { metrics.text() },
                                      policyReloaded: { metrics.noteReload(ok: $0) }, reloadConfig: reloadConfig)
-        let control = try ControlServer(path: iface.controlSocketPath, log: log, handler: handler.respond)
-        defer { control.stop() }
-        let uapi = try UAPIServer(
-            interfaceName: tun.name,
-            get: { engine.uapiSnapshot(privateKey: key, listenPort: bind.port) },
-            set: { peerSync.uapiSet($0, listenPort: bind.port) },
-            log: { log.warning("uapi: \($0)") })
-        defer { uapi.stop() }
+        // One thread serves both sockets: tunnelctl's control protocol and wg's UAPI.
+        let sockets = try UnixSocketServer(endpoints: [
+            ControlServer.endpoint(path: iface.controlSocketPath, log: log, handler: handler.respond),
+            UAPIServer.endpoint(
+                interfaceName: tun.name,
+                get: { engine.uapiSnapshot(privateKey: key, listenPort: bind.port) },
+                set: { peerSync.uapiSet($0, listenPort: bind.port) },
+                log: { log.warning("uapi: \($0)") }),
+        ])
+        defer { sockets.stop() }
         // MetricsListen (Prometheus /metrics) and StatusListen (each peer's own page): off unless
         // configured; a listener that cannot bind is logged and the daemon runs without it.
         _ = applyListeners(iface)
