@@ -30,7 +30,7 @@ public final class UAPIServer: @unchecked Sendable {
     /// Where `wg` looks for userspace interfaces on Linux.
     public static let defaultDirectory = "/var/run/wireguard"
     /// Largest `set=1` operation accepted (bytes, its lines and newlines): 64 MiB, enough for a
-    /// peer with millions of AllowedIPs (issue 13 item 8).
+    /// peer with millions of AllowedIPs.
     public static let maxOperationBytes = 64 << 20
     /// Longest line accepted (the longest valid one, an `endpoint=` with a bracketed IPv6
     /// address, is under 60 bytes).
