@@ -145,7 +145,7 @@ check "tunnelctl refusals names the host of a refused flow (ads.example.com, HTT
 check "tunnelctl refusals --json carries it" \
   wait_for 10 bash -c "$CTL refusals --since forever --json | grep -q '\"host\" : \"tracker.test\"'"
 check_output "tunnelctl explain FLOW with host lists the daemon's blocked flows of that name" \
-  "\(blocked\.test\) block, out" $CTL explain "tcp $TV_C_TUN -> $TV_SRV:4433 host blocked.test"
+  "\(blocked\.test\) block by .*, out" $CTL explain "tcp $TV_C_TUN -> $TV_SRV:4433 host blocked.test"
 check_output "tunnelctl policy test agrees: blocked by the host rule" '^verdict block' \
   $CTL policy test "tcp $TV_C_TUN -> $TV_SRV:4433 host blocked.test"
 check_output "tunnelctl policy check no longer says host rules are for policy test only" 'waits up to 1 s' \
