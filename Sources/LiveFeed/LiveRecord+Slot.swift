@@ -25,7 +25,7 @@ extension LiveRecord {
         static let captureOffset = 96
         static let detail = 104
         static let detail2 = 112
-        static let reserved120 = 120
+        static let policyGeneration = 120
     }
 
     /// Writes the record into `slot` (128 bytes, 8-byte aligned). Every byte is written.
@@ -72,7 +72,7 @@ extension LiveRecord {
         slot.storeBytes(of: captureOffset.littleEndian, toByteOffset: Slot.captureOffset, as: UInt64.self)
         slot.storeBytes(of: detail.littleEndian, toByteOffset: Slot.detail, as: UInt64.self)
         slot.storeBytes(of: detail2.littleEndian, toByteOffset: Slot.detail2, as: UInt64.self)
-        slot.storeBytes(of: UInt64(0), toByteOffset: Slot.reserved120, as: UInt64.self)
+        slot.storeBytes(of: policyGeneration.littleEndian, toByteOffset: Slot.policyGeneration, as: UInt64.self)
     }
 
     /// Reads a record from `slot` (128 bytes, 8-byte aligned).
@@ -118,6 +118,7 @@ extension LiveRecord {
         captureOffset = u64(Slot.captureOffset)
         detail = u64(Slot.detail)
         detail2 = u64(Slot.detail2)
+        policyGeneration = u64(Slot.policyGeneration)
     }
 
     /// The record encoded as the 128 bytes of a slot (tests, golden layout checks).

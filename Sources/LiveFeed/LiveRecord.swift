@@ -51,6 +51,9 @@ public struct LiveRecord: Hashable, Sendable {
     public var detail: UInt64 = 0
     /// Second event-specific value (flow-close: packets).
     public var detail2: UInt64 = 0
+    /// The policy generation whose rule `ruleIndex` indexes (0: not known — a record of an
+    /// older tunneld, or no verdict), so a reader never names another generation's rule.
+    public var policyGeneration: UInt64 = 0
 
     /// `ruleIndex` when no rule decided (default verdict).
     public static let noRule = UInt32.max

@@ -567,9 +567,9 @@ struct WatchRecordJSON: Encodable {
         verdict = r.verdict
         if r.ruleIndex == LiveRecord.noRule {
             self.default = r.verdict == nil || r.verdict == .pending ? nil : true
-        } else if let rules, Int(r.ruleIndex) < rules.count {
-            rule = rules[Int(r.ruleIndex)]
-            self.default = false
+        } else {
+            self.default = false  // a rule decided; named only from its own generation's table
+            if let rules, Int(r.ruleIndex) < rules.count { rule = rules[Int(r.ruleIndex)] }
         }
         flowId = r.flowID
         if r.kind == .packet, r.captureOffset != 0 {

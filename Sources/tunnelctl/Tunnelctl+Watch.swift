@@ -134,7 +134,7 @@ extension Tunnelctl {
                     if live {
                         view.add(r)
                     } else {
-                        console.print(o.json ? try jsonLine(r, rules: rules.rules, encoder: encoder) : textLine(r))
+                        console.print(o.json ? try jsonLine(r, rules: rules.table(for: r), encoder: encoder) : textLine(r))
                     }
                     printed += 1
                     if let c = o.count, printed >= c {
@@ -287,13 +287,16 @@ extension Tunnelctl {
 }
 
 /// The running policy's rules by the ring's rule index, from the daemon's `policyShow` (its
-/// control socket is next to the ring). Asked when watch attaches or re-attaches and again every
-/// 2 s while records arrive, so a reload is picked up; a record published just before a reload
-/// and printed after it can name a rule of the new policy. Without an answer the last table
-/// stays (nil: never had one).
+/// control socket is next to the ring), with the generation they belong to. Asked when watch
+/// attaches or re-attaches, every 2 s while records arrive, and at once when a record names
+/// another generation. A record's rule is named only from the table of its own generation (the
+/// ring carries it): one decided by a generation the daemon no longer runs gets a null rule,
+/// never another generation's rule at the same index. Without an answer the last table stays
+/// (nil: never had one).
 struct WatchRules {
     let socketPath: String
     private(set) var rules: [RuleRef]?
+    private(set) var generation: UInt64?
     private var fetchedAt: UInt64 = 0
     static let maxAgeNanoseconds: UInt64 = 2_000_000_000
 
@@ -304,7 +307,18 @@ struct WatchRules {
     mutating func refresh(now: UInt64) {
         fetchedAt = now
         let client = ControlClient(socketPath: socketPath, timeout: .seconds(1))
-        if case .policyShow(let reply)? = try? client.send(.policyShow) { rules = PolicyShowJSON.ruleTable(reply) }
+        if case .policyShow(let reply)? = try? client.send(.policyShow) {
+            rules = PolicyShowJSON.ruleTable(reply)
+            generation = reply.policy.generation
+        }
+    }
+
+    /// The rule table `r`'s `ruleIndex` belongs to: the current one when the generations match
+    /// (asked again once when they do not); nil when they still differ or `r` names none.
+    mutating func table(for r: LiveRecord) -> [RuleRef]? {
+        guard r.policyGeneration != 0 else { return nil }
+        if r.policyGeneration != generation { refresh(now: DispatchTime.now().uptimeNanoseconds) }
+        return r.policyGeneration == generation ? rules : nil
     }
 
     mutating func refreshIfStale(now: UInt64) {

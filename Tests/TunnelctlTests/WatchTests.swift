@@ -44,6 +44,7 @@ import Testing
         r.length = 60
         r.verdict = .allow
         r.ruleIndex = 3
+        r.policyGeneration = 2  // the generation the fake daemon below runs
         r.peerIndex = 1
         r.peerName = LivePeerName("alice")
         out.append(r)
@@ -149,10 +150,10 @@ import Testing
     }
 
     @Test func jsonWithoutTheRuleTable() throws {
-        // Without an answer from tunneld the rule is not known: null, and so is `default`; a
-        // record no rule decided is still the default.
+        // Without an answer from tunneld (or from another generation) the rule is not known:
+        // null, though a rule decided (`default` false); a record no rule decided is the default.
         let ruled = try #require(try JSONSerialization.jsonObject(with: Data(try Tunnelctl.jsonLine(Self.recorded[0], rules: nil).utf8)) as? [String: Any])
-        #expect(ruled["rule"] is NSNull && ruled["default"] is NSNull)
+        #expect(ruled["rule"] is NSNull && ruled["default"] as? Bool == false)
         let byDefault = try #require(try JSONSerialization.jsonObject(with: Data(try Tunnelctl.jsonLine(Self.recorded[3], rules: nil).utf8)) as? [String: Any])
         #expect(byDefault["rule"] is NSNull && byDefault["default"] as? Bool == true)
     }
@@ -177,18 +178,24 @@ import Testing
         let box = ResultBox()
         let path = producer.path
         Thread.detachNewThread {
-            box.code = Tunnelctl.run(["watch", "--json", "--ring=\(path)", "--count=2"], console: console)
+            box.code = Tunnelctl.run(["watch", "--json", "--ring=\(path)", "--count=3"], console: console)
             done.signal()
         }
         for _ in 0..<500 where !producer.hasConsumer { usleep(10_000) }
         try #require(producer.hasConsumer)
+        // A record of an older generation (decided before a reload) names no rule: the daemon's
+        // table is generation 2's, and index 3 there may be another rule.
+        var older = Self.recorded[0]
+        older.policyGeneration = 1
         producer.publish(Self.recorded[0])
+        producer.publish(older)
         producer.publish(Self.recorded[3])
         producer.endBatch()
         #expect(done.wait(timeout: .now() + 10) == .success)
         #expect(box.code == .ok)
         let lines = console.out.split(separator: "\n").map(String.init)
-        #expect(lines == [try Tunnelctl.jsonLine(Self.recorded[0], rules: Self.rules), try Tunnelctl.jsonLine(Self.recorded[3], rules: Self.rules)])
+        #expect(lines == [try Tunnelctl.jsonLine(Self.recorded[0], rules: Self.rules), try Tunnelctl.jsonLine(older, rules: nil),
+                          try Tunnelctl.jsonLine(Self.recorded[3], rules: Self.rules)])
         #expect(lines.first?.contains(#""rule":{"file":"/etc/tunnelvision/policies/20-web.rules","line":4,"name":"iperf"}"#) == true)
     }
 

@@ -48,6 +48,7 @@ extension PacketObserver {
         r.length = UInt32(truncatingIfNeeded: packet.count)
         r.verdict = action
         r.ruleIndex = entry.verdictRuleIndex < 0 ? LiveRecord.noRule : UInt32(entry.verdictRuleIndex)
+        r.policyGeneration = entry.verdictGeneration
         r.peerIndex = peer
         r.peerName = peerNames[peer] ?? .none
         if opened {
@@ -89,6 +90,7 @@ extension PacketObserver {
         r.destinationPort = e.responderPort
         r.verdict = Verdict(rawValue: e.verdictAction) ?? .allow
         r.ruleIndex = e.verdictRuleIndex < 0 ? LiveRecord.noRule : UInt32(e.verdictRuleIndex)
+        r.policyGeneration = e.verdictGeneration
         r.peerIndex = peer
         r.peerName = peerNames[peer] ?? .none
         r.detail = e.bytesOriginal &+ e.bytesReply
