@@ -37,22 +37,30 @@ public struct PeerChange: Hashable, Sendable, Codable {
     /// show: `disabled`, `enabled`, keys, limits).
     public var from: String?
     public var to: String?
+    /// What the change does not do, when that differs from what it says: a configured tier
+    /// changed under a runtime override (`override free stays in force`).
+    public var note: String?
 
-    public init(peer: String, kind: Kind, from: String? = nil, to: String? = nil) {
+    public init(peer: String, kind: Kind, from: String? = nil, to: String? = nil, note: String? = nil) {
         self.peer = peer
         self.kind = kind
         self.from = from
         self.to = to
+        self.note = note
     }
 
     /// `bob disabled`, `alice tier free -> trial`, `carol AllowedIPs 10.99.0.4/32 -> 10.99.0.4/32, 10.99.0.9/32`.
     public var text: String {
+        body + (note.map { " (\($0))" } ?? "")
+    }
+
+    private var body: String {
         let change = { (what: String) in "\(peer) \(what) \(from ?? "none") -> \(to ?? "none")" }
         switch kind {
         case .disabled: return "\(peer) disabled"
         case .enabled: return "\(peer) enabled"
         case .expires: return "\(peer) Expires \(from ?? "never") -> \(to ?? "never")"
-        case .tier: return change("tier")
+        case .tier: return change("configured tier")
         case .allowedIPs: return change("AllowedIPs")
         case .publicKey: return "\(peer) public key changed (a new peer in its place)"
         case .presharedKey: return "\(peer) preshared key " + (from == nil ? "set" : to == nil ? "removed" : "changed")

@@ -141,6 +141,13 @@ final class PeerConfigSync: Sendable {
         routes?.sync(engine.registry.current)
         var diff = PeerChange.between(applied, config.peers)
         applied = config.peers
+        // A configured tier changed under an override: the reply says the override still decides.
+        let directory = engine.registry.current
+        for i in diff.changes.indices where diff.changes[i].kind == .tier {
+            if let o = directory.named(diff.changes[i].peer)?.tierOverride {
+                diff.changes[i].note = "the override \(o.tier) set by tunnelctl peer tier stays in force"
+            }
+        }
         let replaced = Set(diff.changes.filter { $0.kind == .publicKey }.map(\.peer))
         for name in engineDiff.added where !diff.added.contains(name) && !replaced.contains(name) { diff.added.append(name) }
         for name in engineDiff.removed where !diff.removed.contains(name) && !replaced.contains(name) { diff.removed.append(name) }
