@@ -214,8 +214,9 @@ extension Tunnelctl {
                 is blocked or rejected. FLOW:
                   \(PolicyFlow.syntax)
 
-                A configuration or store that cannot be read, or a store that does not exist, is exit 1 with \
-                the reason, never a "not refused".
+                explain PEER with a configuration or store that cannot be read, or a store that does not \
+                exist, is exit 1 with the reason, never a "not refused". explain 'FLOW' still decides the \
+                flow from the rule files and says that the store's history is unknown.
                 """,
             run: runExplain),
         Command(
