@@ -25,7 +25,7 @@ print("%.2f" % (s["bits_per_second"]/1e6))'
 }
 in_range() { python3 -c "import sys; sys.exit(0 if $2 <= float('$1') <= $3 else 1)"; }
 # alice's live flows in the daemon's table (the 'live' rows of `tunnelctl flows --peer alice`).
-alice_flows() { $CTL flows --peer alice 2>/dev/null | grep -cE ' alice .* live$' || true; }
+alice_flows() { $CTL flows --peer alice 2>/dev/null | grep -cE ' alice .* live( |$)' || true; }
 drop_count() { $CTL status 2>/dev/null | grep -Eo "$1[^0-9]*[0-9]+" | grep -Eo '[0-9]+$' | head -1; }
 
 tv_topology_up
