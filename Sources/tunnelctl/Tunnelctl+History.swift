@@ -33,7 +33,9 @@ extension Tunnelctl {
         let shared = store?.shared == true
         var table = [["LAST"] + (shared ? ["GATEWAY"] : []) + ["PEER", "KIND", "WHAT", "RULE", "COUNT", "FIRST", "REASON"]]
         for r in rows {
-            let what = r.kind == .session ? "pause after window ending \(clockText(r.window))"
+            // A session row of window 0 is a refusal whatever the window (disabled, expired).
+            let what = r.kind == .session
+                ? (r.window == 0 ? "refused (\(r.reason)), not a pause" : "pause after window ending \(clockText(r.window))")
                 : r.flowKey + (r.host.isEmpty ? "" : " host \(r.host)")
             table.append([dateTimeText(r.lastAt)] + (shared ? [r.gateway ?? "-"] : []) + [r.peer, r.kind.rawValue, what, r.rule.isEmpty ? "-" : r.rule, String(r.count),
                           dateTimeText(r.firstAt), r.reason])

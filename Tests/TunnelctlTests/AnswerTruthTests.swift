@@ -301,6 +301,18 @@ import WireGuard
         #expect(r[0].out.contains("seen_at=\(n)"), "a manual marker's detail is the operator's text")
     }
 
+    /// A refusal whatever the window (a disabled or expired peer: stored with window 0) is not
+    /// shown as a pause after a window that ended at the epoch.
+    @Test func aRestrictedPeersRefusalIsNoPause() throws {
+        let f = try HistoryFixture()
+        let s = try f.store()
+        try s.recordRefusal(.session(peer: "alice", windowEnd: 0, at: HistoryFixture.now - 60_000, reason: "expired", count: 5))
+        let r = f.run(["refusals", "--peer", "alice"])
+        #expect(r.code == .ok)
+        #expect(r.out.contains("refused (expired), not a pause"), "\(r.out)")
+        #expect(!r.out.contains("window ending 00:00:00"), "\(r.out)")
+    }
+
     /// `capture extract -o FILE` refuses an existing FILE, as `import -o` does, and leaves it as it was.
     @Test func captureExtractRefusesAnExistingFile() throws {
         let f = try HistoryFixture()
