@@ -202,7 +202,10 @@ extension Tunnelctl {
             if byQuota {
                 console.print("\(name): refused — quota pause: its window ended at \(clockText(w.allowedUntil)) when its quota was used (\(session.quota ?? "?"))")
             } else {
-                console.print("\(name): refused — free-tier pause: its \(remainingText(session.windowSeconds)) session window ended at \(clockText(w.allowedUntil))")
+                // The window as it was opened (under its tier then), not the length the tier in force
+                // would give: its opening time when the store has it.
+                let length = source.openedAt(name).map { "\(remainingText((w.allowedUntil - $0) / 1000)) " } ?? ""
+                console.print("\(name): refused — free-tier pause: its \(length)session window ended at \(clockText(w.allowedUntil))")
             }
             console.print("  limits    \(session.limits)")
             console.print("  since     \(dateTimeText(w.allowedUntil))")

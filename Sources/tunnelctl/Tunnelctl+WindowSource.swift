@@ -57,6 +57,12 @@ struct WindowSource {
         return (SessionWindow(peer: peer, dates: w.dates, usedUp: w.usedUp, usedDown: w.usedDown), isShared ? w.gateway : nil)
     }
 
+    /// When `peer`'s stored window opened (epoch ms); nil when the store does not know (a window
+    /// stored before openings were recorded).
+    func openedAt(_ peer: String) -> Int64? {
+        windows[peer].flatMap { $0.openedAt > 0 ? $0.openedAt : nil }
+    }
+
     /// The refused handshakes of `peer` during the pause after the window that ended at
     /// `allowedUntil`: on every gateway with a shared store (as far as they have shipped them),
     /// else on this router.

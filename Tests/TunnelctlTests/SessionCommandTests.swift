@@ -63,7 +63,7 @@ import Testing
             let s = try StateStore(path: store)
             let now = SessionCommandTests.now, m = SessionCommandTests.min
             // alice: window ended 10:15, paused until 11:00, 7 refused handshakes.
-            try s.putWindow(SessionWindow(peer: "alice", allowedUntil: now - 25 * m, reconnectAt: now + 20 * m))
+            try s.putWindow(SessionWindow(peer: "alice", allowedUntil: now - 25 * m, reconnectAt: now + 20 * m), opened: true, at: now - 45 * m)
             try s.openSession(peer: "alice", at: now - 45 * m)
             try s.closeSession(SessionClose(peer: "alice", at: now - 25 * m, reason: .freeLimit, rxBytes: 123_456, txBytes: 654_321))
             try s.recordRefusal(.session(peer: "alice", windowEnd: now - 25 * m, at: now - 24 * m, count: 6))
