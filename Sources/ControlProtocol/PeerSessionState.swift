@@ -13,6 +13,13 @@ public struct PeerSessionState: RawRepresentable, Hashable, Sendable, Codable, C
     public static let disconnected = PeerSessionState(rawValue: "disconnected")
     /// Free tier: the window is used up; handshakes are refused until `reconnectAtMs`.
     public static let paused = PeerSessionState(rawValue: "paused")
+    /// `Disabled = true`: refused whatever its tier and window, until enabled.
+    public static let disabled = PeerSessionState(rawValue: "disabled")
+    /// Its `Expires` passed: refused whatever its tier and window, until the date moves.
+    public static let expired = PeerSessionState(rawValue: "expired")
+
+    /// Every state a tunneld of this version reports (metrics lists them all per peer).
+    public static let all: [PeerSessionState] = [.connected, .disconnected, .paused, .disabled, .expired]
 
     /// The wire string.
     public var description: String { rawValue }

@@ -118,6 +118,13 @@ extension Tunnelctl {
             let why = limits.hasQuota && WatchdogRules.quotaReached(up: used.up, down: used.down, limits: limits) ? " (quota used: \(r.quota ?? ""))" : ""
             r.line = "\(who): paused\(why), can reconnect in \(remainingText(wait)) (at \(clockText(w.reconnectAt)))"
         }
+        // Disabled or expired refuses it whatever its window says (the daemon's state too).
+        let expired = peer.expiresMs.map { $0 <= now } ?? false
+        if peer.disabled || expired || live?[peer.name] == .disabled || live?[peer.name] == .expired {
+            let why = peer.disabled || live?[peer.name] == .disabled ? "disabled" : "expired"
+            r.state = why
+            r.line = "\(who): \(why), refused whatever its window (tunnelctl explain \(peer.name) says since when)"
+        }
         // With a shared store: which gateway opened the window in force.
         if let g = stored?.gateway, r.allowedUntil != nil || r.reconnectAt != nil {
             r.windowGateway = g

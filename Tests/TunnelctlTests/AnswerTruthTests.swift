@@ -301,6 +301,32 @@ import WireGuard
         #expect(r[0].out.contains("seen_at=\(n)"), "a manual marker's detail is the operator's text")
     }
 
+    /// A peer whose `Expires` passed (or that is disabled) is that, in `session` and `peers`, not
+    /// "disconnected, the next connection opens a window" or "paused".
+    @Test func anExpiredPeerIsExpiredEverywhere() throws {
+        let f = try HistoryFixture()
+        _ = try f.store()
+        let text = try String(contentsOfFile: f.config, encoding: .utf8) + """
+
+            [Peer]
+            Name = erin
+            PublicKey = YWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXoxMjM0NTY=
+            AllowedIPs = 10.99.0.9/32
+            Expires = 2026-01-01
+
+            [Peer]
+            Name = dora
+            PublicKey = MTIzNDU2YWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXo=
+            AllowedIPs = 10.99.0.10/32
+            Disabled = true
+            """
+        try text.write(toFile: f.config, atomically: true, encoding: .utf8)
+        let erin = f.run(["session", "erin"])
+        #expect(erin.out.contains("erin (free): expired, refused whatever its window"), "\(erin.out)\(erin.err)")
+        let dora = f.run(["session", "dora"])
+        #expect(dora.out.contains("dora (free): disabled, refused whatever its window"), "\(dora.out)\(dora.err)")
+    }
+
     /// A refusal whatever the window (a disabled or expired peer: stored with window 0) is not
     /// shown as a pause after a window that ended at the epoch.
     @Test func aRestrictedPeersRefusalIsNoPause() throws {

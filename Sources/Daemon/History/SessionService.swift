@@ -450,13 +450,18 @@ public final class SessionService: @unchecked Sendable {
         let now = time.now()
         return peers.map { s in
             var s = s
-            guard let v = watchdog.view(s.name) else { return s }
+            guard let v = watchdog.view(s.name, now: now) else { return s }
             s.tier = v.tier
             s.allowedUntilMs = v.window?.allowedUntil
             s.reconnectAtMs = v.window?.reconnectAt
             s.limits = v.limits
             s.quotaUsed = v.limits.hasQuota ? (v.used ?? .zero) : nil
-            if case .paused = WatchdogRules.phase(now: now, limits: v.limits, window: v.window) { s.session = .paused }
+            // Disabled or expired is what refuses it, whatever its window says.
+            if let r = v.restriction {
+                s.session = r == .disabled ? .disabled : .expired
+            } else if case .paused = WatchdogRules.phase(now: now, limits: v.limits, window: v.window) {
+                s.session = .paused
+            }
             return s
         }
     }

@@ -55,9 +55,9 @@ public enum MetricsText {
             }
         }
         out.family("tunnelvision_peer_session_state", .gauge,
-                   "The peer's session state: 1 for the state it is in (connected, disconnected, paused), 0 for the others.")
+                   "The peer's session state: 1 for the state it is in (connected, disconnected, paused, disabled, expired), 0 for the others.")
         for p in s.peers {
-            for state in [PeerSessionState.connected, .disconnected, .paused] {
+            for state in PeerSessionState.all {
                 out.sample("tunnelvision_peer_session_state", [("peer", p.name), ("tier", p.tier.rawValue), ("state", state.rawValue)],
                            p.session == state ? 1 : 0)
             }

@@ -45,6 +45,9 @@ public final class Watchdog: Sendable {
         public var limits: PeerLimits = .unlimited
         /// Bytes used in the current window (nil: not counted — no quota).
         public var used: ByteUse? = nil
+        /// Why the peer is refused whatever its window (`disabled`, `expired`); nil: it is not
+        /// (or the view was asked without a time).
+        public var restriction: SessionEndReason? = nil
     }
 
     /// A configured peer, as the engine's registry holds it.
@@ -495,14 +498,15 @@ public final class Watchdog: Sendable {
     }
 
     /// The watchdog's view of the peer called `name`.
-    public func view(_ name: String) -> PeerView? {
+    public func view(_ name: String, now: Int64? = nil) -> PeerView? {
         let dir = peers.current
         return state.withLock { s in
             guard let p = dir.named(name) else { return nil }
             let live = quotas.account(p.handle).flatMap { a in a.window == s.windows[name]?.allowedUntil ? a.used : nil }
             return PeerView(tier: p.tier, window: s.windows[name], session: s.sessions[name],
                             refused: s.refused.contains(name), refusals: s.refusals[name] ?? 0, limits: p.limits,
-                            used: p.limits.hasQuota ? (live ?? s.used[name] ?? .zero) : nil)
+                            used: p.limits.hasQuota ? (live ?? s.used[name] ?? .zero) : nil,
+                            restriction: now.flatMap { Watchdog.restricted(s, p, now: $0) })
         }
     }
 
