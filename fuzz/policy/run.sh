@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Builds and runs the policy fuzzer: fuzz/policy/run.sh [SECONDS | libFuzzer options]   (default 60 s)
 # The Packet and Policy sources are compiled with the harness into one module (their
-# `import Packet` lines dropped; the harness reaches internals); Core comes from a static library
-# built by fuzz/lib.sh. Output in .build/fuzz/policy.
+# `import Packet` lines dropped; the harness reaches internals); Core and Runtime (rule files are
+# read through Sys) come from static libraries built by fuzz/lib.sh. Output in .build/fuzz/policy.
 . "$(dirname "$0")/../lib.sh"
 fuzz_init policy
 fuzz_module Core
+fuzz_cshims
+fuzz_module Runtime
 src=$FUZZ_OUT/src
 mkdir -p "$src"
 rm -f "$src"/*.swift
