@@ -17,10 +17,13 @@ public struct ReloadReply: Hashable, Sendable, Codable {
     public var warnings: [String]
     /// The policy generation in force after the reload.
     public var policyGeneration: UInt64
+    /// Why the policy files were refused (`file:line: …`), empty when the policy reloaded: the
+    /// peers may have changed while the running policy (``policyGeneration``) was kept.
+    public var policyErrors: [String]
 
     /// A reload outcome; `changed` defaults to the peers that `changes` names.
     public init(added: [String] = [], removed: [String] = [], changed: [String]? = nil, changes: [PeerChange] = [],
-                warnings: [String] = [], policyGeneration: UInt64) {
+                warnings: [String] = [], policyGeneration: UInt64, policyErrors: [String] = []) {
         self.added = added
         self.removed = removed
         var names: [String] = []
@@ -29,9 +32,10 @@ public struct ReloadReply: Hashable, Sendable, Codable {
         self.changes = changes
         self.warnings = warnings
         self.policyGeneration = policyGeneration
+        self.policyErrors = policyErrors
     }
 
-    private enum CodingKeys: String, CodingKey { case added, removed, changed, changes, warnings, policyGeneration }
+    private enum CodingKeys: String, CodingKey { case added, removed, changed, changes, warnings, policyGeneration, policyErrors }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -41,6 +45,7 @@ public struct ReloadReply: Hashable, Sendable, Codable {
         changes = try c.decodeIfPresent([PeerChange].self, forKey: .changes) ?? []
         warnings = try c.decode([String].self, forKey: .warnings)
         policyGeneration = try c.decode(UInt64.self, forKey: .policyGeneration)
+        policyErrors = try c.decodeIfPresent([String].self, forKey: .policyErrors) ?? []
     }
 
     /// True when no peer was added, removed or changed.

@@ -138,6 +138,7 @@ extension Tunnelctl {
         switch reply {
         case .reload(let r):
             say(reloadSummary(r))
+            try refusePolicyErrors(r)
             return .ok
         case .error(let e) where e.code == .unknownRequest:
             throw CLIError.failure("the file is changed, but this tunneld is older than tunnelctl and cannot reload peers; "
@@ -155,6 +156,14 @@ extension Tunnelctl {
         var lines = ["tunneld reloaded: \(r.peerText); policy generation \(r.policyGeneration)"]
         lines += r.warnings.map { "warning: " + $0 }
         return lines.joined(separator: "\n")
+    }
+
+    /// A reload whose policy files were refused is not a success, though the peers may have
+    /// changed: the rules in force are still the old generation's.
+    static func refusePolicyErrors(_ r: ReloadReply) throws {
+        guard !r.policyErrors.isEmpty else { return }
+        throw CLIError.failure("tunneld kept the running policy (generation \(r.policyGeneration)); the policy files have errors:\n"
+            + r.policyErrors.joined(separator: "\n"))
     }
 
     static let runReload: Command.Body = { opts, console in
@@ -176,6 +185,7 @@ extension Tunnelctl {
         switch reply {
         case .reload(let r):
             console.print(reloadSummary(r))
+            try refusePolicyErrors(r)
             return .ok
         case .error(let e) where e.code == .unknownRequest:
             throw CLIError.failure("this tunneld is older than tunnelctl and cannot reload peers; restart it to read the configuration")

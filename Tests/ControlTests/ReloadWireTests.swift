@@ -17,6 +17,7 @@ import Testing
                     warnings: ["tunneld.conf:4: DNS: is a client setting"], policyGeneration: 3),
         ReloadReply(changes: [PeerChange(peer: "bob", kind: .disabled),
                               PeerChange(peer: "alice", kind: .tier, from: "free", to: "trial")], policyGeneration: 4),
+        ReloadReply(added: ["carol"], policyGeneration: 5, policyErrors: ["/etc/tunnelvision/policies/30-x.rules:2:1: unknown word 'alow'"]),
     ])
     func replyRoundTrips(reply: ReloadReply) throws {
         let bytes = ControlWire.encode(ControlResponse.reload(reply))
@@ -26,10 +27,10 @@ import Testing
 
     @Test func replyWireForm() {
         let text = String(decoding: ControlWire.encode(ControlResponse.reload(ReloadReply(added: ["bob"], policyGeneration: 2))), as: UTF8.self)
-        #expect(text == #"{"reload":{"added":["bob"],"changed":[],"changes":[],"policyGeneration":2,"removed":[],"warnings":[]},"type":"reload","version":1}"# + "\n")
+        #expect(text == #"{"reload":{"added":["bob"],"changed":[],"changes":[],"policyErrors":[],"policyGeneration":2,"removed":[],"warnings":[]},"type":"reload","version":1}"# + "\n")
         let disabled = ReloadReply(changes: [PeerChange(peer: "bob", kind: .disabled)], policyGeneration: 3)
         #expect(String(decoding: ControlWire.encode(ControlResponse.reload(disabled)), as: UTF8.self)
-            == #"{"reload":{"added":[],"changed":["bob"],"changes":[{"kind":"disabled","peer":"bob"}],"policyGeneration":3,"removed":[],"warnings":[]},"type":"reload","version":1}"# + "\n")
+            == #"{"reload":{"added":[],"changed":["bob"],"changes":[{"kind":"disabled","peer":"bob"}],"policyErrors":[],"policyGeneration":3,"removed":[],"warnings":[]},"type":"reload","version":1}"# + "\n")
     }
 
     /// A reply of a tunneld that names changed peers only (no `changes`) still decodes, and its

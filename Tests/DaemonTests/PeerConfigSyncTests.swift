@@ -100,5 +100,17 @@ import TestSupport
         r = try reload(config(h.dir, alice: alice, bobKey: Self.bobKey2))
         #expect(r.removed == ["carol"] && r.changes.isEmpty && r.peerText == "removed carol")
         #expect(logged("0 peer(s) added, 1 removed, 0 changed: removed carol"))
+
+        // A rule file with an error: the peers still apply, the old policy stays, and the reply
+        // says so (not a warning a caller could miss).
+        try "alow proto tcp port 22\n".write(toFile: h.dir + "/policies/20-broken.rules", atomically: true, encoding: .utf8)
+        try config(h.dir, alice: alice, carol: true, bobKey: Self.bobKey2).write(toFile: path, atomically: true, encoding: .utf8)
+        let (reply, applied) = sync.reload()
+        #expect(!applied)
+        guard case .reload(let broken) = reply else { throw HarnessError("not a reload reply: \(reply)") }
+        #expect(broken.added == ["carol"] && broken.policyGeneration == h.engine.policy.generation)
+        #expect(broken.policyErrors.count == 1 && broken.policyErrors[0].contains("20-broken.rules:1"), "\(broken.policyErrors)")
+        #expect(!broken.warnings.contains { $0.contains("20-broken.rules") }, "an error, not a warning")
+        #expect(h.base.log.all.contains { $0.contains("reload: policy:") && $0.contains("20-broken.rules:1") })
     }
 }

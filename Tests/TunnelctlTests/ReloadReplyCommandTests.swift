@@ -85,4 +85,24 @@ import Testing
         #expect((r.out + r.err).contains("tunneld reloaded: bob disabled; policy generation 3"), "\(r)")
         #expect(!(r.out + r.err).contains("no peer changed"))
     }
+
+    /// A reload whose rule files were refused kept the old policy: `reload` says so and fails,
+    /// though the peer changes it also reports did apply.
+    @Test func aRefusedPolicyMakesReloadFail() throws {
+        let f = try SessionCommandTests.Fixture()
+        defer { f.remove() }
+        try FileManager.default.createDirectory(atPath: f.dir + "/run", withIntermediateDirectories: true)
+        let error = "/etc/tunnelvision/policies/30-x.rules:2:1: unknown word 'alow'"
+        let server = try ControlServer(path: f.dir + "/run/control.sock") { request, _ in
+            guard case .reload = request else { return .failure(.failed, "not in this test") }
+            return .reload(ReloadReply(added: ["carol"], policyGeneration: 4, policyErrors: [error]))
+        }
+        defer { server.stop() }
+        for args in [["reload"], ["peer", "disable", "bob"]] {
+            let r = f.run(args)
+            #expect(r.code != .ok, "\(args): \(r)")
+            #expect((r.out + r.err).contains("added carol; policy generation 4"), "\(args): \(r)")
+            #expect(r.err.contains("kept the running policy (generation 4)") && r.err.contains(error), "\(args): \(r)")
+        }
+    }
 }

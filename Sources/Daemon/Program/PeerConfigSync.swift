@@ -64,11 +64,12 @@ final class PeerConfigSync: Sendable {
             warnings += applyListeners(next.interface)
             let policyReply = engine.reloadPolicy(directory: interface.policyDirectory)
             warnings += policyReply.warnings.map(\.description)
-            if !policyReply.succeeded { warnings += policyReply.errors.map { "policy: \($0) (the running policy is kept)" } }
+            let policyErrors = policyReply.succeeded ? [] : policyReply.errors.map { "\($0)" }
             let reply = ReloadReply(added: diff.added, removed: diff.removed, changes: diff.changes, warnings: warnings,
-                                    policyGeneration: engine.policy.generation)
+                                    policyGeneration: engine.policy.generation, policyErrors: policyErrors)
             log.notice("reload: " + Self.summary(reply))
             for w in warnings { log.warning("reload: \(w)") }
+            for e in policyErrors { log.error("reload: policy: \(e) (the running policy, generation \(reply.policyGeneration), is kept)") }
             return (.reload(reply), policyReply.succeeded)
         }
     }
