@@ -52,7 +52,7 @@ let package = Package(
         .target(name: "Packet", dependencies: ["Core", "COpenSSL", "CSodium"], swiftSettings: strict),
         .target(name: "Policy", dependencies: ["Core", "Runtime", "Packet", "CIDN2"], swiftSettings: strict),
         .target(name: "WireGuard", dependencies: ["Core", "Packet", "CSodium", "CBlake2", "CAEAD"], swiftSettings: strict),
-        // The free-session rules (DESIGN.md §6): a peer's phase at a time, connect and tick
+        // The free-session rules (docs/session.md): a peer's phase at a time, connect and tick
         // decisions. Both binaries call them; neither re-derives them.
         .target(name: "Sessions", dependencies: ["Core"], swiftSettings: strict),
 

@@ -2,7 +2,7 @@
 # table (Sources/tunnelctl/CommandTable.swift): do not edit, run scripts/gen-docs.sh.
 # Install as /usr/share/bash-completion/completions/tunnelctl, or source it.
 
-_tunnelctl_commands='status metrics peers peer reload import kick session explain refusals flows timeline policy audit retention prune watch capture completion version help'
+_tunnelctl_commands='init status metrics peers peer reload import kick session explain refusals flows timeline policy audit retention prune watch capture completion version help'
 _tunnelctl_groups='peer policy audit retention capture completion'
 
 # The configured peer names (reads only the configuration: --config PATH of this line, if any).
@@ -35,7 +35,7 @@ _tunnelctl_reply() {
         w=${COMP_WORDS[i]}
         if ((skip)); then [[ $w == = ]] || skip=0; continue; fi
         case $w in
-            --allowed-ips|--config|--count|--detail|--dns|--endpoint|--expires|--filter|--flow|--gateway|--ip|--peer|--png|--policies|--ring|--since|--tier|--timeout|-o) skip=1 ;;
+            --allowed-ips|--config|--count|--detail|--dns|--endpoint|--expires|--filter|--flow|--gateway|--ip|--listen-port|--peer|--png|--policies|--ring|--since|--subnet|--subnet6|--tier|--timeout|--wan|-o) skip=1 ;;
             -*) ;;
             *) pos+=("$w") ;;
         esac
@@ -50,6 +50,7 @@ _tunnelctl_reply() {
         local opt=${COMP_WORDS[COMP_CWORD-1]}
         [[ $opt == = ]] && opt=${COMP_WORDS[COMP_CWORD-2]}
         case "$path $opt" in
+            'init --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
             'status --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
             'metrics --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
             'peers --config') compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
@@ -115,10 +116,11 @@ _tunnelctl_reply() {
     fi
     if [[ $cur == -* ]]; then
         case $path in
+            'init') w='--subnet --subnet6 --endpoint --wan --dns --listen-port --config --help' ;;
             'status') w='--json --config --help' ;;
             'metrics') w='--config --help' ;;
             'peers') w='--names --json --config --help' ;;
-            'peer add') w='--tier --ip --dns --endpoint --allowed-ips --expires --psk --keep-client-key --config --help' ;;
+            'peer add') w='--tier --ip --dns --endpoint --allowed-ips --expires --psk --keep-client-key --qr --config --help' ;;
             'peer remove') w='--config --help' ;;
             'peer disable') w='--config --help' ;;
             'peer enable') w='--config --help' ;;

@@ -7,7 +7,7 @@ import Glibc
 import Darwin
 #endif
 
-/// Writes the gateway's packets to rotated libpcap files in the capture directory (DESIGN.md §8).
+/// Writes the gateway's packets to rotated libpcap files in the capture directory (docs/ring.md, docs/capture.md).
 ///
 /// Files are raw-IP (`DLT_RAW`, link type 101) with nanosecond timestamps, made with
 /// `pcap_open_dead` + `pcap_dump_open`, named `capture-NNNNNN.pcap` with a sequence that keeps

@@ -49,4 +49,35 @@ public enum AtomicFile {
         defer { close(dfd) }
         _ = try Sys.call("fsync(\(dir))") { fsync(dfd) }
     }
+
+    /// Writes `contents` to `path` with `mode`, which must not exist: the complete, synced file
+    /// appears at once (`link(2)` of a temporary file, which fails with `EEXIST` rather than
+    /// replace anything), or nothing does. For files that are never overwritten (`tunnelctl
+    /// init`'s key and configuration).
+    public static func create(_ path: String, contents: [UInt8], mode: mode_t) throws(SystemError) {
+        let slash = path.lastIndex(of: "/")
+        let dir = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        let base = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        let temp = (dir == "/" ? "" : dir) + "/.\(base).new-\(getpid())"
+        try Sys.unlinkIfPresent(temp)
+        let fd = try Sys.open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode: 0o600)
+        do throws(SystemError) {
+            defer { close(fd) }
+            var failure: SystemError?
+            contents.withUnsafeBytes { b in
+                do throws(SystemError) { try Sys.writeAll(fd, b, temp) } catch { failure = error }
+            }
+            if let failure { throw failure }
+            try Sys.fchmod(fd, mode, temp)
+            _ = try Sys.call("fsync(\(temp))") { fsync(fd) }
+            _ = try Sys.call("link(\(path))") { link(temp, path) }
+        } catch {
+            try? Sys.unlinkIfPresent(temp)
+            throw error
+        }
+        try? Sys.unlinkIfPresent(temp)
+        let dfd = try Sys.open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        defer { close(dfd) }
+        _ = try Sys.call("fsync(\(dir))") { fsync(dfd) }
+    }
 }

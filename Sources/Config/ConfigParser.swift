@@ -311,8 +311,16 @@ struct ConfigParser {
                 }
                 c.defaultTier = t
             case "DNS":
+                // On a wg-quick server, DNS sets that machine's own resolver; it never reached the
+                // clients. Kept as written, unused: the clients' resolver is ClientDNS.
                 c.dns += ConfigValue.list(v).filter { !$0.isEmpty }
-                warn(e.line, e.key, "is a client setting; tunneld does not use it", "it is the default --dns of 'tunnelctl peer add'")
+                warn(e.line, e.key, "wg-quick sets this machine's own resolver with it; tunneld does not use it, and client configs do not get it",
+                     "to give clients a resolver, write ClientDNS = \(c.dns.joined(separator: ", ")) (tunnelctl peer add|config|qr put it in their DNS line)")
+            case "ClientDNS":
+                switch ConfigValue.dnsList(v) {
+                case .success(let list): c.clientDNS = list
+                case .failure(let p): error(e.line, e.key, p.message, p.hint)
+                }
             case "SaveConfig":
                 guard let b = ConfigValue.bool(v) else {
                     error(e.line, e.key, "'\(v)' is neither true nor false", "write SaveConfig = false, or remove it")
@@ -444,7 +452,10 @@ struct ConfigParser {
                 }
                 peer.disabled = b
             case "ClientDNS":
-                peer.clientDNS = ConfigValue.list(v)
+                switch ConfigValue.dnsList(v) {
+                case .success(let list): peer.clientDNS = list
+                case .failure(let p): ok = false; error(e.line, e.key, p.message, p.hint)
+                }
             case "ClientEndpoint":
                 guard let ep = HostPort(v) else {
                     ok = false

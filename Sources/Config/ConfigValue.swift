@@ -28,6 +28,27 @@ enum ConfigValue {
         text.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmedSpaces() }
     }
 
+    /// `ClientDNS`: what wg-quick's `DNS` takes — resolver addresses and search domains, comma
+    /// separated (no ports: wg-quick hands them to resolvconf as they are).
+    static func dnsList(_ text: String) -> Result<[String], ValueError> {
+        var out: [String] = []
+        for item in list(text) {
+            if IPAddress(item) != nil {
+                out.append(item)
+                continue
+            }
+            let isDomain = !item.isEmpty && item.utf8.count <= 253 && !item.hasPrefix(".") && !item.hasPrefix("-")
+                && item.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "-._".contains($0)) }
+                && item.contains(where: \.isLetter)
+            guard isDomain else {
+                return .failure(ValueError("'\(item)' is neither a resolver address nor a search domain",
+                                           hint: "write addresses (and search domains) as wg-quick's DNS takes them, e.g. 10.99.0.1 or 10.99.0.1, lan"))
+            }
+            out.append(item)
+        }
+        return .success(out)
+    }
+
     /// `true`/`false` (also `yes`/`no`, `on`/`off`, any case); nil otherwise.
     static func bool(_ text: String) -> Bool? {
         switch text.lowercased() {

@@ -1,7 +1,7 @@
 import Core
 import Packet
 
-/// The `[Interface]` section of `tunneld.conf` (DESIGN.md §4), with defaults applied.
+/// The `[Interface]` section of `tunneld.conf` (tunneld.conf(5)), with defaults applied.
 public struct InterfaceConfig: Hashable, Sendable {
     /// Where the private key came from.
     public enum PrivateKeySource: Hashable, Sendable {
@@ -74,9 +74,18 @@ public struct InterfaceConfig: Hashable, Sendable {
     /// `DNSTTLFloor` / `DNSTTLCeiling`: the DNS TTLs honoured for names learned from answers.
     public var dnsTTLFloor: Duration = .seconds(60)
     public var dnsTTLCeiling: Duration = .seconds(86_400)
-    /// wg-quick's `DNS` (a client setting, kept for `tunnelctl peer add`'s `--dns` default; tunneld
-    /// does not use it). Items as written: addresses or search domains.
+    /// The resolvers (and search domains) every client config gets as its `DNS` line
+    /// (`ClientDNS`; default none): `tunnelctl peer add|config|qr` write it, a peer's own
+    /// `ClientDNS` replaces it. Usually the gateway's tunnel address with a resolver (dnsmasq,
+    /// unbound) answering there; `tunnelctl init` sets it so when one listens.
+    public var clientDNS: [String] = []
+    /// wg-quick's `DNS`, as written: on a wg-quick server it sets that machine's own resolver,
+    /// so tunneld accepts it with a warning and uses it for nothing (the clients' is `ClientDNS`).
     public var dns: [String] = []
+
+    /// The gateway's own tunnel addresses (`Address`, without prefix lengths): what `gateway` in
+    /// the policy rules stands for (`PolicySet.bindingGateway`), in tunneld and in tunnelctl.
+    public var gatewayAddresses: [IPAddress] { addresses.map(\.address) }
     /// wg-quick's `SaveConfig` (accepted, with a note; tunneld never writes the file on stop).
     public var saveConfig: Bool?
     /// wg-quick's `Table` (`off` or `auto` only; tunneld adds its routes to the main table).

@@ -1,7 +1,7 @@
 import Core
 import Packet
 
-/// One `[Peer]` section of `tunneld.conf` (DESIGN.md §4), with defaults applied.
+/// One `[Peer]` section of `tunneld.conf` (tunneld.conf(5)), with defaults applied.
 public struct PeerConfig: Hashable, Sendable {
     /// Unique name: 1–32 characters of `[A-Za-z0-9_.-]`; policy rules and `tunnelctl` refer to the
     /// peer by it. From `Name`, else a name comment above the section (`### Client NAME`,

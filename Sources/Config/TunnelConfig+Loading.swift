@@ -10,7 +10,7 @@ extension TunnelConfig {
     public static let maximumFileSize = 16 << 20
 
     /// Reads and parses the config file at `path`, then reads a `PrivateKeyFile` if one is named,
-    /// refusing it when group or others have any access to it (DESIGN.md §10).
+    /// refusing it when group or others have any access to it (tunneld.conf(5)).
     ///
     /// Relative paths inside the file (`PrivateKeyFile`, the directories) are resolved against the
     /// config file's directory, so a test or demo can keep everything in one temporary directory.

@@ -6,7 +6,7 @@ extension TunnelConfig {
     public static let interfaceKeys = [
         "Name", "PrivateKey", "PrivateKeyFile", "ListenPort", "Address", "MTU", "FwMark", "StateDirectory",
         "RuntimeDirectory", "PolicyDirectory", "FreeSession", "FreePause", "WatchdogInterval", "ControlGroup",
-        "PublicEndpoint", "DefaultTier", "QUIC", "HostWait", "DNSTTLFloor", "DNSTTLCeiling", "MetricsListen", "StatusListen", "Store", "StorePassFile", "GatewayName", "DNS", "SaveConfig", "Table", "PreUp", "PostUp", "PreDown", "PostDown",
+        "PublicEndpoint", "DefaultTier", "QUIC", "HostWait", "DNSTTLFloor", "DNSTTLCeiling", "MetricsListen", "StatusListen", "ClientDNS", "Store", "StorePassFile", "GatewayName", "DNS", "SaveConfig", "Table", "PreUp", "PostUp", "PreDown", "PostDown",
     ]
     /// Canonical spellings of the `[Peer]` keys.
     public static let peerKeys = [

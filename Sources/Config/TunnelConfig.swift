@@ -1,6 +1,6 @@
 import Core
 /// The whole of `tunneld.conf`: one `[Interface]` and any number of `[Peer]` sections
-/// (DESIGN.md §4). Produced by `TunnelConfig.parse` (pure) or `TunnelConfig.load` (reads the file
+/// (tunneld.conf(5)). Produced by `TunnelConfig.parse` (pure) or `TunnelConfig.load` (reads the file
 /// and any `PrivateKeyFile`, checking its permissions).
 public struct TunnelConfig: Hashable, Sendable {
     /// The `[Interface]` section.
@@ -28,11 +28,17 @@ public struct TunnelConfig: Hashable, Sendable {
         self.notes = notes
     }
 
-    /// The default config file path (DESIGN.md §3).
+    /// The default config file path (tunneld(8), FILES).
     public static let defaultPath = "/etc/tunnelvision/tunneld.conf"
 
     /// The peer called `name`, if any.
     public func peer(named name: String) -> PeerConfig? { peers.first { $0.name == name } }
+
+    /// The `DNS` line of `peer`'s client config: its own `ClientDNS`, else the `[Interface]`'s
+    /// (empty: no line). The one rule `peer add|config|qr` and the policy's gateway check follow.
+    public func clientDNS(of peer: PeerConfig) -> [String] {
+        peer.clientDNS.isEmpty ? interface.clientDNS : peer.clientDNS
+    }
 
     /// The limits in force for `peer` under tier `tier` (its configured one unless overridden).
     public func limits(of peer: PeerConfig, tier: PeerTier? = nil) -> PeerLimits {

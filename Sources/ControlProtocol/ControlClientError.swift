@@ -1,7 +1,7 @@
 import Core
 import Runtime
 /// Why `ControlClient.send` got no reply. `daemonNotRunning` is separate so `tunnelctl` can exit
-/// with code 3 (DESIGN.md §9).
+/// with code 3 (tunnelctl(8)).
 public enum ControlClientError: Error, Hashable, Sendable, CustomStringConvertible {
     /// No socket file, or nobody accepting on it (`ENOENT`, `ECONNREFUSED`).
     case daemonNotRunning(path: String)

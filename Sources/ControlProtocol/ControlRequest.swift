@@ -1,5 +1,5 @@
 import Core
-/// A request to the running daemon over `control.sock` (DESIGN.md §3, §9).
+/// A request to the running daemon over `control.sock` (docs/control.md).
 ///
 /// On the wire (see `ControlWire`) a request is one JSON object:
 /// `{"version":1,"type":"kick","peer":"alice"}`. A `type` this build does not know decodes as

@@ -1,5 +1,5 @@
 import Core
-/// One peer in the `peers` reply (DESIGN.md §9 `tunnelctl peers`). Times are epoch ms (UTC).
+/// One peer in the `peers` reply (`tunnelctl peers`, docs/control.md). Times are epoch ms (UTC).
 public struct PeerStatus: Hashable, Sendable, Codable {
     /// The peer's configured name.
     public var name: String

@@ -1,6 +1,6 @@
 import Core
 /// A policy error as a reload reports it: `file:line:column: message` plus a hint
-/// (DESIGN.md §5).
+/// (docs/policy.md).
 public struct PolicyDiagnostic: Hashable, Sendable, Codable, CustomStringConvertible {
     /// The rule file.
     public var file: String

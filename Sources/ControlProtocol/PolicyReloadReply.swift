@@ -1,7 +1,7 @@
 import Core
 /// `policyReload`: the outcome of re-reading the policy directory. On success `errors` is empty
 /// and `policy` is the new one (generation bumped); on failure `errors` lists the problems and
-/// `policy` is the old one, which keeps running (DESIGN.md §5).
+/// `policy` is the old one, which keeps running (docs/policy.md).
 public struct PolicyReloadReply: Hashable, Sendable, Codable {
     /// The policy running after the request.
     public var policy: PolicySummary

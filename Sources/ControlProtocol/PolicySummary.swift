@@ -1,5 +1,5 @@
 import Core
-/// The running policy: its generation (bumped by every successful reload, DESIGN.md §5) and
+/// The running policy: its generation (bumped by every successful reload, docs/policy.md) and
 /// what it was built from.
 public struct PolicySummary: Hashable, Sendable, Codable {
     /// Generation number of the running policy.

@@ -1,5 +1,5 @@
 import Core
-/// `status`: the daemon at a glance (DESIGN.md §9 `tunnelctl status`). Times are Unix epoch
+/// `status`: the daemon at a glance (`tunnelctl status`, docs/control.md). Times are Unix epoch
 /// milliseconds (UTC), like the store.
 public struct StatusReply: Hashable, Sendable, Codable {
     /// The daemon's process id.

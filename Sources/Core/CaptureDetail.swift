@@ -1,4 +1,4 @@
-/// How much of each packet capture keeps (the settings row's `capture_detail`, DESIGN.md §8).
+/// How much of each packet capture keeps (the settings row's `capture_detail`, docs/ring.md, docs/capture.md).
 ///
 /// The snapshot length lives in the pcap file's global header, so it belongs to the file: a
 /// change of detail is applied by rotating to a new file.

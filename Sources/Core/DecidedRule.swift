@@ -3,7 +3,7 @@
 ///
 /// Flow and refusal rows store this value, never a rule index or a place to look up later: a
 /// reload may put another rule at the same index or line, and the row must go on saying what
-/// decided it then (DESIGN.md §7: a record keeps what decided it).
+/// decided it then (docs/store.md: a record keeps what decided it).
 public struct DecidedRule: Sendable, Hashable {
     /// The policy generation that decided; 0 when not recorded (rows stored before schema v8).
     public var generation: UInt64

@@ -1,4 +1,4 @@
-/// Which side of the gateway a packet or a flow comes from (DESIGN.md §5). `out` is from a peer
+/// Which side of the gateway a packet or a flow comes from (docs/policy.md). `out` is from a peer
 /// through the tunnel towards the LAN / Internet (a flow a peer originated: the common case);
 /// `in` is from the LAN / Internet towards a peer. The policy's `in`/`out`, the live ring's
 /// direction byte and every command's text and JSON use this one type and these two words.

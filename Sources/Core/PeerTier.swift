@@ -1,4 +1,4 @@
-/// A peer's service tier (DESIGN.md §6, docs/limits.md): the name of a tier class. `free` and
+/// A peer's service tier (docs/session.md, docs/limits.md): the name of a tier class. `free` and
 /// `premium` are predefined (free: `FreeSession` then `FreePause`; premium: no limit); any other
 /// name is a `[Tier NAME]` section of the config, whose limits `LimitResolution` applies. The one
 /// tier type: config, store, policy, control and CLI use it.

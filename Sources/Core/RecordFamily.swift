@@ -1,4 +1,4 @@
-/// The families of history the daemon writes to the store (DESIGN.md §7), as losses are
+/// The families of history the daemon writes to the store (docs/store.md), as losses are
 /// counted and shown: `flows` (opened, updated, closed), `refusals`, `sessions` (opened,
 /// closed), `windows` (session windows put or deleted), `markers`, `heartbeats`.
 public enum RecordFamily: String, Sendable, CaseIterable, Codable {

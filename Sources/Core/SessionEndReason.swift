@@ -1,4 +1,4 @@
-/// Why a session ended (DESIGN.md §6.7), plus `crash` for sessions a restarted daemon found open.
+/// Why a session ended (docs/session.md), plus `crash` for sessions a restarted daemon found open.
 public enum SessionEndReason: String, Sendable, CaseIterable {
     case freeLimit = "free-limit"
     case adminKick = "admin-kick"

@@ -1,4 +1,4 @@
-/// What the gateway does with a flow (DESIGN.md §5): the action of a rule or a default, the
+/// What the gateway does with a flow (docs/policy.md): the action of a rule or a default, the
 /// verdict cached in the flow table, stored in `flows.verdict`, published in the live ring and
 /// printed by every command. The one encoding: `rawValue` in binary records (ring slots), `name`
 /// in text, SQL and JSON.

@@ -1,4 +1,4 @@
-/// A free peer's two stored dates (DESIGN.md §6), Unix epoch milliseconds (wall clock).
+/// A free peer's two stored dates (docs/session.md), Unix epoch milliseconds (wall clock).
 public struct WindowDates: Sendable, Hashable {
     /// End of the connected window.
     public var allowedUntil: Int64

@@ -8,7 +8,7 @@ import Synchronization
 /// The policy in force: the compiled rules, the generation they were stamped with, and a hit
 /// counter per rule (and per default). A reload builds a new `ActivePolicy` with the next
 /// generation and swaps it in; flows whose cached verdict carries an older generation are
-/// re-evaluated on their next packet (DESIGN.md §5).
+/// re-evaluated on their next packet (docs/policy.md).
 ///
 /// Hit counters count flow decisions (a flow's first packet, and its first packet after each
 /// reload), not packets.
@@ -82,9 +82,10 @@ public final class ActivePolicy: @unchecked Sendable {
         return hits[slot].load(ordering: .relaxed)
     }
 
-    /// Reads and compiles the policy directory. A set with errors is refused: the caller keeps the
-    /// policy it has (or, at start, refuses to start).
-    public static func load(directory: String) -> Result<(PolicySet, CompiledPolicy), PolicyLoadFailure> {
+    /// Reads the policy directory, binds `gateway` in its rules to `gateway` (the interface's own
+    /// addresses) and compiles it. A set with errors is refused: the caller keeps the policy it
+    /// has (or, at start, refuses to start).
+    public static func load(directory: String, gateway: [IPAddress]) -> Result<(PolicySet, CompiledPolicy), PolicyLoadFailure> {
         let set: PolicySet
         do {
             set = try PolicyParser.parse(directory: directory)
@@ -94,7 +95,8 @@ public final class ActivePolicy: @unchecked Sendable {
         if set.hasErrors {
             return .failure(PolicyLoadFailure(message: "\(set.errors.count) error(s) in \(directory)", diagnostics: set.diagnostics))
         }
-        return .success((set, CompiledPolicy(set)))
+        let bound = set.bindingGateway(gateway)
+        return .success((bound, CompiledPolicy(bound)))
     }
 
     /// The UTC offset of local time now, in seconds (the router's time zone, TZ honoured).

@@ -67,7 +67,7 @@ public enum GatewayDrop: Int, CaseIterable, Sendable, CustomStringConvertible {
     }
 }
 
-/// What host learning did (DESIGN.md §5, docs/hosts.md): not drops, but shown beside them in
+/// What host learning did (docs/hosts.md): not drops, but shown beside them in
 /// `tunnelctl status` (`hosts`).
 public enum HostEvent: Int, CaseIterable, Sendable, CustomStringConvertible {
     /// Flows that waited (pending) for their host name.

@@ -62,7 +62,7 @@ extension GatewayEngine {
         var v = policy.compiled.evaluate(q)
         var host: String?
         if policy.compiled.hasHostRules {
-            // Host rules (DESIGN.md §5): the name from the flow's first payload, else the DNS
+            // Host rules (docs/policy.md): the name from the flow's first payload, else the DNS
             // names its peer looked up for the destination. A flow whose action could change
             // with a name not yet read waits (pending); any other is decided now, without a
             // host (same action for every name: recorded by the rule a host-less flow matches).

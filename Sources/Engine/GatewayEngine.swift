@@ -69,7 +69,7 @@ public struct GatewayOptions: Sendable {
     /// system (`SystemRandomNumberGenerator`, getrandom(2)) for every engine, so peers cannot
     /// predict which keys share a bucket. Set it only to reproduce a run.
     public var flowHashSeed: UInt64? = nil
-    /// Flows that may wait for their host name at once (DESIGN.md §5); beyond, a flow is
+    /// Flows that may wait for their host name at once (docs/policy.md); beyond, a flow is
     /// decided without one (counted `pending-overflow`). Each costs a 16 KiB reassembly buffer
     /// and `hostHeldPacketsPerFlow` MTU-sized packets, allocated when host rules first apply.
     public var hostPendingFlows = 256
@@ -84,6 +84,9 @@ public struct GatewayOptions: Sendable {
     public var dnsTTLCeiling: UInt32 = 86_400
     /// UDP/443 flows whose host cannot be read (`QUIC =`).
     public var quic: QUICHostMode = .inspect
+    /// What `gateway` in the rules stands for at every policy reload: the interface's own
+    /// addresses, as at start (an `Address` change applies at the next restart).
+    public var policyGateway: [IPAddress] = []
     /// Test hook (`TUNNELD_TEST_WEDGE_FILE`): while this file exists the timer thread stops
     /// making progress, as a wedged data path would, so its heartbeat stands still and tunneld
     /// stops sending systemd `WATCHDOG=1`. Nil (the default) costs nothing.

@@ -38,7 +38,7 @@ public struct Admission: Equatable, Sendable {
     public static let admit = Admission(.admit)
 }
 
-/// Who may complete a handshake (the free-session watchdog, DESIGN.md §6): asked after the device
+/// Who may complete a handshake (the free-session watchdog, docs/session.md): asked after the device
 /// authenticated an initiation and before it answers, and when a handshake completed. The daemon
 /// installs the watchdog; an engine without one admits every peer the device does not refuse.
 ///

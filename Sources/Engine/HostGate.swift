@@ -13,7 +13,7 @@ public enum QUICHostMode: String, Sendable, CaseIterable {
     case blockUnknown = "block-unknown"
 }
 
-/// Host learning in the data path (DESIGN.md §5, docs/hosts.md): the DNS answers the gateway
+/// Host learning in the data path (docs/hosts.md): the DNS answers the gateway
 /// forwards to peers, and the *pending* flows — flows a peer opened whose verdict could still
 /// change with their host name — whose first payload is held until the name is read from it
 /// (TLS SNI, HTTP Host, QUIC Initial SNI), the payload shows it names none, or

@@ -1,5 +1,5 @@
 import Core
-/// One record of the live feed: the metadata of a packet or a flow/peer event (DESIGN.md §8).
+/// One record of the live feed: the metadata of a packet or a flow/peer event (docs/ring.md, docs/capture.md).
 ///
 /// It is a plain value (no references), so producing one allocates nothing. Addresses follow
 /// `Packet.IPAddress`: a 128-bit value as two big-endian halves, an IPv4 address in the low 32

@@ -7,7 +7,7 @@ import Glibc
 import Darwin
 #endif
 
-/// The writing end of the live ring (`RuntimeDirectory/live.ring`, DESIGN.md §8): one per daemon.
+/// The writing end of the live ring (`RuntimeDirectory/live.ring`, docs/ring.md, docs/capture.md): one per daemon.
 ///
 /// Write order, so a consumer never reads a torn record: the slot bytes are written, then `head`
 /// is advanced with a release store; the consumer acquire-loads `head` before reading the slot.

@@ -2,7 +2,7 @@ import Core
 /// What the gateway learned from the DNS answers it forwarded to each peer: for a (peer,
 /// address) pair, the names that peer looked up and got that address for (the query name and
 /// the CNAME chain to the address), each with its TTL, so a later flow from the peer to the
-/// address carries the name it was looked up by (DESIGN.md §5).
+/// address carries the name it was looked up by (docs/policy.md).
 ///
 /// Bounded and preallocated: at most `capacity` addresses across all peers, each with a
 /// `bytesPerAddress` area of names (every name costs its length + 9 bytes; the query name

@@ -1,6 +1,6 @@
 import Core
 /// A fixed set of `FirstFlightBuffer`s for the flows whose first flight is being read (pending
-/// flows, DESIGN.md §5): all allocated in `init`, taken and given back by index, so the total
+/// flows, docs/policy.md): all allocated in `init`, taken and given back by index, so the total
 /// bytes held for reassembly are bounded (`count × capacity`) and nothing is allocated per flow.
 /// When every buffer is taken, `acquire` says so and the caller decides the flow without a host.
 ///

@@ -74,9 +74,9 @@ public final class CompiledPolicy: Sendable {
 
     /// The dimension rule `i` is anchored in: the most selective one it constrains.
     static func anchor(_ rules: PolicyRules, _ i: Int) -> Dim {
-        if !rules.destinations(i).isEmpty { return .destination }
+        if !rules.destinations(i).isEmpty || rules.destinationGateway(i) { return .destination }
         if rules.hasHosts(i) { return .host }
-        if !rules.sources(i).isEmpty { return .source }
+        if !rules.sources(i).isEmpty || rules.sourceGateway(i) { return .source }
         if !rules.peers(i).isEmpty { return .peer }
         if !rules.destinationPorts(i).isEmpty { return .destinationPort }
         if !rules.sourcePorts(i).isEmpty { return .sourcePort }
@@ -132,8 +132,10 @@ public final class CompiledPolicy: Sendable {
         tierIDs = tiers
         tierCodes = tiers.count + 1
 
-        func v4(_ list: some Collection<IPPrefix>, _ out: inout [(Key128, Key128)]) -> Bool {
-            if list.isEmpty { return false }
+        // `constrained`: the rule says `from|to gateway`, so even an empty list (an unbound
+        // gateway) constrains the address: it then accepts none.
+        func v4(_ list: some Collection<IPPrefix>, _ constrained: Bool, _ out: inout [(Key128, Key128)]) -> Bool {
+            if list.isEmpty { return constrained }
             for p in list where !p.address.isIPv6 {
                 let lo = UInt64(p.address.v4)
                 let size: UInt64 = 1 << UInt64(32 - p.length)
@@ -141,8 +143,8 @@ public final class CompiledPolicy: Sendable {
             }
             return true
         }
-        func v6(_ list: some Collection<IPPrefix>, _ out: inout [(Key128, Key128)]) -> Bool {
-            if list.isEmpty { return false }
+        func v6(_ list: some Collection<IPPrefix>, _ constrained: Bool, _ out: inout [(Key128, Key128)]) -> Bool {
+            if list.isEmpty { return constrained }
             for p in list where p.address.isIPv6 {
                 let a = p.address
                 let hostBits = 128 - p.length
@@ -165,10 +167,10 @@ public final class CompiledPolicy: Sendable {
             for p in names { let v = Key128(Int(ids[p]!.rawValue)); out.append((v, v)) }
             return true
         }
-        let src4: IntervalSource = { i, out in v4(rules.sources(i), &out) }
-        let src6: IntervalSource = { i, out in v6(rules.sources(i), &out) }
-        let dst4: IntervalSource = { i, out in v4(rules.destinations(i), &out) }
-        let dst6: IntervalSource = { i, out in v6(rules.destinations(i), &out) }
+        let src4: IntervalSource = { i, out in v4(rules.sources(i), rules.sourceGateway(i), &out) }
+        let src6: IntervalSource = { i, out in v6(rules.sources(i), rules.sourceGateway(i), &out) }
+        let dst4: IntervalSource = { i, out in v4(rules.destinations(i), rules.destinationGateway(i), &out) }
+        let dst6: IntervalSource = { i, out in v6(rules.destinations(i), rules.destinationGateway(i), &out) }
         let sports: IntervalSource = { i, out in portList(rules.sourcePorts(i), &out) }
         let dports: IntervalSource = { i, out in portList(rules.destinationPorts(i), &out) }
         let times: IntervalSource = { i, out in
@@ -306,7 +308,7 @@ public final class CompiledPolicy: Sendable {
     /// True when learning the flow's host could still change the *action* of verdict `v` (which
     /// came from `evaluate(q)` with `q.host == nil`): some host name makes an earlier `host` rule
     /// with another action the first match. The data path holds such a flow as *pending*
-    /// (DESIGN.md §5) until the host is known or known to be absent; every other flow is decided
+    /// (docs/policy.md) until the host is known or known to be absent; every other flow is decided
     /// on its first packet, without a host, by `v` — also when earlier `host` rules with the same
     /// action could match it (`block host …` before `block proto tcp port 25`: every host gives
     /// block). Such a flow is recorded with `v`'s rule, the one `policy test` and `explain` give

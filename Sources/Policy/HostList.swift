@@ -1,5 +1,5 @@
 import Core
-/// A `host @PATH` list (DESIGN.md §5): one name or `*.name` per line, or hosts-file
+/// A `host @PATH` list (docs/policy.md): one name or `*.name` per line, or hosts-file
 /// lines (`0.0.0.0 ads.example.com [more names]`, the format of the popular block lists), with
 /// `#` comments and blank lines. Names go through `HostNameText` like names written in rules.
 /// Hosts-file entries for the machine itself (`localhost`, `ip6-localhost`, …) are skipped.

@@ -15,7 +15,8 @@ enum PolicyAnalysis {
             if portless && (!rules.sourcePorts(i).isEmpty || !rules.destinationPorts(i).isEmpty) {
                 out.append(PolicyDiagnostic(.warning, rules.location(i), "ports only exist for tcp and udp; this rule (proto \(protocols.map(\.description).joined(separator: ","))) never matches"))
             }
-            let fromFamilies = families(rules.sources(i)), toFamilies = families(rules.destinations(i))
+            let fromFamilies = families(rules.sources(i), gateway: rules.sourceGateway(i))
+            let toFamilies = families(rules.destinations(i), gateway: rules.destinationGateway(i))
             if fromFamilies & toFamilies == 0 {
                 out.append(PolicyDiagnostic(.warning, rules.location(i), "'from' and 'to' are of different address families (IPv4 vs IPv6); this rule never matches"))
             } else if !protocols.isEmpty {
@@ -49,9 +50,10 @@ enum PolicyAnalysis {
         return out
     }
 
-    /// Bit 0: some IPv4 matches; bit 1: some IPv6 matches (empty list = both).
-    static func families(_ prefixes: some Collection<IPPrefix>) -> Int {
-        if prefixes.isEmpty { return 3 }
+    /// Bit 0: some IPv4 matches; bit 1: some IPv6 matches (empty list = both). `gateway` may
+    /// stand for either family (the addresses are bound later).
+    static func families(_ prefixes: some Collection<IPPrefix>, gateway: Bool = false) -> Int {
+        if prefixes.isEmpty || gateway { return 3 }
         return prefixes.reduce(0) { $0 | ($1.address.isIPv6 ? 2 : 1) }
     }
 
@@ -62,13 +64,19 @@ enum PolicyAnalysis {
         if !a.peers.isEmpty && (b.peers.isEmpty || !b.peers.allSatisfy(a.peers.contains)) { return false }
         if !a.protocols.isEmpty && (b.protocols.isEmpty || !b.protocols.allSatisfy(a.protocols.contains)) { return false }
         if let w = a.window, b.window != w { return false }
-        func prefixesCover(_ x: [IPPrefix], _ y: [IPPrefix]) -> Bool {
-            x.isEmpty || (!y.isEmpty && y.allSatisfy { p in x.contains { $0.length <= p.length && $0.contains(p.address) } })
+        // `gateway` is a set of addresses not known here: only `gateway` (or any address) covers it,
+        // and it covers no written address.
+        func prefixesCover(_ x: [IPPrefix], _ xGateway: Bool, _ y: [IPPrefix], _ yGateway: Bool) -> Bool {
+            if x.isEmpty && !xGateway { return true }
+            if y.isEmpty && !yGateway { return false }
+            if yGateway && !xGateway { return false }
+            return y.allSatisfy { p in x.contains { $0.length <= p.length && $0.contains(p.address) } }
         }
         func portsCover(_ x: [PortRange], _ y: [PortRange]) -> Bool {
             x.isEmpty || (!y.isEmpty && y.allSatisfy { p in x.contains { $0.lower <= p.lower && $0.upper >= p.upper } })
         }
-        guard prefixesCover(a.sources, b.sources), prefixesCover(a.destinations, b.destinations),
+        guard prefixesCover(a.sources, a.sourceGateway, b.sources, b.sourceGateway),
+            prefixesCover(a.destinations, a.destinationGateway, b.destinations, b.destinationGateway),
             portsCover(a.sourcePorts, b.sourcePorts), portsCover(a.destinationPorts, b.destinationPorts)
         else { return false }
         if a.hosts.isEmpty { return true }

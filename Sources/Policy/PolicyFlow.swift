@@ -1,7 +1,7 @@
 import Core
 import Packet
 
-/// A hypothetical flow in the FLOW syntax of DESIGN.md §9, as `tunnelctl policy test` and
+/// A hypothetical flow in the FLOW syntax of docs/policy.md, as `tunnelctl policy test` and
 /// `tunnelctl explain` take it:
 ///
 ///     PROTO SRC[:PORT] -> DST[:PORT] [peer NAME] [tier NAME] [host NAME] [in|out] [at YYYY-MM-DDTHH:MM]

@@ -1,7 +1,7 @@
 import Core
 import Packet
 
-/// Reads rule files into a `PolicySet` (DESIGN.md §5). It never stops at the first problem: every
+/// Reads rule files into a `PolicySet` (docs/policy.md). It never stops at the first problem: every
 /// bad line becomes an error diagnostic (`file:line:column`, one line, a did-you-mean hint for a
 /// misspelt keyword) and parsing continues with the next line.
 public enum PolicyParser {
@@ -11,6 +11,9 @@ public enum PolicyParser {
     ]
     /// Words that may start a line.
     public static let lineKeywords = ["allow", "block", "reject", "default"]
+    /// The address word of `from` and `to`: the gateway's own tunnel addresses (its `Address`
+    /// entries as /32 and /128 hosts), bound from the configuration, not written in the rules.
+    public static let gatewayWord = "gateway"
 
     /// Parses `sources` in byte order of their names, then runs the semantic checks. A missing
     /// `default` is warned about only when there is at least one file. `host @PATH` lists are
@@ -203,10 +206,20 @@ public enum PolicyParser {
                 for p in protos where !unique.contains(p) { unique.append(p) }
                 rule.protocols = any ? [] : unique
             case "from", "to":
-                let prefixes = try c.list("addresses or CIDR blocks") { tok -> IPPrefix in
-                    try parsePrefix(tok)
+                // `gateway` stands for the gateway's own tunnel addresses, bound from the
+                // configuration when the policy is compiled (PolicySet+Gateway.swift).
+                var gateway = false
+                let prefixes = try c.list("addresses, CIDR blocks or 'gateway'") { tok -> IPPrefix? in
+                    if tok.text == gatewayWord { gateway = true; return nil }
+                    return try parsePrefix(tok)
+                }.compactMap { $0 }
+                if key == "from" {
+                    rule.sources = prefixes
+                    rule.sourceGateway = gateway
+                } else {
+                    rule.destinations = prefixes
+                    rule.destinationGateway = gateway
                 }
-                if key == "from" { rule.sources = prefixes } else { rule.destinations = prefixes }
             case "sport", "port":
                 let ranges = try c.list("ports") { tok in try parsePortRange(tok) }
                 if key == "sport" { rule.sourcePorts = ranges } else { rule.destinationPorts = ranges }
@@ -264,7 +277,7 @@ public enum PolicyParser {
             return p
         }
         guard let addr = IPAddress(text) else {
-            throw Failure(column: tok.column, message: "'\(tok.text)' is not an IPv4 or IPv6 address or CIDR block")
+            throw Failure(column: tok.column, message: "'\(tok.text)' is not an IPv4 or IPv6 address, a CIDR block or 'gateway'\(DidYouMean.suffix(tok.text, [gatewayWord]))")
         }
         return IPPrefix(addr, length: addr.bitWidth)!
     }

@@ -1,7 +1,7 @@
 import Core
 import Packet
 
-/// One parsed rule line: an action and the match fields that must all hold (DESIGN.md §5).
+/// One parsed rule line: an action and the match fields that must all hold (docs/policy.md).
 /// An empty list means "any" for that field.
 public struct PolicyRule: Sendable, Hashable {
     /// What the rule does when it matches.
@@ -16,10 +16,17 @@ public struct PolicyRule: Sendable, Hashable {
     public var tier: PeerTier? = nil
     /// `proto …`; empty = any protocol.
     public var protocols: [IPProtocol] = []
-    /// `from ADDR|CIDR[,…]`; empty = any source.
+    /// `from ADDR|CIDR[,…]`; empty = any source (unless `sourceGateway`).
     public var sources: [IPPrefix] = []
-    /// `to ADDR|CIDR[,…]`; empty = any destination.
+    /// `to ADDR|CIDR[,…]`; empty = any destination (unless `destinationGateway`).
     public var destinations: [IPPrefix] = []
+    /// `from gateway`: the list names the gateway's own tunnel addresses, which are not in the
+    /// rule file but bound from the configuration (`PolicySet.bindingGateway`), as peer names are.
+    /// The list then constrains the source even while `sources` is empty: an unbound `gateway`
+    /// matches no address.
+    public var sourceGateway = false
+    /// `to gateway`: see `sourceGateway`.
+    public var destinationGateway = false
     /// `sport N|N-M[,…]`; empty = any. A port list matches only TCP and UDP flows.
     public var sourcePorts: [PortRange] = []
     /// `port N|N-M[,…]` (destination port); empty = any. Matches only TCP and UDP flows.

@@ -35,6 +35,8 @@ public struct PolicyRules: RandomAccessCollection, Sendable {
         var action: Verdict
         var direction: Direction
         var nameCount: UInt8
+        /// Bit 0: `from gateway`; bit 1: `to gateway` (`PolicyRule.sourceGateway`, …).
+        var gateway: UInt8
     }
 
     var records: [Record] = []
@@ -99,6 +101,8 @@ public struct PolicyRules: RandomAccessCollection, Sendable {
         r.protocols = Array(protocols(i))
         r.sources = Array(sources(i))
         r.destinations = Array(destinations(i))
+        r.sourceGateway = sourceGateway(i)
+        r.destinationGateway = destinationGateway(i)
         r.sourcePorts = Array(sourcePorts(i))
         r.destinationPorts = Array(destinationPorts(i))
         r.hosts = Array(hosts(i))
@@ -186,7 +190,8 @@ public struct PolicyRules: RandomAccessCollection, Sendable {
             peerStart: Int32(peerNames.count), protocolStart: Int32(protocolValues.count), sourceStart: Int32(prefixes.count),
             destinationStart: Int32(prefixes.count + rule.sources.count), sourcePortStart: Int32(ports.count),
             destinationPortStart: Int32(ports.count + rule.sourcePorts.count), hostStart: Int32(hostPatterns.count),
-            action: rule.action, direction: rule.direction, nameCount: nameCount)
+            action: rule.action, direction: rule.direction, nameCount: nameCount,
+            gateway: (rule.sourceGateway ? 1 : 0) | (rule.destinationGateway ? 2 : 0))
         peerNames += rule.peers
         for k in rule.peers.indices { peerColumns.append(Int32(k < rule.peerColumns.count ? rule.peerColumns[k] : 0)) }
         protocolValues += rule.protocols
@@ -225,6 +230,12 @@ public struct PolicyRules: RandomAccessCollection, Sendable {
     public func destinations(_ i: Int) -> some RandomAccessCollection<IPPrefix> {
         prefixes[Int(records[i].destinationStart)..<end(i, prefixes.count) { $0.sourceStart }].lazy.map(\.prefix)
     }
+    /// True when rule `i` says `from gateway` (its sources constrain even when empty).
+    public func sourceGateway(_ i: Int) -> Bool { records[i].gateway & 1 != 0 }
+    /// True when rule `i` says `to gateway`.
+    public func destinationGateway(_ i: Int) -> Bool { records[i].gateway & 2 != 0 }
+    /// True when some rule names `gateway` (only such a set needs binding).
+    public var usesGateway: Bool { records.contains { $0.gateway != 0 } }
     public func sourcePorts(_ i: Int) -> ArraySlice<PortRange> { ports[Int(records[i].sourcePortStart)..<Int(records[i].destinationPortStart)] }
     public func destinationPorts(_ i: Int) -> ArraySlice<PortRange> {
         ports[Int(records[i].destinationPortStart)..<end(i, ports.count) { $0.sourcePortStart }]
@@ -249,6 +260,31 @@ public struct PolicyRules: RandomAccessCollection, Sendable {
         let whole = texts[Int(r.text)]
         if r.textStart == 0 && Int(r.textCount) == whole.utf8.count { return whole }
         return slice(whole, Int(r.textStart), Int(r.textCount))
+    }
+
+    /// The same rules with `hosts` added to the sources of every `from gateway` rule and to the
+    /// destinations of every `to gateway` rule; texts, names and places unchanged (a rule still
+    /// reads `to gateway`). Rules without the word are copied as they are.
+    func bindingGateway(_ hosts: [IPPrefix]) -> PolicyRules {
+        var out = PolicyRules()
+        out.texts = texts
+        out.files = files
+        out.fileIndex = fileIndex
+        out.reserve(count)
+        for i in indices {
+            var r = self[i]
+            if r.sourceGateway {
+                let added = hosts.filter { !r.sources.contains($0) }
+                r.sources += added
+            }
+            if r.destinationGateway {
+                let added = hosts.filter { !r.destinations.contains($0) }
+                r.destinations += added
+            }
+            let rec = records[i]
+            out.append(r, text: rec.text, start: Int(rec.textStart), count: Int(rec.textCount))
+        }
+        return out
     }
 
     /// `count` bytes of `s` from byte `start` (O(1) to find in a native string).

@@ -12,6 +12,9 @@ public struct PolicySet: Sendable {
     public var diagnostics: [PolicyDiagnostic]
     /// The file names read, in evaluation order.
     public var files: [String]
+    /// What `gateway` in the rules stands for, once bound (`bindingGateway`); nil while unbound
+    /// (then `from|to gateway` matches no address).
+    public var gateway: [IPAddress]? = nil
 
     /// True when any diagnostic is an error (such a set must not be loaded).
     public var hasErrors: Bool { diagnostics.contains { $0.severity == .error } }

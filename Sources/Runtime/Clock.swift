@@ -12,7 +12,7 @@ import Glibc
 ///   monotonic is how the watchdog sees a resume).
 /// - `wallNanoseconds`: Unix epoch nanoseconds (UTC) — the WireGuard handshake's TAI64N timestamp
 ///   (whitepaper §5.4.2) — and `wallMilliseconds` derived from it for the free-session window and the
-///   store (DESIGN.md §6–7). It can step; watch steps with `ClockChangeWatcher`.
+///   store (docs/session.md, docs/store.md). It can step; watch steps with `ClockChangeWatcher`.
 public protocol TimeSource: Sendable {
     /// Nanoseconds on a clock that never goes backwards and stops during suspend.
     func monotonicNanoseconds() -> UInt64

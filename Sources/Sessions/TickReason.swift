@@ -1,5 +1,5 @@
 import Core
-/// Why the watchdog ticks now (DESIGN.md §6.4).
+/// Why the watchdog ticks now (docs/session.md).
 public enum TickReason: String, Sendable, Hashable {
     /// The `WatchdogInterval` passed.
     case interval

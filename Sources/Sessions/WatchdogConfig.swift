@@ -1,5 +1,5 @@
 import Core
-/// The free-session watchdog's own settings (DESIGN.md §4, §6), in milliseconds. The window
+/// The free-session watchdog's own settings (tunneld.conf(5), docs/session.md), in milliseconds. The window
 /// lengths are not here: every tier's session and pause (`FreeSession`/`FreePause` are the `free`
 /// tier's) live in `TierClasses`, their one owner.
 public struct WatchdogConfig: Sendable, Equatable {

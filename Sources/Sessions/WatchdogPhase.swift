@@ -1,5 +1,5 @@
 import Core
-/// Where a peer stands at a given wall-clock time (DESIGN.md §6).
+/// Where a peer stands at a given wall-clock time (docs/session.md).
 public enum WatchdogPhase: Sendable, Hashable {
     /// Premium: never limited.
     case unlimited

@@ -1,6 +1,6 @@
 import Core
 
-/// The free-session rules of DESIGN.md §6 as pure functions of the wall-clock time `now` (Unix
+/// The free-session rules of docs/session.md as pure functions of the wall-clock time `now` (Unix
 /// epoch ms), the peer's tier, the configuration and its stored dates. No I/O, no clock reads:
 /// `Watchdog` feeds them and applies the answers.
 ///

@@ -4,7 +4,7 @@ import Core
 import Glibc
 #endif
 
-/// Deletes what retention says (DESIGN.md §7), in bounded batches:
+/// Deletes what retention says (docs/store.md), in bounded batches:
 /// each batch is `DELETE … WHERE rowid IN (SELECT rowid … LIMIT n)` in its own short
 /// `BEGIN IMMEDIATE` transaction (n adapts so a transaction takes about
 /// `targetTransactionMicros`), with a pause between batches so the daemon's writer gets

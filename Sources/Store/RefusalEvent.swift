@@ -1,5 +1,5 @@
 import Core
-/// One or more refusals to record, coalesced into `refusals` rows (DESIGN.md §6.3):
+/// One or more refusals to record, coalesced into `refusals` rows (docs/session.md):
 ///
 /// - `session`: one row per peer and window, keyed by the window's `allowed_until`; every
 ///   refused handshake of that pause adds to its count and moves its `last_at`.

@@ -1,5 +1,5 @@
 import Core
-/// How long history is kept (DESIGN.md §7). nil means "keep forever" / "no size limit".
+/// How long history is kept (docs/store.md). nil means "keep forever" / "no size limit".
 /// Markers and audit sessions have their own age so the audit trail outlives flows.
 public struct RetentionSettings: Hashable, Sendable {
     /// Flows are kept this long after their last packet; nil = forever.

@@ -1,5 +1,5 @@
 import Core
-/// The store's schema as numbered migrations (DESIGN.md §7; table by table in docs/store.md).
+/// The store's schema as numbered migrations (table by table in docs/store.md).
 ///
 /// `PRAGMA user_version` holds the applied version. Whichever process opens the store first
 /// applies the missing migrations, each in one `BEGIN IMMEDIATE` transaction that re-reads the

@@ -1,5 +1,5 @@
 import Core
-/// A free peer's window (DESIGN.md §6): connected until `allowedUntil`, refused until `reconnectAt`.
+/// A free peer's window (docs/session.md): connected until `allowedUntil`, refused until `reconnectAt`.
 public struct SessionWindow: Hashable, Sendable {
     /// The peer's name.
     public var peer: String

@@ -1,5 +1,5 @@
 import Core
-/// The settings row's JSON form and its tolerant decoding (DESIGN.md §7):
+/// The settings row's JSON form and its tolerant decoding (docs/store.md):
 ///
 /// ```json
 /// {"retention":{"flows":"7d","refusals":"30d","sessions":"90d","markers":"365d",

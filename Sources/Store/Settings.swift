@@ -1,5 +1,5 @@
 import Core
-/// The store's settings row (DESIGN.md §7): retention and capture, kept as one JSON object
+/// The store's settings row (docs/store.md): retention and capture, kept as one JSON object
 /// and decoded field by field (`Settings.decode`).
 public struct Settings: Hashable, Sendable {
     /// How long history is kept.

@@ -1,5 +1,5 @@
 import Core
-/// Refusals: coalesced upserts (DESIGN.md §6.3) and the CLI's listing.
+/// Refusals: coalesced upserts (docs/session.md) and the CLI's listing.
 extension StateStore {
     static let upsertRefusalSQL = """
         INSERT INTO refusals (kind, peer, rule, flow_key, reason, window, count, first_at, last_at, host, rule_name, tier, generation)

@@ -1,5 +1,5 @@
 import Core
-/// Sessions and free-tier windows (DESIGN.md §6).
+/// Sessions and free-tier windows (docs/session.md).
 extension StateStore {
     static let sessionColumns = "id, peer, started_at, ended_at, end_reason, rx_bytes, tx_bytes"
 

@@ -1,5 +1,5 @@
 import Core
-/// Runtime tier overrides (`tunnelctl peer tier NAME free|premium`, DESIGN.md §6.5).
+/// Runtime tier overrides (`tunnelctl peer tier NAME free|premium`, docs/session.md).
 extension StateStore {
     /// `peer`'s override, or nil when the config file's tier applies.
     public func tierOverride(peer: String) throws -> TierOverride? {

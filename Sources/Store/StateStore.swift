@@ -1,5 +1,5 @@
 import Core
-/// The shared state store (`state.db`, DESIGN.md §7) with typed queries for both executables.
+/// The shared state store (`state.db`, docs/store.md) with typed queries for both executables.
 ///
 /// A `Store` owns one `Connection` and is used by one thread at a time: the daemon's
 /// `StoreWriter` thread has its own, each tunnelctl command opens one. Opening read-write

@@ -2,7 +2,7 @@ import Core
 import Runtime
 import Synchronization
 
-/// The daemon's store writer (DESIGN.md §7): one dedicated thread owns a
+/// The daemon's store writer (docs/store.md): one dedicated thread owns a
 /// `Store` connection and drains a bounded queue of `StoreRecord`s, one transaction per batch,
 /// so the data path never waits on disk.
 ///

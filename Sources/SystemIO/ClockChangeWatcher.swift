@@ -6,7 +6,7 @@ import Runtime
 /// Notices when the wall clock is set discontinuously (an NTP step, `date -s`, a restored RTC):
 /// a `CLOCK_REALTIME` timerfd armed with `TFD_TIMER_CANCEL_ON_SET` (timerfd_create(2)), whose read
 /// fails with `ECANCELED` after such a change. The free-session watchdog re-checks its windows then
-/// (DESIGN.md §6.4) instead of waiting for its next tick.
+/// (docs/session.md) instead of waiting for its next tick.
 ///
 /// Poll ``descriptor`` (or call ``wait(timeoutMilliseconds:)``), then call ``consumeChange()``.
 /// One thread waits on it at a time.

@@ -22,6 +22,32 @@ extension Tunnelctl {
 
     static let commands: [Command] = [
         Command(
+            "init", summary: "first run: the gateway's key, a tunneld.conf for this router, the default policy",
+            options: [
+                OptionSpec("--subnet", "PREFIX", help: "the tunnel's IPv4 subnet (default: 10.99.0.0/24, or the next /24 of 10.0.0.0/8 no route or address of this host uses)"),
+                OptionSpec("--subnet6", "PREFIX|off", help: "the tunnel's IPv6 subnet (default: a random unique local /64, RFC 4193)"),
+                OptionSpec("--endpoint", "HOST[:PORT]", help: "where clients reach this router: PublicEndpoint (default: the WAN interface's address)"),
+                OptionSpec("--wan", "IFACE", help: "the interface to the Internet (default: the one of the default route)"),
+                OptionSpec("--dns", "ADDR[,ADDR]|none", help: "ClientDNS, the clients' resolver (default: the gateway's tunnel address when a resolver listens on port 53 of every address, else none)"),
+                OptionSpec("--listen-port", "PORT", help: "the UDP port (default 51820)"),
+                OptionSpec("--config", "PATH", help: "the configuration to write (default /etc/tunnelvision/tunneld.conf); the key and policies/ go beside it"),
+            ],
+            help: """
+                Sets up a router for its first run, without tunneld running. Writes the gateway's private \
+                key (private.key, mode 0600) and a commented tunneld.conf (mode 0640) beside it: the tunnel's \
+                addresses in a subnet that no route or address of this host uses, the detected WAN interface \
+                and its address as PublicEndpoint, StatusListen on the gateway's tunnel address (port 80), \
+                MetricsListen on 127.0.0.1:9586, and ClientDNS = the gateway's tunnel address when a \
+                resolver listens on port 53 of every address (else none, and init says how to set one up). \
+                Into policies/ beside it, the default policy set — only when that directory has no *.rules \
+                file (the package has put it there already: init says it is kept).
+
+                Never overwrites: an existing configuration or key is exit 1, naming it, with nothing \
+                written. Prints the next commands: tunneld --check-config, systemctl enable --now tunneld, \
+                tunnelctl peer add phone --qr, and the router-nat.sh line for forwarding and NAT.
+                """,
+            run: runInit),
+        Command(
             "status", summary: "daemon, interface, peers, flows, drops, policy generation",
             options: [.json("docs/control.md"), .config],
             help: """
@@ -75,19 +101,22 @@ extension Tunnelctl {
                     options: [
                         OptionSpec("--tier", "free|premium", help: "the peer's tier (default: Tier absent, so free)"),
                         OptionSpec("--ip", "auto|ADDR", help: "its address: auto (the next free one of each interface subnet, default) or ADDR[,ADDR]"),
-                        OptionSpec("--dns", "ADDR", help: "DNS for the client config (default: DNS of [Interface])"),
+                        OptionSpec("--dns", "ADDR", help: "DNS for the client config, kept as the peer's ClientDNS (default: ClientDNS of [Interface])"),
                         OptionSpec("--endpoint", "HOST:PORT", help: "Endpoint for the client config (default: PublicEndpoint of [Interface])"),
                         OptionSpec("--allowed-ips", "PREFIXES", help: "the client's AllowedIPs (default 0.0.0.0/0, ::/0)"),
                         OptionSpec("--expires", "DATE|DURATION", help: "Expires = this date, or now + DURATION (30d)"),
                         OptionSpec("--psk", help: "also a preshared key"),
                         OptionSpec("--keep-client-key", help: "keep the client's private key in clients/NAME.key (0600) beside the config"),
+                        OptionSpec("--qr", help: "print the client config as a QR code for the WireGuard phone apps instead of as text"),
                         .config,
                     ],
                     help: """
                         Generates the client's key pair (libsodium), picks its address, appends a [Peer] with Name, \
                         PublicKey, AllowedIPs (and PresharedKey, Tier, Expires when asked) to the configuration, asks \
-                        tunneld to reload, and prints the client's wg-quick file on stdout (messages go to stderr). \
-                        Without --keep-client-key that output is the only copy of the client's private key.
+                        tunneld to reload, and prints the client's wg-quick file on stdout (messages go to stderr): \
+                        its DNS line is --dns, else ClientDNS of [Interface]. With --qr the same file is printed as a \
+                        QR code (UTF-8 blocks, as 'peer qr' draws it) to scan with a phone app. Without \
+                        --keep-client-key that output is the only copy of the client's private key.
                         """, run: runPeerAdd),
                 Command(
                     "remove", "NAME", summary: "delete a peer's [Peer] block and reload (its session ends)",
@@ -118,7 +147,8 @@ extension Tunnelctl {
                     arguments: [ArgumentSpec("NAME", "a peer of the configuration")], options: [.config],
                     help: """
                         Prints the client's wg-quick file: [Interface] PrivateKey (only when kept with --keep-client-key; \
-                        otherwise a comment and a note on stderr), Address, DNS; [Peer] the gateway's PublicKey, \
+                        otherwise a comment and a note on stderr), Address, DNS (the peer's ClientDNS, else ClientDNS of \
+                        [Interface]; no line when neither); [Peer] the gateway's PublicKey, \
                         PresharedKey, Endpoint (PublicEndpoint), AllowedIPs = 0.0.0.0/0, ::/0, PersistentKeepalive.
                         """, run: runPeerConfig),
                 Command(
@@ -349,7 +379,7 @@ extension Tunnelctl {
             ]),
         Command(
             "retention", summary: "how long history and captures are kept",
-            help: "How long the store keeps each family of history, and the capture limits (DESIGN.md §7).",
+            help: "How long the store keeps each family of history, and the capture limits (docs/store.md).",
             subcommands: [
                 Command(
                     "show", summary: "the retention settings, marking values that are defaults",

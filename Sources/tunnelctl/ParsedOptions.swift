@@ -38,6 +38,7 @@ extension OptionKey where Value == Bool {
     static var view: Self { .init("--view") }
     static var psk: Self { .init("--psk") }
     static var keepClientKey: Self { .init("--keep-client-key") }
+    static var qr: Self { .init("--qr") }
     static var dryRun: Self { .init("--dry-run") }
 }
 
@@ -57,6 +58,10 @@ extension OptionKey where Value == String {
     static var endpoint: Self { .init("--endpoint") }
     static var allowedIPs: Self { .init("--allowed-ips") }
     static var expires: Self { .init("--expires") }
+    static var subnet: Self { .init("--subnet") }
+    static var subnet6: Self { .init("--subnet6") }
+    static var wan: Self { .init("--wan") }
+    static var listenPort: Self { .init("--listen-port") }
 }
 
 extension OptionKey where Value == Int {

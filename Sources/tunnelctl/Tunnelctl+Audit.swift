@@ -5,7 +5,7 @@ import Runtime
 import Store
 import Synchronization
 
-/// `tunnelctl audit start LABEL | stop | mark LABEL | list [--since]` (DESIGN.md §9).
+/// `tunnelctl audit start LABEL | stop | mark LABEL | list [--since]` (tunnelctl(8)).
 ///
 /// tunnelctl writes audit sessions and markers into the store itself, daemon running or not
 /// (the daemon's writer and tunnelctl are two connections on one WAL file; `CLIStore` waits for

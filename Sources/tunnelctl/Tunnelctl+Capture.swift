@@ -6,7 +6,7 @@ import Foundation
 import Runtime
 
 /// `tunnelctl capture on [--detail metadata|full] | off | list | extract --flow ID -o FILE [--filter BPF]`
-/// (DESIGN.md §8, docs/capture.md).
+/// (docs/capture.md).
 extension Tunnelctl {
     static let runCaptureOn: Command.Body = { opts, console in
         try captureOnOff(opts, enabled: true, detail: opts[.detail], console)

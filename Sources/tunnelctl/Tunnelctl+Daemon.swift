@@ -6,7 +6,7 @@ import Runtime
 
 /// Commands that ask the running daemon over `control.sock`: `status`, `peers`, `kick`, and the
 /// `policy reload` / `policy show` subcommands. They exit 3 with a clear message when the daemon
-/// is not running (DESIGN.md §9).
+/// is not running (tunnelctl(8)).
 extension Tunnelctl {
     static let runStatus: Command.Body = { opts, console in
         let json = opts[.json]

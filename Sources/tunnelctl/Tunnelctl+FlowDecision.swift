@@ -48,6 +48,9 @@ struct FlowDecision {
 }
 
 extension Tunnelctl {
+    /// Where a tunnel (so the gateway's `Address`) lives: RFC 1918, RFC 6598, RFC 4193, RFC 4291 link-local.
+    static let privateRanges = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "fc00::/7", "fe80::/10"].map { IPPrefix($0)! }
+
     /// Parses `text` and decides it against the rule files in `directory` at "now" (`cliNow()`,
     /// in `cliTimeZone`) or the FLOW's `at`. `config` (and its store) fill in the peer and tier.
     static func decideFlow(_ text: String, config: TunnelConfig?, directory: String, _ console: Console) throws -> FlowDecision {
@@ -83,7 +86,7 @@ extension Tunnelctl {
                 tierFacts = facts
             }
         }
-        let set = try loadPolicy(directory)
+        let set = try loadPolicy(directory, config: config)
         if set.hasErrors {
             for e in set.errors { console.error(e.description) }
             throw CLIError.failure("\(directory) has errors; fix them (tunnelctl policy check \(directory)) and try again")
@@ -93,6 +96,20 @@ extension Tunnelctl {
         let offset = cliTimeZone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(now) / 1000))
         let query = flow.query(for: policy, minuteOfWeek: PolicyClock.minuteOfWeek(epochSeconds: now / 1000, utcOffsetSeconds: offset))
         let verdict = policy.evaluate(query)
+        // Unbound, `gateway` stands for no address. The far end of the flow (its destination when
+        // a peer starts it) may be the gateway's when it is a private address, as tunnel
+        // addresses are: an answer that would then differ is not given (no confident wrong
+        // answers); a public one is taken not to be the gateway's.
+        let farEnd = flow.direction == .out ? flow.destination : flow.source
+        if config == nil && set.usesGateway && Self.privateRanges.contains(where: { $0.contains(farEnd) }) {
+            let bound = CompiledPolicy(set.bindingGateway([farEnd]))
+            let other = bound.evaluate(flow.query(for: bound, minuteOfWeek: query.minuteOfWeek))
+            if other.ruleIndex != verdict.ruleIndex {
+                let rule = other.ruleIndex >= 0 ? bound.rules.location(Int(other.ruleIndex)) : policy.rules.location(Int(verdict.ruleIndex))
+                throw CLIError.failure("the answer depends on whether \(farEnd) is an address of the gateway ('gateway' in \(rule)), "
+                    + "and no configuration says which; add --config PATH")
+            }
+        }
         let m = query.minuteOfWeek
         let clock = "\(TimeWindow.dayNames[m / 1440]) " + String(format: "%02d:%02d", m % 1440 / 60, m % 60)
         return FlowDecision(flow: flow, peerSource: peerSource, tierSource: tierSource, tierFacts: tierFacts, verdict: verdict, why: policy.explain(verdict),

@@ -208,6 +208,7 @@ extension Tunnelctl {
         let expiresText = opts[.expires]
         let psk = opts[.psk]
         let keep = opts[.keepClientKey]
+        let qr = opts[.qr]
         let name = try oneName(&opts, "add")
         try checkNewName(name, config)
         var tier: PeerTier?
@@ -297,7 +298,13 @@ extension Tunnelctl {
             + (keep ? "; client key kept in \(clientKeyDirectory(configPath))/\(name).key"
                     : "; the client config below holds the only copy of its private key"))
         let code = try reloadAfterEdit(config, console, toStderr: true)
-        console.print(text, terminator: "")
+        if qr {
+            // The phone apps import the code as it is; the text is the same as without --qr.
+            let (modules, width) = try qrMatrix(text)
+            console.print(qrBlocks(modules, width, margin: 2), terminator: "")
+        } else {
+            console.print(text, terminator: "")
+        }
         return code
     }
 
@@ -334,7 +341,7 @@ extension Tunnelctl {
         var lines = ["[Interface]"]
         lines.append(key.map { "PrivateKey = \($0.base64)" } ?? "# PrivateKey = (shown once by 'tunnelctl peer add'; not stored)")
         lines.append("Address = " + (hosts.isEmpty ? peer.allowedIPs : hosts).map(\.description).joined(separator: ", "))
-        let dnsList = dns.map { [$0] } ?? (peer.clientDNS.isEmpty ? config.interface.dns : peer.clientDNS)
+        let dnsList = dns.map { [$0] } ?? config.clientDNS(of: peer)
         if !dnsList.isEmpty { lines.append("DNS = " + dnsList.joined(separator: ", ")) }
         lines += ["", "[Peer]", "PublicKey = \(serverKey.base64)"]
         if let psk = peer.presharedKey { lines.append("PresharedKey = \(psk.base64)") }

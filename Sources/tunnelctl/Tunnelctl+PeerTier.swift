@@ -4,7 +4,7 @@ import ControlProtocol
 import Foundation
 import Store
 
-/// `tunnelctl peer tier NAME free|premium` (DESIGN.md §6.5, docs/session.md "Tier changes"): one
+/// `tunnelctl peer tier NAME free|premium` (docs/session.md "Tier changes"): one
 /// owner for the change. With tunneld running, it is asked (control request `peerTier`) and applies
 /// the tier and writes the store in one step; only when tunneld is not running does tunnelctl write
 /// the store itself (and the shared store, when one is configured), and tunneld applies it at its

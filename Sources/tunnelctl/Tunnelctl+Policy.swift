@@ -4,7 +4,7 @@ import Foundation
 import Packet
 import Policy
 
-/// `tunnelctl policy check [DIR]` and `tunnelctl policy test 'FLOW'` (DESIGN.md §5, §9): offline,
+/// `tunnelctl policy check [DIR]` and `tunnelctl policy test 'FLOW'` (docs/policy.md): offline,
 /// they read rule files and need no daemon. `policy reload` and `policy show` come with the daemon.
 extension Tunnelctl {
     static let runPolicyCheck: Command.Body = { opts, console in
@@ -35,18 +35,27 @@ extension Tunnelctl {
         return "/etc/tunnelvision/policies"
     }
 
-    static func loadPolicy(_ directory: String) throws -> PolicySet {
+    /// The rule files of `directory`, with `gateway` bound to `config`'s tunnel addresses as
+    /// tunneld binds it (unbound without a configuration: `gateway` then matches nothing).
+    static func loadPolicy(_ directory: String, config: TunnelConfig?) throws -> PolicySet {
+        let set: PolicySet
         do {
-            return try PolicyParser.parse(directory: directory)
+            set = try PolicyParser.parse(directory: directory)
         } catch let e as PolicyLoadError {
             throw CLIError.failure(e.message)
         }
+        guard let config else { return set }
+        return set.bindingGateway(config.interface.gatewayAddresses)
     }
 
     static func policyCheck(directory: String, config: TunnelConfig?, json: Bool, _ console: Console) throws -> ExitCode {
-        var set = try loadPolicy(directory)
-        // With a configuration: a rule naming a peer it does not configure never matches that name.
-        if let config { set.diagnostics += set.unknownPeerReferences(configured: config.peers.map(\.name), severity: .warning) }
+        var set = try loadPolicy(directory, config: config)
+        // With a configuration: a rule naming a peer it does not configure never matches that name,
+        // and a policy refusing peers their gateway's status page, resolver or ping is told.
+        if let config {
+            set.diagnostics += set.unknownPeerReferences(configured: config.peers.map(\.name), severity: .warning)
+            if !set.hasErrors { set.diagnostics += CompiledPolicy(set).refusals(of: config.gatewayProbes) }
+        }
         let hostRules = set.rules.filter { !$0.hosts.isEmpty }
         if json {
             console.print(try encodeJSON(PolicyCheckJSON(directory: directory, set: set)))
@@ -71,6 +80,10 @@ extension Tunnelctl {
         if config == nil && !peerNames.isEmpty {
             console.print("note: peer names (\(peerNames.joined(separator: ", "))) were not checked: no configuration was given; "
                 + "add --config PATH to check them against its [Peer] sections")
+        }
+        if config == nil && set.usesGateway {
+            console.print("note: 'gateway' in the rules stands for no address, and whether peers reach the gateway's status page, "
+                + "resolver and ping was not checked: no configuration was given; add --config PATH")
         }
         if set.rules.count > PolicySet.shadowCheckLimit {
             console.print("note: more than \(PolicySet.shadowCheckLimit) rules: the check for rules shadowed by earlier ones was skipped")

@@ -4,7 +4,7 @@ import Config
 import Foundation
 import Store
 
-/// `tunnelctl prune [--dry-run]` (DESIGN.md §7): removes what the retention
+/// `tunnelctl prune [--dry-run]` (docs/store.md): removes what the retention
 /// settings say, family by family, in short batches (`Pruner`), deletes pcap files beyond the
 /// capture limits (`CaptureFiles.prune` on `StateDirectory/capture`), gives the freed pages back
 /// to the file system (incremental vacuum) and reports rows and bytes per family. On a terminal,

@@ -3,7 +3,7 @@ import Config
 import Foundation
 import Store
 
-/// `tunnelctl retention show | set KEY=VALUE…` (DESIGN.md §7, §9).
+/// `tunnelctl retention show | set KEY=VALUE…` (docs/store.md).
 ///
 /// `show` decodes the settings row tolerantly and marks every value that did not come from the
 /// row (`(factory default)`, `(factory default; the row's value: wrong type …)`); unknown fields are listed. A row that

@@ -6,7 +6,7 @@ import Policy
 import Sessions
 import Store
 
-/// `tunnelctl session [NAME]` and `tunnelctl explain PEER` (DESIGN.md §6, §9): a free peer's
+/// `tunnelctl session [NAME]` and `tunnelctl explain PEER` (docs/session.md): a free peer's
 /// window and pause, read from the store (the daemon, when it runs, adds whether the peer is
 /// connected right now and the tier in force from its registry).
 extension Tunnelctl {
@@ -156,7 +156,7 @@ extension Tunnelctl {
     }
 
     /// `explain PEER`: exit 0 when the peer is refused (the explanation follows), 1 when it is not
-    /// (DESIGN.md §9: 1 is the answer "no").
+    /// (tunnelctl(8): 1 is the answer "no").
     static func explainPeer(_ name: String, config: TunnelConfig, json: Bool, local: Bool, _ console: Console) throws -> ExitCode {
         // With a shared store, Disabled / Expires as every gateway applies them.
         let (peer, from) = admitted(try configuredPeer(name, config), try sharedAdmissions(config))

@@ -3,7 +3,7 @@ import Config
 import Foundation
 import Store
 
-/// `tunnelctl timeline [--since 1h] [--peer NAME] [--json]` (DESIGN.md §9):
+/// `tunnelctl timeline [--since 1h] [--peer NAME] [--json]` (tunnelctl(8)):
 /// flows (opened, closed, blocked), refusals, sessions, audit sessions and markers from the
 /// store, interleaved in time order (oldest first). `--since` defaults to 1h. With `--peer`,
 /// flows, refusals and sessions are that peer's; markers and audit sessions are kept, since

@@ -7,7 +7,7 @@ import Packet
 import Runtime
 import Synchronization
 
-/// `tunnelctl watch`: the live feed of `RuntimeDirectory/live.ring` (DESIGN.md §8, docs/ring.md).
+/// `tunnelctl watch`: the live feed of `RuntimeDirectory/live.ring` (docs/ring.md).
 extension Tunnelctl {
     static let runWatch: Command.Body = { opts, console in
         let options = try WatchOptions.parse(opts)

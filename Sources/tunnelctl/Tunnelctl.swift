@@ -6,7 +6,7 @@ import Runtime
 /// and subcommand — usage, arguments, typed options, help — and names its body (`runStatus`,
 /// `runPolicyTest`, …), which lives in its group's file (`Tunnelctl+Policy.swift`, …).
 ///
-/// Exit codes (DESIGN.md §9): 0 ok, 1 the answer is "no"/"not found", 2 usage error,
+/// Exit codes (tunnelctl(8)): 0 ok, 1 the answer is "no"/"not found", 2 usage error,
 /// 3 daemon not running when needed.
 @main
 enum Tunnelctl {
@@ -135,7 +135,7 @@ enum Tunnelctl {
     }
 }
 
-/// Process exit codes of DESIGN.md §9.
+/// Process exit codes of tunnelctl(8).
 struct ExitCode: RawRepresentable, Equatable, Sendable {
     var rawValue: Int32
     static let ok = ExitCode(rawValue: 0)

@@ -139,12 +139,14 @@ import Glibc
         #expect(e?.errors.last?.description == "\(dir)/tunneld.conf:2: ListenPort: '5182o' is not a port; use a number from 1 to 65535")
     }
 
-    /// The example shipped in etc/ must stay valid (its key file is not read by `parse`).
+    /// The example configuration (examples/) must stay valid (its key file is not read by `parse`).
     @Test func shippedExampleParses() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let path = root.appendingPathComponent("etc/tunneld.conf").path
+        let path = root.appendingPathComponent("examples/tunneld.conf").path
         let text = try String(contentsOfFile: path, encoding: .utf8)
-        let c = try TunnelConfig.parse(text, file: "etc/tunneld.conf", baseDirectory: "/etc/tunnelvision")
+        let c = try TunnelConfig.parse(text, file: "examples/tunneld.conf", baseDirectory: "/etc/tunnelvision")
+        #expect(c.interface.publicEndpoint != nil && c.interface.statusListen != nil && c.interface.metricsListen != nil)
+        #expect(c.interface.clientDNS == ["10.99.0.1"])
         #expect(c.interface.name == "tv0")
         #expect(c.interface.privateKeySource == .file("/etc/tunnelvision/private.key"))
         #expect(c.peers.count >= 2)

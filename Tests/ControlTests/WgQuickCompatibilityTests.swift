@@ -42,7 +42,9 @@ import Testing
         #expect(c.interface.postUp == ["iptables -A FORWARD -i %i -j ACCEPT", "iptables -t nat -A POSTROUTING -o eth0 -j MASQUERADE"])
         #expect(c.interface.postDown.count == 2)
         #expect(c.interface.listenPort == 51821)
-        #expect(c.warnings.map(\.description) == ["hand.conf:8: DNS: is a client setting; tunneld does not use it; it is the default --dns of 'tunnelctl peer add'"])
+        #expect(c.interface.clientDNS.isEmpty, "wg-quick's DNS is the server's own resolver, not the clients'")
+        #expect(c.warnings.map(\.description) == ["hand.conf:8: DNS: wg-quick sets this machine's own resolver with it; tunneld does not use it, and client configs do not get it; "
+            + "to give clients a resolver, write ClientDNS = 192.168.77.1, office.lan (tunnelctl peer add|config|qr put it in their DNS line)"])
         #expect(c.notes.map(\.line) == [4, 5, 9, 10, 11, 12, 14, 19])
     }
 

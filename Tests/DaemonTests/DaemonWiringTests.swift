@@ -89,7 +89,7 @@ final class DaemonHarness: @unchecked Sendable {
     static let bobKey = (0..<32).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 5) }
     static let carolKey = (0..<32).map { UInt8(truncatingIfNeeded: $0 &* 17 &+ 9) }
 
-    /// DESIGN.md §6.3: a free peer in its pause. Its initiation is refused before the device
+    /// docs/session.md: a free peer in its pause. Its initiation is refused before the device
     /// builds anything: no response datagram, no keys, no handshake on the live ring (a refusal
     /// instead), a refusal row; the watchdog refuses it from then on. A premium peer at the same
     /// time is admitted: response, handshake record, session row.

@@ -18,7 +18,7 @@ import WireGuard
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let warning = "no *.rules files; every flow gets the built-in default (allow outbound, block inbound)"
-        guard case .success(let loaded) = ActivePolicy.load(directory: dir) else { Issue.record("load failed"); return }
+        guard case .success(let loaded) = ActivePolicy.load(directory: dir, gateway: []) else { Issue.record("load failed"); return }
         #expect(loaded.0.warnings.map(\.description) == ["\(dir): warning: \(warning)"])
 
         let log = LogCapture()

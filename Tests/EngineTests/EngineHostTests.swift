@@ -10,7 +10,7 @@ import Testing
 import TestSupport
 import WireGuard
 
-/// Host rules on the data path (DESIGN.md §5, docs/hosts.md): pending flows, held first
+/// Host rules on the data path (docs/hosts.md): pending flows, held first
 /// payloads, DNS-learned names, through the whole engine over in-memory fakes.
 @Suite(.serialized) struct EngineHostTests {
     static let rules = """

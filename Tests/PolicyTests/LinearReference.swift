@@ -28,16 +28,21 @@ struct ReferenceFlow: CustomStringConvertible {
     }
 }
 
-/// The obvious first-match scan, written straight from DESIGN.md §5: the oracle the compiled
-/// evaluator must agree with.
+/// The obvious first-match scan, written straight from the rule language (docs/policy.md,
+/// tunnelvision-rules(5)): the oracle the compiled evaluator must agree with. `gateway` is what
+/// `from|to gateway` stands for (the rules here are unbound; none = no address).
 enum LinearReference {
-    static func matches(_ r: PolicyRule, _ f: ReferenceFlow) -> Bool {
+    static func matches(_ r: PolicyRule, _ f: ReferenceFlow, gateway: [IPAddress] = []) -> Bool {
+        func address(_ list: [IPPrefix], _ named: Bool, _ a: IPAddress) -> Bool {
+            if list.isEmpty && !named { return true }
+            return list.contains { $0.contains(a) } || (named && gateway.contains(a))
+        }
         if r.direction != f.direction { return false }
         if !r.peers.isEmpty && !(f.peer.map(r.peers.contains) ?? false) { return false }
         if let t = r.tier, f.tier != t { return false }
         if !r.protocols.isEmpty && !r.protocols.contains(f.proto) { return false }
-        if !r.sources.isEmpty && !r.sources.contains(where: { $0.contains(f.source) }) { return false }
-        if !r.destinations.isEmpty && !r.destinations.contains(where: { $0.contains(f.destination) }) { return false }
+        if !address(r.sources, r.sourceGateway, f.source) { return false }
+        if !address(r.destinations, r.destinationGateway, f.destination) { return false }
         if !r.sourcePorts.isEmpty && !(f.proto.hasPorts && r.sourcePorts.contains { $0.contains(f.sourcePort) }) { return false }
         if !r.destinationPorts.isEmpty && !(f.proto.hasPorts && r.destinationPorts.contains { $0.contains(f.destinationPort) }) {
             return false
@@ -48,8 +53,9 @@ enum LinearReference {
     }
 
     /// (action, rule index or -1).
-    static func evaluate(_ rules: [PolicyRule], out: Verdict, in inbound: Verdict, _ f: ReferenceFlow) -> (Verdict, Int) {
-        for (i, r) in rules.enumerated() where matches(r, f) { return (r.action, i) }
+    static func evaluate(_ rules: [PolicyRule], out: Verdict, in inbound: Verdict, _ f: ReferenceFlow,
+                         gateway: [IPAddress] = []) -> (Verdict, Int) {
+        for (i, r) in rules.enumerated() where matches(r, f, gateway: gateway) { return (r.action, i) }
         return (f.direction == .out ? out : inbound, -1)
     }
 }

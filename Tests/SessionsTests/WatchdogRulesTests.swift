@@ -4,7 +4,7 @@ import Sessions
 
 import Testing
 
-/// DESIGN.md §6, rule by rule, on the pure core with injected times (ms).
+/// docs/session.md, rule by rule, on the pure core with injected times (ms).
 @Suite struct WatchdogRulesTests {
     static let tiers = TierClasses(freeSessionMs: 900_000, freePauseMs: 2_700_000)
     static let cfg = WatchdogConfig(idleMs: 180_000, intervalMs: 5_000)

@@ -151,7 +151,7 @@ import Testing
     /// tunnelvision-rules(5) describes every keyword a rule line may use.
     @Test func rulesPageHasEveryKeyword() throws {
         let text = try page("man/tunnelvision-rules.5")
-        for k in PolicyParser.lineKeywords + PolicyParser.fieldKeywords {
+        for k in PolicyParser.lineKeywords + PolicyParser.fieldKeywords + [PolicyParser.gatewayWord] {
             #expect(text.contains("\n.B \(k)") || text.contains("\n.BR \(k) ") || text.contains("\n.BI \(k) "), "man/tunnelvision-rules.5 does not describe '\(k)'")
         }
     }

@@ -64,7 +64,7 @@ import WireGuard
             RuntimeDirectory = \(dir)/run
             StateDirectory = \(dir)/state
             PublicEndpoint = vpn.example.org:51820
-            DNS = 10.99.0.1
+            ClientDNS = 10.99.0.1
 
             ### Client alice
             [Peer]
@@ -127,7 +127,7 @@ import WireGuard
         #expect(add.out.contains("Endpoint = gw.example.net:443\nAllowedIPs = 10.99.0.0/24, 192.168.1.0/24\n"))
         let shown = run(["peer", "config", "dora", "--config", f.conf])
         #expect(shown.code == .ok && shown.out == add.out, "peer config reproduces what add printed")
-        // Without the options: the [Interface] defaults (DNS of [Interface] is the default --dns).
+        // Without the options: the [Interface] defaults (ClientDNS of [Interface] is the default --dns).
         let plain = run(["peer", "add", "erik", "--config", f.conf])
         #expect(plain.out.contains("DNS = 10.99.0.1\n") && plain.out.contains("Endpoint = vpn.example.org:51820\n"))
     }

@@ -1,5 +1,6 @@
 // libFuzzer harness for the Config and ControlProtocol modules' parsers: the config file, the
-// UAPI set/get text and the control-socket JSON. The first input byte picks the parser; the rest is its input.
+// UAPI set/get text, the control-socket JSON and the kernel tables `tunnelctl init` reads
+// (HostNetwork). The first input byte picks the parser; the rest is its input.
 // Build and run with fuzz/control/run.sh (see README.md). Any crash is a bug: every parser must
 // return a value or a typed error for every input.
 import Config
@@ -28,7 +29,7 @@ let writeBackConfig = try! TunnelConfig.parse(writeBackBase, file: "base.conf")
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     guard size > 0 else { return 0 }
-    let selector = data[0] % 5
+    let selector = data[0] % 6
     let body = Array(UnsafeBufferPointer(start: data + 1, count: size - 1))
     let text = String(decoding: body, as: UTF8.self)
     switch selector {
@@ -37,6 +38,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
             // A config that parses must describe itself without trapping.
             _ = c.interface.addresses.map(\.description)
             _ = c.peers.map { ($0.publicKey.base64, $0.endpoint?.description ?? "") }
+            _ = c.gatewayProbes.count
         }
     case 1:
         // A set that parses is also written back to a config (what tunneld does before applying
@@ -52,8 +54,13 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         }
     case 3:
         _ = ControlWire.decodeRequest(body)
-    default:
+    case 4:
         if case .success(let r) = ControlWire.decodeResponse(body) { _ = ControlWire.encode(r) }
+    default:
+        let host = HostNetwork(routes: HostNetwork.ipv4Routes(text) + HostNetwork.ipv6Routes(text),
+                               dnsListeners: HostNetwork.listeners(text, tcp: true, port: 53) + HostNetwork.listeners(text, tcp: false, port: 53))
+        _ = (host.prefixesInUse, host.wanInterface, host.resolverOnEveryAddress)
+        if let p = host.prefixesInUse.first { _ = FirstRunConfig.freeSubnet(preferred: FirstRunConfig.defaultSubnet, inUse: [p], searching: true) }
     }
     return 0
 }

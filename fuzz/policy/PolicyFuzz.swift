@@ -23,7 +23,10 @@ public func policyFuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     }
     _ = try? PolicyFlow(parsing: text)
     guard !set.hasErrors, !set.rules.isEmpty else { return 0 }
-    let policy = CompiledPolicy(set)
+    // `gateway` bound as tunneld binds it (v4 and v6), or unbound (matching no address).
+    let gateway = size % 2 == 0 ? [IPAddress(v4: 0x0A63_0001), IPAddress(v6High: 0xFD99 << 48, low: 1)] : []
+    let bound = gateway.isEmpty ? set : set.bindingGateway(gateway)
+    let policy = CompiledPolicy(bound)
     var seed: UInt64 = 0xcbf2_9ce4_8422_2325
     for b in bytes { seed = (seed ^ UInt64(b)) &* 0x100_0000_01b3 }
     for k in 0..<64 {
@@ -31,6 +34,7 @@ public func policyFuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         let v6 = seed & 1 == 1
         let r = set.rules[Int(seed >> 33) % set.rules.count]
         func addr(_ list: [IPPrefix]) -> IPAddress {
+            if let g = gateway.first(where: { $0.isIPv6 == v6 }), k % 7 == 0 { return g }
             if let p = list.first, k % 3 != 0 { return p.address }
             return v6 ? IPAddress(v6High: seed, low: seed >> 7) : IPAddress(v4: UInt32(truncatingIfNeeded: seed >> 11))
         }
@@ -45,7 +49,7 @@ public func policyFuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         let v = policy.evaluate(q)
         let peerName = r.peers.first
         var expected = -1
-        for (i, rule) in set.rules.enumerated() where linearMatch(rule, q, peerName) {
+        for (i, rule) in set.rules.enumerated() where linearMatch(rule, q, peerName, gateway) {
             expected = i
             break
         }
@@ -56,13 +60,17 @@ public func policyFuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     return 0
 }
 
-func linearMatch(_ r: PolicyRule, _ q: PolicyQuery, _ peer: String?) -> Bool {
+/// The linear scan over the *unbound* rules, `gateway` standing for `gateway`'s addresses.
+func linearMatch(_ r: PolicyRule, _ q: PolicyQuery, _ peer: String?, _ gateway: [IPAddress]) -> Bool {
+    func address(_ list: [IPPrefix], _ named: Bool, _ a: IPAddress) -> Bool {
+        (list.isEmpty && !named) || list.contains { $0.contains(a) } || (named && gateway.contains(a))
+    }
     if r.direction != q.direction { return false }
     if !r.peers.isEmpty && !(peer.map(r.peers.contains) ?? false) { return false }
     if let t = r.tier, q.tier != t { return false }
     if !r.protocols.isEmpty && !r.protocols.contains(q.proto) { return false }
-    if !r.sources.isEmpty && !r.sources.contains(where: { $0.contains(q.source) }) { return false }
-    if !r.destinations.isEmpty && !r.destinations.contains(where: { $0.contains(q.destination) }) { return false }
+    if !address(r.sources, r.sourceGateway, q.source) { return false }
+    if !address(r.destinations, r.destinationGateway, q.destination) { return false }
     if !r.sourcePorts.isEmpty && !(q.proto.hasPorts && r.sourcePorts.contains { $0.contains(q.sourcePort) }) { return false }
     if !r.destinationPorts.isEmpty && !(q.proto.hasPorts && r.destinationPorts.contains { $0.contains(q.destinationPort) }) { return false }
     if !r.hosts.isEmpty && !(q.host.map { h in r.hosts.contains { $0.matches(h) } } ?? false) { return false }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End to end: the free-session watchdog (DESIGN.md §6) with FreeSession = 20s, FreePause = 30s,
+# End to end: the free-session watchdog (docs/session.md) with FreeSession = 20s, FreePause = 30s,
 # WatchdogInterval = 1s. alice (free) and bob (premium) are two wireguard-go interfaces in the
 # client namespace (bob's traffic leaves by source routing). Checks: traffic flows, the window
 # survives kill -9 + restart with its original end, alice's traffic stops at the window end,

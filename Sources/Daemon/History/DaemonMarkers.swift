@@ -6,7 +6,7 @@ import Runtime
 import Store
 import WireGuard
 
-/// The daemon's automatic markers (DESIGN.md §7): start and stop, policy
+/// The daemon's automatic markers (docs/store.md): start and stop, policy
 /// reloads (generation and a BLAKE2s hash of the rule files), sessions ended by the watchdog,
 /// and store-queue drops (one marker per occurrence window, not per dropped record).
 ///

@@ -9,7 +9,7 @@ import Store
 import Synchronization
 import WireGuard
 
-/// The daemon's history recorder (DESIGN.md §7): owns the `StoreWriter` and turns the
+/// The daemon's history recorder (docs/store.md): owns the `StoreWriter` and turns the
 /// engine's hooks (`GatewayEvents`) and the watchdog's records (`WatchdogSink`) into store
 /// records — flows opened, updated every `flowUpdateIntervalMs` (batched by a sweep of the flow
 /// table on the timer thread, never per packet) and closed; coalesced flow refusals; sessions,

@@ -5,7 +5,7 @@ import Foundation
 import Runtime
 import Store
 
-/// The daemon's scheduled prune (DESIGN.md §7): the same `Pruner` and
+/// The daemon's scheduled prune (docs/store.md): the same `Pruner` and
 /// `CaptureFiles.prune` as `tunnelctl prune`, run once at start and then every `intervalMs`
 /// (hourly), on a thread of its own with its own `Store` connection. The pruner's batches are
 /// short transactions with pauses in between, so the `StoreWriter` keeps its lock waits

@@ -1,5 +1,5 @@
 // What the data path shows the outside world: the live ring (`tunnelctl watch`) and the packet
-// capture (`tunnelctl capture`). DESIGN.md §8, docs/ring.md, docs/capture.md.
+// capture (`tunnelctl capture`). docs/ring.md, docs/capture.md.
 //
 // The engine calls in from three places, always holding its flow lock, so the observer's state
 // (the ring producer, the capture writer, the per-slot flow notes) has one writer at a time:

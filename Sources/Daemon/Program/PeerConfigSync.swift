@@ -65,6 +65,13 @@ final class PeerConfigSync: Sendable {
             let policyReply = engine.reloadPolicy(directory: interface.policyDirectory)
             warnings += policyReply.warnings.map(\.description)
             let policyErrors = policyReply.succeeded ? [] : policyReply.errors.map { "\($0)" }
+            if policyReply.succeeded {
+                // Peers refused their gateway's status page, resolver or ping (the addresses are
+                // the running interface's: what `gateway` is bound to until a restart).
+                var running = next
+                running.interface.addresses = interface.addresses
+                warnings += engine.policy.compiled.refusals(of: running.gatewayProbes).map { "policy: \($0)" }
+            }
             let reply = ReloadReply(added: diff.added, removed: diff.removed, changes: diff.changes, warnings: warnings,
                                     policyGeneration: engine.policy.generation, policyErrors: policyErrors)
             log.notice("reload: " + Self.summary(reply))

@@ -56,7 +56,8 @@ public enum Tunneld {
             }
             i += 1
         }
-        let log = Logger.standardError(minimum: verbose ? .debug : .info)
+        // --check-config is a report to read, not a log: no timestamps on its lines.
+        let log = Logger.standardError(minimum: verbose ? .debug : .info, timestamps: checkOnly ? false : nil)
 
         let config: TunnelConfig
         do {
@@ -74,7 +75,7 @@ public enum Tunneld {
             if checkOnly { print("note: \(n)") } else { log.info("\(n)") }
         }
         let loaded: (PolicySet, CompiledPolicy)
-        switch ActivePolicy.load(directory: config.interface.policyDirectory) {
+        switch ActivePolicy.load(directory: config.interface.policyDirectory, gateway: config.interface.gatewayAddresses) {
         case .success(let p): loaded = p
         case .failure(let f):
             return fail("policy \(config.interface.policyDirectory) has errors\(checkOnly ? "" : "; refusing to start"):\n\(f)", 1)
@@ -88,6 +89,9 @@ public enum Tunneld {
                 + unknownPeers.map(\.description).joined(separator: "\n"), 1)
         }
         for w in unknownPeers { log.warning("policy: \(w)") }
+        // Peers refused their own gateway's status page, resolver or ping see only timeouts:
+        // a warning (the policy may mean it), never a refusal to start.
+        for w in loaded.1.refusals(of: config.gatewayProbes) { log.warning("policy: \(w)") }
         if checkOnly {
             print("\(configPath): OK — interface \(config.interface.name), \(config.peers.count) peer(s), "
                 + "policy \(config.interface.policyDirectory): \(loaded.1.rules.count) rule(s) in \(loaded.0.files.count) file(s)")
@@ -369,6 +373,7 @@ extension Tunneld {
         func seconds(_ d: Duration) -> UInt32 { UInt32(clamping: d.components.seconds) }
         o.dnsTTLFloor = seconds(iface.dnsTTLFloor)
         o.dnsTTLCeiling = max(o.dnsTTLFloor, seconds(iface.dnsTTLCeiling))
+        o.policyGateway = iface.gatewayAddresses
         return o
     }
 }

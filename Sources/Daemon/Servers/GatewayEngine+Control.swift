@@ -94,7 +94,7 @@ extension GatewayEngine {
     /// `tunnelctl policy reload` / SIGHUP: load `directory`; on success install it under the next
     /// generation, on failure keep the running policy and report the errors with file:line:column.
     public func reloadPolicy(directory: String) -> PolicyReloadReply {
-        switch ActivePolicy.load(directory: directory) {
+        switch ActivePolicy.load(directory: directory, gateway: options.policyGateway) {
         case .success(let loaded):
             let generation = install(policy: loaded)
             log.notice("policy: reloaded \(directory): \(loaded.1.rules.count) rules, generation \(generation)")

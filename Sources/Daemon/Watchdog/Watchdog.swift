@@ -7,7 +7,7 @@ import Store
 import Synchronization
 import WireGuard
 
-/// The free-session watchdog (DESIGN.md §6): per-peer windows, live sessions and refusals, with
+/// The free-session watchdog (docs/session.md): per-peer windows, live sessions and refusals, with
 /// the decisions taken by `WatchdogRules` and applied to a `WatchdogDevice`. Every entry point
 /// takes the wall-clock time as an argument, so tests drive it with any clock; the daemon calls
 /// `tick` from `WatchdogTicker` and the handshake hooks from the data path.
