@@ -8,8 +8,9 @@ PKGS=(pkg-config libsqlite3-dev sqlite3 libmnl-dev libpcap-dev libsodium-dev lib
       nftables man-db groff-base zsh   # router-nat.sh and its test; man -l checks; zsh -n of the completion
       iptables                         # scripts/e2e/import.sh runs the PostUp iptables lines of imported wg-quick files
       libmicrohttpd-dev libsystemd-dev prometheus curl    # /metrics (promtool checks it), journald events
-      libpq-dev postgresql             # Store = postgresql://… (issue 19); tests run a throw-away cluster
-      dnsmasq-base)                    # scripts/e2e/first-run.sh, client-dns.sh: the router's resolver
+      libpq-dev postgresql             # Store = postgresql://…; tests run a throw-away cluster
+      dnsmasq-base                     # scripts/e2e/first-run.sh, client-dns.sh: the router's resolver
+      build-essential debhelper lintian mmdebstrap file)   # scripts/package.sh and its test (a clean Debian root)
 missing=()
 for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then

@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
 # Installs TunnelVision to the usual FHS paths, or removes exactly what an earlier run installed.
 #
-#   scripts/install.sh [--no-build]      build (release) if needed, then install
+#   scripts/install.sh [--no-build]      build (release, static) if needed, then install
 #   scripts/install.sh --uninstall       remove what the manifest lists (changed config kept)
+#   --allow-toolchain-libs               install binaries that need the Swift toolchain's libraries
+#                                        (a `swift build` dev build): they run only while /opt/swift
+#                                        is there. Without it, such binaries are refused.
+#
+# On a router, prefer the Debian package (scripts/package.sh, docs/packaging.md). This script is
+# for source installs: its default build is scripts/build-static.sh (Swift runtime linked in,
+# only Debian's libraries dynamic), so the installed binaries outlive the toolchain.
 #
 # Environment, as packagers expect:
 #   PREFIX=/usr/local   where bin/, share/man, share/doc, completions go
 #   DESTDIR=            staging root prepended to every path (nothing is run from it)
 #   SYSCONFDIR=/etc     where tunnelvision/ (configuration, policies) goes
-#   BUILD_DIR=.build/release   where tunneld and tunnelctl are taken from
+#   BUILD_DIR=.build/static/release   where tunneld and tunnelctl are taken from
 #
 # What goes where (PREFIX=/usr/local):
 #   bin/tunneld, bin/tunnelctl                      the binaries
@@ -34,16 +41,18 @@ DESTDIR=${DESTDIR%/}
 SYSCONFDIR=${SYSCONFDIR:-/etc}
 SYSCONFDIR=${SYSCONFDIR%/}
 BUILD_DIR_GIVEN=${BUILD_DIR:+1}
-BUILD_DIR=${BUILD_DIR:-.build/release}
+BUILD_DIR=${BUILD_DIR:-.build/static/release}
 MANIFEST=$PREFIX/share/tunnelvision/install-manifest
 
-mode=install; build=1
+mode=install; build=1; toolchain_libs=0
 for a in "$@"; do
   case "$a" in
     --uninstall) mode=uninstall ;;
     --no-build) build=0 ;;
-    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "$ME: unknown argument '$a' (--uninstall, --no-build, --help)" >&2; exit 2 ;;
+    --allow-toolchain-libs) toolchain_libs=1 ;;
+    # The comment block at the top, without the shebang and without the code after it.
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    *) echo "$ME: unknown argument '$a' (--uninstall, --no-build, --allow-toolchain-libs, --help)" >&2; exit 2 ;;
   esac
 done
 [[ $PREFIX == /* ]] || { echo "$ME: PREFIX must be an absolute path (got '$PREFIX')" >&2; exit 2; }
@@ -80,16 +89,28 @@ if [ "$mode" = uninstall ]; then
   exit 0
 fi
 
-for b in tunneld tunnelctl; do
-  if [ ! -x "$BUILD_DIR/$b" ]; then
-    if [ "$build" -eq 0 ] || [ -n "$BUILD_DIR_GIVEN" ]; then
-      echo "$ME: $BUILD_DIR/$b missing (build with: swift build -c release)" >&2; exit 1
-    fi
-    export PATH=/opt/swift/usr/bin:$PATH
-    echo "$ME: building $b (release)" >&2
-    swift build -c release --product "$b" >&2
+if [ ! -x "$BUILD_DIR/tunneld" ] || [ ! -x "$BUILD_DIR/tunnelctl" ]; then
+  if [ "$build" -eq 0 ] || [ -n "$BUILD_DIR_GIVEN" ]; then
+    for b in tunneld tunnelctl; do
+      [ -x "$BUILD_DIR/$b" ] || { echo "$ME: $BUILD_DIR/$b missing (build with: scripts/build-static.sh)" >&2; exit 1; }
+    done
   fi
-done
+  echo "$ME: building tunneld and tunnelctl (release, static Swift runtime)" >&2
+  BUILD_DIR=$(bash scripts/build-static.sh | tail -1)
+fi
+# Binaries that load libswiftCore.so & co. from /opt/swift die (exit 127) once the toolchain is
+# gone or on a router that never had it: refused unless asked for.
+if ! libs=$(bash scripts/lib/check-libs.sh "$BUILD_DIR/tunneld" "$BUILD_DIR/tunnelctl" 2>&1); then
+  if [ "$toolchain_libs" -eq 1 ]; then
+    echo "$ME: WARNING: installing binaries that need libraries outside the system (--allow-toolchain-libs):" >&2
+    printf '%s\n' "$libs" | sed 's/^/  /' >&2
+  else
+    echo "$ME: refusing to install $BUILD_DIR/tunneld and tunnelctl: they need libraries outside the system:" >&2
+    printf '%s\n' "$libs" | sed 's/^/  /' >&2
+    echo "$ME: build them with scripts/build-static.sh (the default when BUILD_DIR is not set), or pass --allow-toolchain-libs" >&2
+    exit 1
+  fi
+fi
 
 entries=()
 old_conf=()

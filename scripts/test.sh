@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test: installs missing Debian packages, builds, runs `swift test`, the checks of
-# scripts/tests/ (man pages, completion, install.sh), the fuzz smoke run (fuzz/smoke.sh), then the
+# scripts/tests/ (man pages, completion, install.sh, the Debian package), the fuzz smoke run (fuzz/smoke.sh), then the
 # end-to-end scripts in scripts/e2e/ (root only: they create their own network namespaces).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +18,8 @@ if [ -z "${TUNNELVISION_TEST_PG:-}" ] && [ "$(id -u)" -eq 0 ]; then
   export TUNNELVISION_TEST_PG="$PG_CONNINFO" TUNNELVISION_REQUIRE_PG=1
 fi
 swift test --skip-build 2>&1 | tee /tmp/tunnelvision-swift-test.log | grep -vE '^(◇|↳)' || { tail -50 /tmp/tunnelvision-swift-test.log; exit 1; }
-# Man pages, completion scripts, install.sh (no root needed; they use the debug build).
+# Man pages, completion scripts, install.sh (no root needed; they use the debug build), and the
+# Debian package (root: it builds the static release and a clean Debian root, cached).
 for t in scripts/tests/test_*.sh; do
   echo "=== $t"
   bash "$t" .build/debug | grep -v '^ok ' || { echo "FAILED: $t"; exit 1; }

@@ -1,5 +1,12 @@
 import Core
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Packet
 
 /// Parsers for config values. Each returns the value or a message saying what is wrong and a hint
@@ -59,7 +66,7 @@ enum ConfigValue {
     }
 
     /// UTC, the zone of dates in the config file.
-    static let utc = TimeZone(identifier: "UTC")!
+    static let utc = Zone.utc
 
     /// At most 20 characters of `text`, with an ellipsis (keys are secrets: don't echo them whole).
     static func abbreviate(_ text: String) -> String {

@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// wg-quick's four hooks (wg-quick(8)): `PreUp` before the interface exists, `PostUp` once it is
 /// up and configured, `PreDown` before it is taken down, `PostDown` after it is gone. tunneld runs
@@ -28,6 +35,6 @@ extension InterfaceConfig {
     /// The commands `hook` runs: its lines with every `%i` replaced by `interface`, as wg-quick's
     /// `${cmd//%i/$INTERFACE}` does.
     public func commands(of hook: InterfaceHook, interface: String) -> [String] {
-        lines(of: hook).map { $0.replacingOccurrences(of: "%i", with: interface) }
+        lines(of: hook).map { $0.replacingAll("%i", with: interface) }
     }
 }

@@ -1,5 +1,12 @@
 import Core
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The control socket's framing and envelope (documented in docs/control.md).
 ///

@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Something an operator alerts on or greps for, logged by tunneld as one structured event: in
 /// the journal with its fields (`journalctl TUNNELVISION_EVENT=refusal
@@ -122,8 +129,8 @@ public enum DaemonEvent: Sendable, Hashable {
         var s = message
         for (k, v) in fields {
             let plain = !v.isEmpty && v.unicodeScalars.allSatisfy { $0.value > 32 && $0 != "\"" && $0 != "\\" && $0.value < 127 }
-            s += " \(k)=" + (plain ? v : "\"" + v.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-                .replacingOccurrences(of: "\n", with: "\\n") + "\"")
+            s += " \(k)=" + (plain ? v : "\"" + v.replacingAll("\\", with: "\\\\").replacingAll("\"", with: "\\\"")
+                .replacingAll("\n", with: "\\n") + "\"")
         }
         return s
     }

@@ -1,16 +1,8 @@
-import Foundation
-
 /// The one place times become text and text becomes times (Unix epoch milliseconds, UTC):
 /// `--json` writes ISO 8601 UTC with milliseconds (`2026-11-29T10:15:00.000Z`); text output writes
-/// local time **with the zone** (`2026-11-29 11:15:00 CET`); `--since` and `at` take a duration
+/// local time **with the zone** (`2026-11-29 11:15:00 +01:00`, in a ``Zone``); `--since` and `at` take a duration
 /// back from now or a date.
 public enum TimeText {
-    /// The zone text output is written in: `TUNNELCTL_TZ` (a zone identifier; tests and "what
-    /// does alice see in her zone") when set and valid, else the process's (`TZ`, the system's).
-    public static var displayZone: TimeZone {
-        ProcessInfo.processInfo.environment["TUNNELCTL_TZ"].flatMap(TimeZone.init(identifier:)) ?? .current
-    }
-
     /// ISO 8601 UTC with milliseconds: `2026-11-29T10:15:00.000Z`. Computed without a formatter
     /// (proleptic Gregorian calendar, civil-from-days), so it is exact and allocation-light.
     public static func iso(_ ms: Int64) -> String {
@@ -22,32 +14,25 @@ public enum TimeText {
 
     /// Parses what `iso` writes (also without milliseconds, and with `+HH:MM` offsets); nil otherwise.
     public static func parseISO(_ text: some StringProtocol) -> Int64? {
-        parseDate(String(text), zone: TimeZone(identifier: "UTC")!, requireZone: true)
+        parseDate(String(text), zone: .utc, requireZone: true)
     }
 
-    /// `2026-11-29 11:15:00 +01:00` in `zone` (`UTC`, or a letter abbreviation such as `EST` where
-    /// the system has one).
-    public static func local(_ ms: Int64, zone: TimeZone) -> String {
-        formatted(ms, "yyyy-MM-dd HH:mm:ss", zone) + " " + zoneName(ms, zone: zone)
+    /// `2026-11-29 11:15:00 +01:00` in `zone` (`UTC` for UTC).
+    public static func local(_ ms: Int64, zone: Zone) -> String {
+        formatted(ms, withDate: true, zone) + " " + zoneName(ms, zone: zone)
     }
 
     /// `11:15:00 +01:00` in `zone` (for times within the day of the message).
-    public static func clock(_ ms: Int64, zone: TimeZone) -> String {
-        formatted(ms, "HH:mm:ss", zone) + " " + zoneName(ms, zone: zone)
+    public static func clock(_ ms: Int64, zone: Zone) -> String {
+        formatted(ms, withDate: false, zone) + " " + zoneName(ms, zone: zone)
     }
 
-    /// The zone at `ms` as text prints it: `UTC` for UTC, the abbreviation when it is letters
-    /// other than `GMT` (`EST`, `CET` where the system's tables have them), else the offset
-    /// (`+01:00`, `+05:30`), which never misleads.
-    public static func zoneName(_ ms: Int64, zone: TimeZone) -> String {
-        let date = Date(timeIntervalSince1970: Double(ms) / 1000)
-        let offset = zone.secondsFromGMT(for: date)
-        if offset == 0, ["UTC", "GMT", "Etc/UTC", "Etc/GMT", "Universal", "Zulu", "Etc/Universal", "Etc/Zulu"].contains(zone.identifier) {
-            return "UTC"
-        }
-        if let a = zone.abbreviation(for: date), a != "GMT", !a.isEmpty, a.allSatisfy({ $0.isASCII && $0.isLetter }) {
-            return a
-        }
+    /// The zone at `ms` as text prints it: `UTC` for a zone named as UTC, else the offset
+    /// (`+01:00`, `+05:30`, `-05:00`), which never misleads (letter abbreviations do: IST is India,
+    /// Ireland and Israel; CST China and the US) and reads the same in every locale.
+    public static func zoneName(_ ms: Int64, zone: Zone) -> String {
+        let offset = zone.secondsEastOfUTC(atMs: ms)
+        if offset == 0, Zone.utcNames.contains(zone.identifier) { return "UTC" }
         let m = abs(offset) / 60
         return (offset < 0 ? "-" : "+") + pad(Int64(m / 60), 2) + ":" + pad(Int64(m % 60), 2)
     }
@@ -56,7 +41,7 @@ public enum TimeText {
     /// `1h30m`, `7d`), `forever` (returns `Int64.min`: everything), or a date
     /// `YYYY-MM-DD[THH:MM[:SS[.mmm]]][Z|±HH:MM]` (a space may replace `T`) in `zone` unless it
     /// names its own.
-    public static func since(_ text: some StringProtocol, now: Int64, zone: TimeZone) throws(ValueError) -> Int64 {
+    public static func since(_ text: some StringProtocol, now: Int64, zone: Zone) throws(ValueError) -> Int64 {
         let t = String(text).trimmedSpaces()
         if let first = t.first, first.isNumber, t.contains("-") {
             guard let ms = parseDate(t, zone: zone, requireZone: false) else {
@@ -73,7 +58,7 @@ public enum TimeText {
     }
 
     /// A date `YYYY-MM-DD[THH:MM[:SS[.mmm]]][Z|±HH:MM]` → epoch ms, read in `zone` when it names no zone.
-    public static func parseDate(_ text: String, zone: TimeZone, requireZone: Bool = false) -> Int64? {
+    public static func parseDate(_ text: String, zone: Zone, requireZone: Bool = false) -> Int64? {
         var s = Substring(text)
         var offsetMs: Int64?
         if s.hasSuffix("Z") || s.hasSuffix("z") {
@@ -117,16 +102,17 @@ public enum TimeText {
         let civilMs = (days(fromCivil: y, m: mo, d: d) * 86_400 + Int64(h * 3600 + mi * 60 + sec)) * 1000 + Int64(frac)
         if let offsetMs { return civilMs - offsetMs }
         // A local time: its zone offset at (about) that instant, corrected once for a DST edge.
-        var guess = civilMs - Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(civilMs) / 1000))) * 1000
-        guess = civilMs - Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(guess) / 1000))) * 1000
+        var guess = civilMs - Int64(zone.secondsEastOfUTC(atMs: civilMs)) * 1000
+        guess = civilMs - Int64(zone.secondsEastOfUTC(atMs: guess)) * 1000
         return guess
     }
 
     // MARK: - Calendar arithmetic (Howard Hinnant's civil_from_days / days_from_civil)
 
+    /// Floored division and its remainder (0 ≤ r < b) for b > 0; safe for `Int64.min`.
     static func floorDivMod(_ a: Int64, _ b: Int64) -> (Int64, Int64) {
-        let q = a >= 0 ? a / b : -((-a + b - 1) / b)
-        return (q, a - q * b)
+        let q = a / b, r = a % b
+        return r < 0 ? (q - 1, r + b) : (q, r)
     }
 
     static func civil(fromDays z0: Int64) -> (Int64, Int64, Int64) {
@@ -160,16 +146,22 @@ public enum TimeText {
         }
     }
 
+    /// `v` with a leading zero below 10 (`07`), as clock text writes hours, minutes and seconds.
+    public static func twoDigits(_ v: Int) -> String { pad(Int64(v), 2) }
+
     static func pad(_ v: Int64, _ width: Int) -> String {
         let s = String(v)
         return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
     }
 
-    private static func formatted(_ ms: Int64, _ pattern: String, _ zone: TimeZone) -> String {
-        let f = DateFormatter()
-        f.locale = Locale(identifier: "en_US_POSIX")
-        f.timeZone = zone
-        f.dateFormat = pattern
-        return f.string(from: Date(timeIntervalSince1970: Double(ms) / 1000))
+    /// The wall-clock parts of `ms` in `zone`: `yyyy-MM-dd HH:mm:ss` or `HH:mm:ss` (proleptic
+    /// Gregorian calendar, whole seconds: the milliseconds are dropped, not rounded).
+    private static func formatted(_ ms: Int64, withDate: Bool, _ zone: Zone) -> String {
+        let (s, _) = floorDivMod(ms, 1000)
+        let (days, secOfDay) = floorDivMod(s + Int64(zone.secondsEastOfUTC(atMs: ms)), 86_400)
+        let clock = "\(pad(secOfDay / 3600, 2)):\(pad(secOfDay / 60 % 60, 2)):\(pad(secOfDay % 60, 2))"
+        guard withDate else { return clock }
+        let (y, m, d) = civil(fromDays: days)
+        return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2)) " + clock
     }
 }

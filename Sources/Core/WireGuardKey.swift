@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A 32-byte WireGuard key: a Curve25519 private or public key, or a preshared key
 /// (WireGuard whitepaper §5.4). Config files and `wg` carry it as base64 (44 characters, as

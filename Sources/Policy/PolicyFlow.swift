@@ -28,7 +28,7 @@ public struct PolicyFlow: Sendable, Hashable {
 
     /// Parses FLOW text; errors say which word is wrong and why.
     public init(parsing text: String) throws(PolicyFlowError) {
-        let words = text.replacingOccurrences(of: "->", with: " -> ").split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
+        let words = text.replacingAll("->", with: " -> ").split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
         guard words.count >= 4 else {
             throw PolicyFlowError(message: "too short; a flow is \(PolicyFlow.syntax)")
         }

@@ -1,5 +1,9 @@
 import Core
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Runtime
 #if canImport(Glibc)
 import Glibc
@@ -12,16 +16,15 @@ extension PolicySource {
     /// is the module's only I/O, so that `tunneld` and `tunnelctl` read a policy directory the
     /// same way.
     public static func loadDirectory(_ directory: String) throws -> [PolicySource] {
-        var isDir: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDir) else {
+        guard let st = Sys.statIfPresent(directory) else {
             throw PolicyLoadError(message: "\(directory): no such directory")
         }
-        guard isDir.boolValue else { throw PolicyLoadError(message: "\(directory): not a directory") }
+        guard st.st_mode & S_IFMT == S_IFDIR else { throw PolicyLoadError(message: "\(directory): not a directory") }
         let names: [String]
-        do {
-            names = try FileManager.default.contentsOfDirectory(atPath: directory)
+        do throws(SystemError) {
+            names = try Sys.directoryEntries(directory)
         } catch {
-            throw PolicyLoadError(message: "\(directory): cannot list the directory (\(error.localizedDescription))")
+            throw PolicyLoadError(message: "\(directory): cannot list the directory (\(errnoSentence(error.errno)))")
         }
         let prefix = directory.hasSuffix("/") ? directory : directory + "/"
         var out: [PolicySource] = []

@@ -172,3 +172,20 @@ extension Sys {
 // above and Glibc's structs of the same names before Glibc's functions.
 private func statPath(_ path: String, _ st: inout Glibc.stat) -> Int32 { stat(path, &st) }
 private func flockDescriptor(_ fd: Int32, _ operation: Int32) -> Int32 { flock(fd, operation) }
+
+extension Sys {
+    /// Writes all of `text` to `fd` (standard output or error). A reader that went away (`EPIPE`,
+    /// seen when SIGPIPE is ignored) ends the process as SIGPIPE would have; other errors are
+    /// dropped, as there is nowhere left to report them.
+    public static func writeText(_ fd: Int32, _ text: String) {
+        var t = text
+        t.withUTF8 { bytes in
+            do throws(SystemError) {
+                try writeAll(fd, UnsafeRawBufferPointer(bytes), "fd \(fd)")
+            } catch where error.errno == EPIPE {
+                signal(SIGPIPE, SIG_DFL)
+                raise(SIGPIPE)
+            } catch {}
+        }
+    }
+}

@@ -1,5 +1,12 @@
 import Core
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A parsed JSON value, so settings can be inspected field by field with their real types.
 enum JSONValue: Decodable, Equatable {

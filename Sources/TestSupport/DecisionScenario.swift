@@ -74,7 +74,7 @@ public final class DecisionScenario: @unchecked Sendable {
         lines.append(rng.next() % 2 == 0 ? "default allow" : "default block")
         lines.append("default in block")
         for c in candidates.shuffled(using: &rng) where rng.next() % 3 != 0 {
-            lines.append(c.replacingOccurrences(of: "#", with: tag))
+            lines.append(c.replacingAll("#", with: tag))
         }
         return lines.joined(separator: "\n") + "\n"
     }

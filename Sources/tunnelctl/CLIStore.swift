@@ -1,5 +1,12 @@
 import Config
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Runtime
 import Store
 
@@ -54,12 +61,16 @@ enum CLIStore {
     /// missing (the daemon need not have run), an older schema is upgraded.
     static func write(_ config: TunnelConfig, policy: BusyPolicy = .standard) throws -> StateStore {
         let dir = config.interface.stateDirectory
-        if !FileManager.default.fileExists(atPath: dir) {
-            do {
-                try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true,
-                                                        attributes: [.posixPermissions: 0o750])
-            } catch {
-                throw CLIError.failure("cannot create the state directory \(dir): \(error.localizedDescription)")
+        if !Sys.exists(dir) {
+            // Each missing directory on the way, 0750 (before the umask), as the unit's StateDirectoryMode.
+            var path = dir.hasPrefix("/") ? "" : "."
+            for part in dir.split(separator: "/") {
+                path += "/" + part
+                do throws(SystemError) {
+                    try Sys.mkdirIfMissing(path, 0o750)
+                } catch {
+                    throw CLIError.failure("cannot create the state directory \(dir): \(error.errnoText)")
+                }
             }
         }
         return try write(path: config.interface.storePath, policy: policy)

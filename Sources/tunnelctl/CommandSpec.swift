@@ -156,7 +156,7 @@ extension Tunnelctl {
             let indent = String(repeating: " ", count: 2 + width)
             out += "\n\n\(title):\n" + rows.map { name, help in
                 let lines = wrap(help, width: max(40, 100 - indent.count)).split(separator: "\n")
-                return "  " + name.padding(toLength: width, withPad: " ", startingAt: 0) + lines.joined(separator: "\n" + indent)
+                return "  " + name.rightPad(width) + lines.joined(separator: "\n" + indent)
             }.joined(separator: "\n")
         }
         if c.subcommands.isEmpty {
@@ -176,7 +176,7 @@ extension Tunnelctl {
         let width = names.map(\.count).max()! + 2
         var s = "usage: tunnelctl COMMAND [SUBCOMMAND] [ARGUMENTS] [OPTIONS]\n\ncommands:\n"
         for (name, c) in zip(names, commands) {
-            s += "  " + name.padding(toLength: width, withPad: " ", startingAt: 0) + c.summary + "\n"
+            s += "  " + name.rightPad(width) + c.summary + "\n"
         }
         s += "\n" + wrap("""
             Options may come before or after the command; one given twice counts once, with its last value. Every read command takes --json and --config PATH \

@@ -309,7 +309,7 @@ enum CompletionScript {
 
     /// `'name:description'` for `_describe` (a colon in the name escaped).
     static func zshDescribed(_ name: String, _ help: String) -> String {
-        shellQuoted(name.replacingOccurrences(of: ":", with: "\\:") + ":" + help)
+        shellQuoted(name.replacingAll(":", with: "\\:") + ":" + help)
     }
 
     /// The case pattern for `"$path $opt"`: that leaf's option, or (key nil) the option after any path.
@@ -321,5 +321,5 @@ enum CompletionScript {
     static func zshPattern(_ text: String) -> String { shellQuoted(text) }
 
     /// `text` in single quotes for sh, bash and zsh.
-    static func shellQuoted(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: #"'\''"#) + "'" }
+    static func shellQuoted(_ text: String) -> String { "'" + text.replacingAll("'", with: #"'\''"#) + "'" }
 }

@@ -1,5 +1,12 @@
 import Core
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Packet
 import Policy
 
@@ -177,7 +184,7 @@ struct FlowQueryJSON: Encodable {
     /// The FLOW's `at` (a local time) as an instant; null when not given (now).
     @Nullable var at: JSONTime?
 
-    init(_ f: PolicyFlow, zone: TimeZone) {
+    init(_ f: PolicyFlow, zone: Zone) {
         proto = f.proto
         src = f.source.description
         srcPort = f.proto.hasPorts ? f.sourcePort : nil

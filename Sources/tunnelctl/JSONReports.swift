@@ -1,7 +1,14 @@
 import Capture
 import ControlProtocol
 import Core
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import LiveFeed
 import Policy
 import Store
@@ -253,7 +260,7 @@ struct PolicyTestJSON: Encodable {
     /// The weekday and local time the `during` windows were evaluated at (`wed 12:00`).
     var localClock: String
 
-    init(flow: PolicyFlow, zone: TimeZone, directory: String, why: PolicyExplanation, localClock: String) {
+    init(flow: PolicyFlow, zone: Zone, directory: String, why: PolicyExplanation, localClock: String) {
         self.flow = FlowQueryJSON(flow, zone: zone)
         self.directory = directory
         verdict = why.action

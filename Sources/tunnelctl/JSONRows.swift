@@ -1,6 +1,13 @@
 import ControlProtocol
 import Core
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Store
 
 // The row types shared by several commands' `--json` (docs/json.md "Shared objects"). A thing

@@ -132,13 +132,13 @@ enum ManPage {
 
     /// Text for roff: backslashes and hyphens escaped, a leading `.` or `'` neutralised.
     static func escape(_ s: String) -> String {
-        var t = s.replacingOccurrences(of: "\\", with: "\\e").replacingOccurrences(of: "-", with: "\\-")
+        var t = s.replacingAll("\\", with: "\\e").replacingAll("-", with: "\\-")
         if t.hasPrefix(".") || t.hasPrefix("'") { t = "\\&" + t }
         return t
     }
 
     /// A macro argument in double quotes (a `"` inside doubled, as groff reads it).
     static func quoted(_ s: String, escaped: Bool = false) -> String {
-        "\"" + (escaped ? s : escape(s)).replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        "\"" + (escaped ? s : escape(s)).replacingAll("\"", with: "\"\"") + "\""
     }
 }

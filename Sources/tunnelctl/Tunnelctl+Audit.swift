@@ -1,6 +1,13 @@
 import Core
 import Config
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Runtime
 import Store
 import Synchronization

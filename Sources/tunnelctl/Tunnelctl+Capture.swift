@@ -2,7 +2,14 @@ import Core
 import Capture
 import Config
 import ControlProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Runtime
 
 /// `tunnelctl capture on [--detail metadata|full] | off | list | extract --flow ID -o FILE [--filter BPF]`
@@ -105,7 +112,7 @@ extension Tunnelctl {
             rows.append(["\(f.sequence)", bytesText(UInt64(f.size)),
                          f.firstPacketNanoseconds.map { String(timeText($0).prefix(23)) } ?? "-",
                          f.lastPacketNanoseconds.map { String(timeText($0).prefix(23)) } ?? "-",
-                         f.packetCount.map(String.init) ?? "?", (f.path as NSString).lastPathComponent])
+                         f.packetCount.map(String.init) ?? "?", PathText.lastComponent(of: f.path)])
         }
         console.print(table(rows))
         return .ok

@@ -1,6 +1,13 @@
 import Config
 import Core
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Store
 
 /// The store side of `tunnelctl capture` (kept apart: Store and Capture both define

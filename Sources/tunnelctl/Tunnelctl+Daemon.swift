@@ -1,7 +1,14 @@
 import Core
 import Config
 import ControlProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Runtime
 
 /// Commands that ask the running daemon over `control.sock`: `status`, `peers`, `kick`, and the
@@ -103,9 +110,9 @@ extension Tunnelctl {
         }
         console.print("policy generation \(r.policy.generation): \(r.policy.ruleCount) rules from \(r.policy.files.joined(separator: ", "))")
         let width = r.rules.map { "\($0.file):\($0.line)".count }.max() ?? 0
-        console.print("\("HITS".leftPad(10))  \("WHERE".padding(toLength: width, withPad: " ", startingAt: 0))  RULE")
+        console.print("\("HITS".leftPad(10))  \("WHERE".rightPad(width))  RULE")
         for rule in r.rules {
-            let at = "\(rule.file):\(rule.line)".padding(toLength: width, withPad: " ", startingAt: 0)
+            let at = "\(rule.file):\(rule.line)".rightPad(width)
             console.print("\(String(rule.hits).leftPad(10))  \(at)  \(rule.text)")
         }
         return .ok
@@ -123,7 +130,7 @@ extension Tunnelctl {
     static func cliConfig(path: String) throws -> TunnelConfig {
         let data = try readConfigFile(path)
         do {
-            let dir = (path as NSString).deletingLastPathComponent
+            let dir = PathText.directory(of: path)
             return try TunnelConfig.parse(contents: Array(data), file: path, baseDirectory: dir)
         } catch {
             throw CLIError.failure("\(error)")
@@ -139,12 +146,19 @@ extension Tunnelctl {
             if e == ENOENT || e == ENOTDIR { throw CLIError.failure("cannot read the configuration \(path) (use --config PATH)") }
             throw CLIError.failure("cannot read the configuration \(path): \(errnoText(e))\(accessHint(e, path))")
         }
-        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
-        do {
-            return try handle.readToEnd() ?? Data()
-        } catch {
-            let e = ((error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError)?.code ?? Int(EIO)
-            throw CLIError.failure("cannot read the configuration \(path): \(errnoText(Int32(e)))")
+        defer { Sys.close(fd) }
+        var bytes: [UInt8] = []
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 1)
+        defer { chunk.deallocate() }
+        while true {
+            let n: Int
+            do throws(SystemError) {
+                n = try Sys.read(fd, chunk, path)
+            } catch {
+                throw CLIError.failure("cannot read the configuration \(path): \(errnoText(error.errno))")
+            }
+            if n == 0 { return Data(bytes) }
+            bytes += UnsafeRawBufferPointer(rebasing: chunk[0..<n])
         }
     }
 
@@ -180,7 +194,7 @@ extension Tunnelctl {
     }
 
     /// `status`'s line about the shared store: reachable with its lag, or since when not.
-    static func sharedStoreLine(_ sh: SharedStoreHealth, now: Int64, zone: TimeZone) -> String {
+    static func sharedStoreLine(_ sh: SharedStoreHealth, now: Int64, zone: Zone) -> String {
         var opens = "\(sh.sharedOpens) window(s) opened through it, \(sh.localOpens) here alone; "
             + "history journal \(sh.journalDepth) change(s) deep, \(sh.journalShipped) row(s) shipped"
         if sh.journalMissing > 0 { opens += ", \(sh.journalMissing) LOST (pruned before they shipped)" }
@@ -206,7 +220,7 @@ extension Tunnelctl {
             + "\(sh.pending) change(s) pending; \(opens)"
     }
 
-    static func renderStatus(_ s: StatusReply, zone: TimeZone = TimeText.displayZone) -> String {
+    static func renderStatus(_ s: StatusReply, zone: Zone = TimeText.displayZone) -> String {
         var lines = [
             "tunneld \(s.version), pid \(s.pid), up \(remainingText(s.uptimeSeconds))",
             "interface \(s.interface), UDP port \(s.listenPort), addresses \(s.addresses.joined(separator: ", "))",
@@ -277,7 +291,7 @@ extension Tunnelctl {
         guard let first = rows.first else { return "" }
         let widths = (0..<first.count).map { c in rows.map { $0[c].count }.max() ?? 0 }
         return rows.map { row in
-            row.enumerated().map { c, cell in c == row.count - 1 ? cell : cell.padding(toLength: widths[c], withPad: " ", startingAt: 0) }
+            row.enumerated().map { c, cell in c == row.count - 1 ? cell : cell.rightPad(widths[c]) }
                 .joined(separator: "  ")
         }.joined(separator: "\n")
     }
@@ -291,4 +305,6 @@ extension Tunnelctl {
 
 extension String {
     func leftPad(_ n: Int) -> String { count >= n ? self : String(repeating: " ", count: n - count) + self }
+    /// Exactly `n` characters: spaces added on the right, or cut (as `padding(toLength:)` does).
+    func rightPad(_ n: Int) -> String { count >= n ? String(prefix(n)) : self + String(repeating: " ", count: n - count) }
 }

@@ -1,6 +1,13 @@
 import Config
 import Core
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Policy
 import Store
 
@@ -93,7 +100,7 @@ extension Tunnelctl {
         }
         let policy = CompiledPolicy(set)
         let now = cliNow()
-        let offset = cliTimeZone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(now) / 1000))
+        let offset = cliTimeZone.secondsEastOfUTC(atMs: now)
         let query = flow.query(for: policy, minuteOfWeek: PolicyClock.minuteOfWeek(epochSeconds: now / 1000, utcOffsetSeconds: offset))
         let verdict = policy.evaluate(query)
         // Unbound, `gateway` stands for no address. The far end of the flow (its destination when
@@ -111,7 +118,7 @@ extension Tunnelctl {
             }
         }
         let m = query.minuteOfWeek
-        let clock = "\(TimeWindow.dayNames[m / 1440]) " + String(format: "%02d:%02d", m % 1440 / 60, m % 60)
+        let clock = "\(TimeWindow.dayNames[m / 1440]) " + TimeText.twoDigits(m % 1440 / 60) + ":" + TimeText.twoDigits(m % 60)
         return FlowDecision(flow: flow, peerSource: peerSource, tierSource: tierSource, tierFacts: tierFacts, verdict: verdict, why: policy.explain(verdict),
                             localTime: clock, atGiven: flow.at != nil, timeMatters: set.rules.contains { $0.window != nil },
                             configGiven: config != nil)

@@ -1,6 +1,13 @@
 import Config
 import Core
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Runtime
 
 /// `tunnelctl import wg0.conf [-o tunneld.conf]`: a wg-quick server file as a

@@ -1,7 +1,14 @@
 import Core
 import Config
 import ControlProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Store
 
 /// The packets and bytes of open flows, for `flows` and `timeline`. The store has a flow's counts

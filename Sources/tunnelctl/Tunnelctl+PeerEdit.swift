@@ -1,7 +1,14 @@
 import Config
 import ControlProtocol
 import Core
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Runtime
 import WireGuard
 
@@ -100,7 +107,7 @@ extension Tunnelctl {
         let after: String
         do { after = try edit(before) } catch { throw CLIError.failure("\(path): \(error)") }
         do {
-            _ = try TunnelConfig.parse(after, file: path, baseDirectory: (path as NSString).deletingLastPathComponent)
+            _ = try TunnelConfig.parse(after, file: path, baseDirectory: PathText.directory(of: path))
         } catch {
             throw CLIError.failure("the edit would leave \(path) with errors, so nothing was written:\n\(error)")
         }
@@ -113,7 +120,7 @@ extension Tunnelctl {
 
     /// `clients/` beside the config: where `--keep-client-key` keeps private keys (0700, files 0600).
     static func clientKeyDirectory(_ configPath: String) -> String {
-        let dir = (configPath as NSString).deletingLastPathComponent
+        let dir = PathText.directory(of: configPath)
         return (dir.isEmpty ? "." : dir) + "/clients"
     }
 
@@ -256,7 +263,7 @@ extension Tunnelctl {
         var expires: Int64?
         if let expiresText {
             let now = cliNow()
-            if let ms = TimeText.parseDate(expiresText, zone: TimeZone(identifier: "UTC")!) {
+            if let ms = TimeText.parseDate(expiresText, zone: .utc) {
                 expires = ms
             } else {
                 do { expires = now + (try DurationFormat.parseFinite(expiresText)) } catch {
@@ -402,7 +409,7 @@ extension Tunnelctl {
         }
         let widths = (0..<rows[0].count).map { c in rows.map { $0[c].count }.max()! }
         for r in rows {
-            console.print(r.enumerated().map { $0.offset == r.count - 1 ? $0.element : $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
+            console.print(r.enumerated().map { $0.offset == r.count - 1 ? $0.element : $0.element.rightPad(widths[$0.offset]) }
                 .joined(separator: "  "))
         }
         return .ok

@@ -1,6 +1,13 @@
 import Core
 import Config
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Store
 
 /// `--peer NAME` of `refusals`, `flows`, `timeline` and `watch`: a filter that names nobody would

@@ -1,7 +1,11 @@
 import CQRImage
 import Config
 import Core
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Glibc
 import WireGuard
 

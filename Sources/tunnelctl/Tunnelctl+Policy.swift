@@ -1,8 +1,16 @@
 import Config
 import Core
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Packet
 import Policy
+import Runtime
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `tunnelctl policy check [DIR]` and `tunnelctl policy test 'FLOW'` (docs/policy.md): offline,
 /// they read rule files and need no daemon. `policy reload` and `policy show` come with the daemon.
@@ -30,8 +38,7 @@ extension Tunnelctl {
 
     /// ./policies when it exists, else /etc/tunnelvision/policies.
     static func defaultPolicyDirectory() -> String {
-        var isDir: ObjCBool = false
-        if FileManager.default.fileExists(atPath: "policies", isDirectory: &isDir), isDir.boolValue { return "policies" }
+        if let st = Sys.statIfPresent("policies"), st.st_mode & S_IFMT == S_IFDIR { return "policies" }
         return "/etc/tunnelvision/policies"
     }
 

@@ -1,7 +1,15 @@
 import Capture
 import Core
 import Config
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+import Runtime
 import Store
 
 /// `tunnelctl prune [--dry-run]` (docs/store.md): removes what the retention
@@ -177,11 +185,11 @@ extension Tunnelctl {
             lastDraw = now
             shown = true
             let pct = p.total > 0 ? p.removed * 100 / p.total : 100
-            FileHandle.standardError.write(Data("\r\u{1B}[Kpruning \(p.family.rawValue): \(p.removed) of \(p.total) rows (\(pct)%)".utf8))
+            Sys.writeText(2, "\r\u{1B}[Kpruning \(p.family.rawValue): \(p.removed) of \(p.total) rows (\(pct)%)")
         }
 
         func finish() {
-            if shown { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+            if shown { Sys.writeText(2, "\r\u{1B}[K") }
         }
     }
 }

@@ -1,6 +1,13 @@
 import Core
 import Config
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Store
 
 /// `tunnelctl retention show | set KEY=VALUE…` (docs/store.md).
@@ -173,8 +180,8 @@ extension Tunnelctl {
         let hint = DidYouMean.suffix(key, keys)
         if !hint.isEmpty { return hint }
         // `flow` vs `flows`, `pcap_bytes` vs `pcap-bytes`, `pcapbytes`.
-        let normal = key.replacingOccurrences(of: "_", with: "-")
-        if let k = keys.first(where: { $0 == normal || $0.replacingOccurrences(of: "-", with: "") == normal || $0.hasPrefix(normal) && normal.count >= 3 }) {
+        let normal = key.replacingAll("_", with: "-")
+        if let k = keys.first(where: { $0 == normal || $0.replacingAll("-", with: "") == normal || $0.hasPrefix(normal) && normal.count >= 3 }) {
             return ", did you mean '\(k)'?"
         }
         return ""

@@ -1,6 +1,13 @@
 import Core
 import Config
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Store
 
 /// `Disabled` / `Expires` with a shared store: the latest change made on any gateway

@@ -1,7 +1,15 @@
 import Core
 import Config
 import ControlProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+import Runtime
 import Store
 
 /// Helpers shared by the history commands (`session`, `explain`, `refusals`, `flows`, `peer
@@ -10,7 +18,7 @@ import Store
 /// "Now" is `cliNow()` (Tunnelctl+Audit.swift; tests fix it); `TUNNELCTL_TZ` (a time-zone
 /// identifier) overrides the local time zone (else `TZ` / the system's applies).
 extension Tunnelctl {
-    static var cliTimeZone: TimeZone { TimeText.displayZone }
+    static var cliTimeZone: Zone { TimeText.displayZone }
 
     /// `10:15:00 CET` in the local zone.
     static func clockText(_ ms: Int64) -> String { TimeText.clock(ms, zone: cliTimeZone) }

@@ -1,7 +1,14 @@
 import Core
 import Config
 import ControlProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import LiveFeed
 import Packet
 import Runtime
@@ -85,7 +92,7 @@ extension Tunnelctl {
         var rules = WatchRules(ringPath: o.ringPath)
         var peers = WatchPeers(ringPath: o.ringPath)
         let encoder = JSONOutput.encoder(lines: true)
-        if o.json { rules.refresh(now: DispatchTime.now().uptimeNanoseconds) }
+        if o.json { rules.refresh(now: SystemClock().monotonicNanoseconds()) }
         var buffer = [LiveRecord](repeating: LiveRecord(), count: 1024)
         var printed = 0
         var lastDraw = UInt64(0)
@@ -129,7 +136,7 @@ extension Tunnelctl {
             while true {
                 let n = buffer.withUnsafeMutableBufferPointer { consumer.read(into: $0) }
                 if n == 0 { break }
-                if o.json { rules.refreshIfStale(now: DispatchTime.now().uptimeNanoseconds) }
+                if o.json { rules.refreshIfStale(now: SystemClock().monotonicNanoseconds()) }
                 for r in buffer[0..<n] where o.accepts(r) {
                     if live {
                         view.add(r)
@@ -208,8 +215,10 @@ extension Tunnelctl {
         gmtime_r(&t, &tm)
         let frac = String(ns % 1_000_000_000)
         let pad = String(repeating: "0", count: 9 - frac.count) + frac
-        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                      tm.tm_hour, tm.tm_min, tm.tm_sec) + pad + "Z"
+        let year = String(tm.tm_year + 1900)
+        return String(repeating: "0", count: max(0, 4 - year.count)) + year + "-" + TimeText.twoDigits(Int(tm.tm_mon) + 1)
+            + "-" + TimeText.twoDigits(Int(tm.tm_mday)) + "T" + TimeText.twoDigits(Int(tm.tm_hour)) + ":" + TimeText.twoDigits(Int(tm.tm_min))
+            + ":" + TimeText.twoDigits(Int(tm.tm_sec)) + "." + pad + "Z"
     }
 
     static func address(_ r: LiveRecord, source: Bool) -> String {
@@ -301,7 +310,7 @@ struct WatchRules {
     static let maxAgeNanoseconds: UInt64 = 2_000_000_000
 
     init(ringPath: String) {
-        socketPath = (ringPath as NSString).deletingLastPathComponent + "/control.sock"
+        socketPath = PathText.directory(of: ringPath) + "/control.sock"
     }
 
     mutating func refresh(now: UInt64) {
@@ -317,7 +326,7 @@ struct WatchRules {
     /// (asked again once when they do not); nil when they still differ or `r` names none.
     mutating func table(for r: LiveRecord) -> [RuleRef]? {
         guard r.policyGeneration != 0 else { return nil }
-        if r.policyGeneration != generation { refresh(now: DispatchTime.now().uptimeNanoseconds) }
+        if r.policyGeneration != generation { refresh(now: SystemClock().monotonicNanoseconds()) }
         return r.policyGeneration == generation ? rules : nil
     }
 

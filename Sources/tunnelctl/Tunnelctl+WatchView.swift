@@ -1,7 +1,15 @@
 import ControlProtocol
 import Core
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import LiveFeed
+import Runtime
 
 /// The terminal view of `tunnelctl watch`: redrawn about once a second with the top flows by
 /// rate over the last second, the newest flows, and blocks and refusals as they happen.
@@ -104,7 +112,7 @@ struct WatchView {
     func render(nowNanoseconds: UInt64) -> String {
         var lines: [String] = []
         let time = Tunnelctl.timeText(nowNanoseconds)
-        lines.append("tunnelctl watch — \(time.prefix(19).replacingOccurrences(of: "T", with: " ")) UTC — "
+        lines.append("tunnelctl watch — \(time.prefix(19).replacingAll("T", with: " ")) UTC — "
             + "\(recordsThisSecond) records/s, \(totalRecords) total, \(dropped) dropped by the ring — Ctrl-C to quit")
         if !notice.isEmpty { lines.append(notice) }
         lines.append("")
@@ -139,10 +147,10 @@ extension Tunnelctl {
     /// Bytes per second as bits: `12.3 Mbit/s`.
     static func formatRate(_ bytesPerSecond: UInt64) -> String {
         let bits = Double(bytesPerSecond) * 8
-        if bits >= 1e9 { return String(format: "%.1f Gbit/s", bits / 1e9) }
-        if bits >= 1e6 { return String(format: "%.1f Mbit/s", bits / 1e6) }
-        if bits >= 1e3 { return String(format: "%.1f kbit/s", bits / 1e3) }
-        return String(format: "%.0f bit/s", bits)
+        if bits >= 1e9 { return Sys.fixed(bits / 1e9, digits: 1) + " Gbit/s" }
+        if bits >= 1e6 { return Sys.fixed(bits / 1e6, digits: 1) + " Mbit/s" }
+        if bits >= 1e3 { return Sys.fixed(bits / 1e3, digits: 1) + " kbit/s" }
+        return Sys.fixed(bits, digits: 0) + " bit/s"
     }
 }
 
@@ -156,7 +164,7 @@ struct WatchPeers {
     static let maxAgeNanoseconds: UInt64 = 2_000_000_000
 
     init(ringPath: String) {
-        socketPath = (ringPath as NSString).deletingLastPathComponent + "/control.sock"
+        socketPath = PathText.directory(of: ringPath) + "/control.sock"
     }
 
     /// The peer names tunneld next to `ringPath` reports, nil when it does not answer.

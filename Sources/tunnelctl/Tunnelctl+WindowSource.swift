@@ -1,7 +1,14 @@
 import Core
 import Config
 import ControlProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Store
 
 /// Where `session` and `explain PEER` read a free peer's window and its tier: the

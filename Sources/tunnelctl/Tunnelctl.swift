@@ -1,5 +1,12 @@
 import Core
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Runtime
 
 /// `tunnelctl`: the admin CLI. The command table (`CommandTable.swift`) declares every command
@@ -169,10 +176,10 @@ final class Console: @unchecked Sendable {
     static func standard() -> Console { Console(capturing: false, isTerminal: isatty(1) == 1) }
 
     func print(_ s: String, terminator: String = "\n") {
-        if capturing { out += s + terminator } else { FileHandle.standardOutput.write(Data((s + terminator).utf8)) }
+        if capturing { out += s + terminator } else { Sys.writeText(1, s + terminator) }
     }
     func error(_ s: String) {
-        if capturing { err += s + "\n" } else { FileHandle.standardError.write(Data((s + "\n").utf8)) }
+        if capturing { err += s + "\n" } else { Sys.writeText(2, s + "\n") }
     }
     func flush() {}
 }

@@ -1,4 +1,5 @@
 import Core
+import Runtime
 import Testing
 @testable import Store
 

@@ -46,7 +46,7 @@ import Testing
 
     /// Issue 13 item 1: an outage in progress and the drops per family are shown, not a bare 0.
     @Test func statusDuringAStoreOutageGolden() throws {
-        let utc = TimeZone(identifier: "UTC")!
+        let utc = Zone.utc
         let text = Tunnelctl.renderStatus(Self.reply(offload: nil, store: Self.storeInOutage), zone: utc)
         #expect(text.contains("store: UNAVAILABLE since 2025-11-29 07:30:00 UTC ("))
         #expect(text.contains("store drops: flows 12\n"))
@@ -57,7 +57,7 @@ import Testing
     /// Issue 19: the shared store's line says the backend, its lag, what waits for it and how
     /// deep the history journal is; during an outage, since when and why; lost rows in capitals.
     @Test func statusNamesTheSharedStoreItsLagAndTheJournal() throws {
-        let utc = TimeZone(identifier: "UTC")!
+        let utc = Zone.utc
         var r = Self.reply(offload: nil)
         let now = r.startedAtMs + r.uptimeSeconds * 1000
         r.shared = SharedStoreHealth(backend: "postgresql", gateway: "gw-fra-1", lastSyncAtMs: now - 400, unavailableSinceMs: nil,

@@ -44,7 +44,7 @@ public func policyFuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
             destination: addr(r.destinations), sourcePort: r.sourcePorts.first?.lower ?? UInt16(truncatingIfNeeded: seed >> 20),
             destinationPort: r.destinationPorts.first?.upper ?? UInt16(truncatingIfNeeded: seed >> 24),
             peer: policy.peerID(named: r.peers.first ?? "nobody"), tier: k % 3 == 0 ? nil : (k % 3 == 1 ? .free : .premium),
-            host: r.hosts.first.map { "x." + $0.description.replacingOccurrences(of: "*.", with: "") },
+            host: r.hosts.first.map { "x." + $0.description.replacingAll("*.", with: "") },
             minuteOfWeek: Int(seed >> 45) % PolicyClock.minutesPerWeek)
         let v = policy.evaluate(q)
         let peerName = r.peers.first

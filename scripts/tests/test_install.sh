@@ -13,7 +13,8 @@ bad() { echo "FAIL $*"; fails=$((fails + 1)); }
 check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
 not() { ! "$@"; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-inst() { DESTDIR=$D PREFIX=${P:-/usr/local} scripts/install.sh --no-build "$@"; }
+# The debug build needs /opt/swift's libraries: allowed here (the refusal is tested below).
+inst() { DESTDIR=$D PREFIX=${P:-/usr/local} scripts/install.sh --no-build --allow-toolchain-libs "$@"; }
 
 echo "--- PREFIX=/usr/local into an empty DESTDIR"
 D=$tmp/a
@@ -64,6 +65,17 @@ check "no /usr/local left in the unit" not grep -q /usr/local "$D/etc/systemd/sy
 inst --uninstall >/dev/null
 left=$(cd "$D" && find . -mindepth 1 | sort | tr '\n' ' ')
 check "uninstall leaves exactly what was there before (got: $left)" test "$left" = "./opt ./opt/tv ./opt/tv/bin ./opt/tv/bin/other-tool "
+
+echo "--- binaries that need the Swift toolchain"
+out=$(DESTDIR=$tmp/t scripts/install.sh --no-build 2>&1) && bad "a build needing /opt/swift was installed without --allow-toolchain-libs" \
+  || check "a build needing /opt/swift is refused, naming the library" grep -q "refusing to install.*libswiftCore" <(tr '\n' ' ' <<<"$out")
+check "… and says how to build it static or override" grep -q "scripts/build-static.sh.*--allow-toolchain-libs" <<<"$out"
+check "… and installs nothing" not test -e "$tmp/t/usr/local/bin/tunneld"
+out=$(DESTDIR=$tmp/t scripts/install.sh --no-build --allow-toolchain-libs 2>&1) || bad "--allow-toolchain-libs install failed"
+check "--allow-toolchain-libs installs, with a warning" grep -q "WARNING: installing binaries that need libraries outside the system" <<<"$out"
+out=$(scripts/install.sh --help)
+check "--help is the header only (no code line)" not grep -q "set -euo" <<<"$out"
+check "--help names --allow-toolchain-libs" grep -q -- "--allow-toolchain-libs" <<<"$out"
 
 echo "--- errors"
 out=$(DESTDIR=$tmp/c scripts/install.sh --bogus 2>&1) && bad "--bogus accepted" || check "an unknown argument is a usage error" grep -q "unknown argument '--bogus'" <<<"$out"

@@ -1,6 +1,13 @@
 import Engine
 import Core
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Policy
 import Runtime
 import Store
@@ -167,7 +174,7 @@ public final class DaemonMarkers: @unchecked Sendable {
             bytes += Array(s.name.utf8) + [0] + Array(s.text.utf8) + [0]
         }
         let digest = Blake2s.hash(bytes, outputLength: 16)
-        return "blake2s:" + digest.map { String(format: "%02x", $0) }.joined()
+        return "blake2s:" + digest.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
     }
 
     // MARK: worker

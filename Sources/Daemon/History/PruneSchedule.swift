@@ -1,7 +1,14 @@
 import Engine
 import Capture
 import Core
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Runtime
 import Store
 

@@ -4,7 +4,14 @@ import Core
 import Capture
 import Config
 import ControlProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import LiveFeed
 import Runtime
 import Store

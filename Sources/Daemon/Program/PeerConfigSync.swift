@@ -2,7 +2,14 @@ import Config
 import ControlProtocol
 import Core
 import Engine
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Runtime
 import Synchronization
 
@@ -91,7 +98,7 @@ final class PeerConfigSync: Sendable {
             deviceOnly.replacePeers = false
             if let refused = engine.uapiSet(deviceOnly, listenPort: listenPort) { return refused }
             guard !request.peers.isEmpty || request.replacePeers else { return nil }
-            let base = (configPath as NSString).deletingLastPathComponent
+            let base = PathText.directory(of: configPath)
             let bytes: [UInt8]
             do { bytes = try Sys.readFile(configPath, limit: TunnelConfig.maximumFileSize) } catch {
                 return .io("cannot read \(configPath) to write the peers back: \(error); nothing changed")

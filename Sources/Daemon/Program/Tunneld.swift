@@ -6,7 +6,11 @@ import Core
 import Synchronization
 import Config
 import ControlProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Glibc
 import Packet
 import Policy
@@ -106,7 +110,7 @@ public enum Tunneld {
     }
 
     static func fail(_ message: String, _ code: Int32) -> Int32 {
-        FileHandle.standardError.write(Data(("tunneld: " + message + "\n").utf8))
+        Sys.writeText(2, "tunneld: " + message + "\n")
         return code
     }
 

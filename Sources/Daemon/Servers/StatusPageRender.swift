@@ -1,5 +1,12 @@
 import Core
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The status page's two forms, pure functions of a ``PeerStatusPage`` (no I/O, no clock: the
 /// page carries its `now`): a small HTML page for a phone's browser (no script; it reloads itself
@@ -117,7 +124,7 @@ public enum StatusPageRender {
     }
     /// `2026-12-02 15:50:00 UTC`.
     static func utc(_ ms: Int64) -> String { esc(TimeText.local(ms, zone: utcZone)) }
-    static let utcZone = TimeZone(identifier: "UTC")!
+    static let utcZone = Zone.utc
 
     /// `text` safe inside HTML text and attribute values.
     public static func esc(_ text: String) -> String {
