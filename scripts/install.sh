@@ -22,12 +22,13 @@
 #   share/man/man8/tunneld.8, tunnelctl.8           man pages (man5: tunneld.conf.5, tunnelvision-rules.5)
 #   share/bash-completion/completions/tunnelctl     bash completion
 #   share/zsh/site-functions/_tunnelctl             zsh completion (share/zsh/vendor-completions for /usr)
-#   share/doc/tunnelvision/                         README.md, docs/*.md, tunneld.conf.example, policies/,
-#                                                   grafana/ dashboard, prometheus/ alert rules
+#   share/doc/tunnelvision/                         README.md, docs/*.md, examples/ (a full tunneld.conf,
+#                                                   rules naming peers), grafana/ dashboard, prometheus/ alert rules
 #   lib/tunnelvision/router-nat.sh                  forwarding/NAT helper (router-nat.sh --help)
 #   /etc/systemd/system/tunneld.service             the unit, paths set to PREFIX (lib/systemd/system for /usr)
-#   SYSCONFDIR/tunnelvision/tunneld.conf, policies/ the example configuration and rules, only when absent:
-#                                                   an existing configuration is never overwritten
+#   SYSCONFDIR/tunnelvision/policies/               the default policy set, only when absent: an existing
+#                                                   set is never overwritten (`tunnelctl init` writes the
+#                                                   configuration and key)
 # The manifest share/tunnelvision/install-manifest lists every file with its SHA-256 and every
 # directory the install created; --uninstall removes those files (a configuration file that was
 # edited since is kept, and said so), then the directories it created if they are empty.
@@ -155,8 +156,8 @@ put 0644 completion/tunnelctl.bash "$PREFIX/share/bash-completion/completions/tu
 put 0644 completion/_tunnelctl "$ZSHDIR/_tunnelctl"
 put 0644 README.md "$PREFIX/share/doc/tunnelvision/README.md"
 for p in docs/*.md; do put 0644 "$p" "$PREFIX/share/doc/tunnelvision/docs/$(basename "$p")"; done
-put 0644 etc/tunneld.conf "$PREFIX/share/doc/tunnelvision/tunneld.conf.example"
-for p in policies/*.rules; do put 0644 "$p" "$PREFIX/share/doc/tunnelvision/policies/$(basename "$p")"; done
+put 0644 examples/tunneld.conf "$PREFIX/share/doc/tunnelvision/examples/tunneld.conf"
+for p in examples/policies/*.rules; do put 0644 "$p" "$PREFIX/share/doc/tunnelvision/examples/policies/$(basename "$p")"; done
 put 0644 etc/grafana/tunnelvision-dashboard.json "$PREFIX/share/doc/tunnelvision/grafana/tunnelvision-dashboard.json"
 put 0644 etc/prometheus/tunnelvision.rules.yml "$PREFIX/share/doc/tunnelvision/prometheus/tunnelvision.rules.yml"
 
@@ -166,8 +167,6 @@ trap 'rm -f "$tmp"' EXIT
 sed "s|/usr/local/|$PREFIX/|g; s|/etc/tunnelvision/|$SYSCONFDIR/tunnelvision/|g" etc/tunneld.service >"$tmp"
 put 0644 "$tmp" "$UNITDIR/tunneld.service"
 
-sed "s|/etc/tunnelvision/|$SYSCONFDIR/tunnelvision/|g" etc/tunneld.conf >"$tmp"
-conf 0640 "$tmp" "$SYSCONFDIR/tunnelvision/tunneld.conf"
 if [ -e "$DESTDIR$SYSCONFDIR/tunnelvision/policies" ] && ! grep -q "^conf .* $SYSCONFDIR/tunnelvision/policies/" <(printf '%s\n' "${old_conf[@]}"); then
   echo "$ME: $SYSCONFDIR/tunnelvision/policies exists; left as it is"
 else
@@ -184,9 +183,8 @@ echo "$ME: installed under ${DESTDIR}${PREFIX} (manifest $MANIFEST)"
 if [ -z "$DESTDIR" ]; then
   cat <<EOF
 next:
-  umask 077; wg genkey > $SYSCONFDIR/tunnelvision/private.key
-  edit $SYSCONFDIR/tunnelvision/tunneld.conf, then: tunneld --check-config
+  tunnelctl init --config $SYSCONFDIR/tunnelvision/tunneld.conf    (key, configuration; --help)
   systemctl daemon-reload && systemctl enable --now tunneld
-  $PREFIX/lib/tunnelvision/router-nat.sh up --subnet 10.99.0.0/24    (forwarding and NAT; --help)
+  tunnelctl peer add phone --qr
 EOF
 fi

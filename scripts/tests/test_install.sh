@@ -25,33 +25,35 @@ done
 for f in usr/local/share/man/man8/tunneld.8 usr/local/share/man/man8/tunnelctl.8 usr/local/share/man/man5/tunneld.conf.5 \
          usr/local/share/man/man5/tunnelvision-rules.5 usr/local/share/bash-completion/completions/tunnelctl \
          usr/local/share/zsh/site-functions/_tunnelctl usr/local/share/doc/tunnelvision/README.md \
-         usr/local/share/doc/tunnelvision/tunneld.conf.example etc/systemd/system/tunneld.service \
-         etc/tunnelvision/tunneld.conf usr/local/share/tunnelvision/install-manifest; do
+         usr/local/share/doc/tunnelvision/examples/tunneld.conf etc/systemd/system/tunneld.service \
+         usr/local/share/tunnelvision/install-manifest; do
   check "$f installed" test -f "$D/$f"
 done
-check "the example policies are installed in /etc/tunnelvision/policies" test "$(ls "$D/etc/tunnelvision/policies" | wc -l)" -eq "$(ls policies/*.rules | wc -l)"
-check "tunneld.conf is mode 0640" test "$(stat -c %a "$D/etc/tunnelvision/tunneld.conf")" = 640
+check "the default policies are installed in /etc/tunnelvision/policies" test "$(ls "$D/etc/tunnelvision/policies" | wc -l)" -eq "$(ls policies/*.rules | wc -l)"
+check "no tunneld.conf is installed (tunnelctl init writes it)" not test -e "$D/etc/tunnelvision/tunneld.conf"
+check "the rules that name peers are examples only" test -f "$D/usr/local/share/doc/tunnelvision/examples/policies/15-admin-ssh.rules"
 check "the unit starts /usr/local/bin/tunneld" grep -q '^ExecStart=/usr/local/bin/tunneld ' "$D/etc/systemd/system/tunneld.service"
 check "the installed tunnelctl runs" bash -c "'$D/usr/local/bin/tunnelctl' --version | grep -q '^tunnelctl '"
 check "nothing outside DESTDIR was written (no manifest at the real PREFIX)" not test -e /usr/local/share/tunnelvision/install-manifest
 check "the installed man page renders" bash -c "MANWIDTH=80 man -l '$D/usr/local/share/man/man8/tunnelctl.8' 2>/dev/null | grep -q 'tunnelctl policy test'"
 
 echo "--- an existing configuration is never overwritten"
-echo "# edited by the operator" >>"$D/etc/tunnelvision/tunneld.conf"
+first=$(ls "$D/etc/tunnelvision/policies" | head -1)
+echo "# edited by the operator" >>"$D/etc/tunnelvision/policies/$first"
 echo "block to 192.0.2.1" >"$D/etc/tunnelvision/policies/99-mine.rules"
-before=$(sha256sum "$D/etc/tunnelvision/tunneld.conf")
+before=$(sha256sum "$D/etc/tunnelvision/policies/$first")
 inst >"$tmp/out2" 2>&1 || { cat "$tmp/out2"; bad "second install failed"; }
-check "second install keeps the edited tunneld.conf" test "$(sha256sum "$D/etc/tunnelvision/tunneld.conf")" = "$before"
-check "… and says so" grep -q "tunneld.conf exists; left as it is" "$tmp/out2"
+check "second install keeps the edited $first" test "$(sha256sum "$D/etc/tunnelvision/policies/$first")" = "$before"
+check "… and says so" grep -q "policies/$first exists; left as it is" "$tmp/out2"
 check "… and keeps the operator's own rule file" test -f "$D/etc/tunnelvision/policies/99-mine.rules"
 
 echo "--- --uninstall"
 inst --uninstall >"$tmp/out3" 2>&1 || { cat "$tmp/out3"; bad "uninstall failed"; }
-check "the edited tunneld.conf is kept" test -f "$D/etc/tunnelvision/tunneld.conf"
-check "… and uninstall says so" grep -q "keeping /etc/tunnelvision/tunneld.conf" "$tmp/out3"
+check "the edited $first is kept" test -f "$D/etc/tunnelvision/policies/$first"
+check "… and uninstall says so" grep -q "keeping /etc/tunnelvision/policies/$first" "$tmp/out3"
 check "the operator's rule file is kept" test -f "$D/etc/tunnelvision/policies/99-mine.rules"
 left=$(cd "$D" && find . -mindepth 1 -not -type d | sort | tr '\n' ' ')
-check "only those two files are left (got: $left)" test "$left" = "./etc/tunnelvision/policies/99-mine.rules ./etc/tunnelvision/tunneld.conf "
+check "only those two files are left (got: $left)" test "$left" = "./etc/tunnelvision/policies/$first ./etc/tunnelvision/policies/99-mine.rules "
 check "no empty directories of the install are left" test -z "$(cd "$D" && find usr -type d -empty 2>/dev/null)"
 
 echo "--- PREFIX=/opt/tv, a DESTDIR with a file of someone else's"
