@@ -16,6 +16,7 @@ source scripts/lib/check.sh
 source scripts/e2e/lib/firstrun.sh
 trap fr_cleanup EXIT
 
+echo "first-run: tunneld $TV_TUNNELD, tunnelctl $TV_TUNNELCTL"
 fr_setup || { tv_bad "tunnelctl init in the gateway namespace"; tv_summary; exit 1; }
 echo "first-run: what init wrote"
 check "the private key is mode 0600" test "$(stat -c %a "$FR_GW/private.key")" = 600

@@ -35,7 +35,9 @@ timing() { local now; now=$(date +%s); echo "time $1: $((now - tlast)) s (total 
 work=$(mktemp -d /tmp/tv-pkgtest.XXXXXX)
 root=$work/root
 cleanup() {
-  for m in "$root/dev" "$root/proc"; do mountpoint -q "$m" 2>/dev/null && umount -l "$m"; done
+  for m in "$root/sys" "$root/run" "$root/tmp" "$root/dev" "$root/proc"; do
+    while mountpoint -q "$m" 2>/dev/null; do umount -l "$m"; done
+  done
   # --one-file-system: never into a mount that is somehow still there.
   rm -rf --one-file-system "$work"
 }
@@ -132,30 +134,23 @@ check "/etc/tunnelvision is 0750 (the private key goes there)" test "$(stat -c '
 echo "     installed: tunneld $(du -k "$root/usr/sbin/tunneld" | cut -f1) KiB, tunnelctl $(du -k "$root/usr/bin/tunnelctl" | cut -f1) KiB, package Installed-Size $(dpkg-deb -f "$deb" Installed-Size) KiB"
 timing install
 
-# --- a configuration, checked by the installed tunneld
-# MARK(init): when `tunnelctl init` lands, run it here instead of writing the files by hand:
-#   in_root tunnelctl init --endpoint gw.example.org --wan eth0   (no WAN in a chroot: give one)
-#   and check `tunneld --check-config` on what it wrote and on the shipped default policies.
-head -c 32 /dev/urandom | base64 >"$root/etc/tunnelvision/private.key"
-chmod 0600 "$root/etc/tunnelvision/private.key"
-mkdir -p "$root/etc/tunnelvision/test-policies"
-echo "default allow" >"$root/etc/tunnelvision/test-policies/00-test.rules"
-cat >"$root/etc/tunnelvision/tunneld.conf" <<'EOF'
-[Interface]
-Name = tv0
-PrivateKeyFile = /etc/tunnelvision/private.key
-ListenPort = 51820
-Address = 10.99.0.1/24
-PolicyDirectory = /etc/tunnelvision/test-policies
-EOF
-chmod 0640 "$root/etc/tunnelvision/tunneld.conf"
+# --- the first run, with the installed tunnelctl: init, then the installed tunneld checks it
+out=$(in_root /usr/bin/tunnelctl init --endpoint gw.example.org 2>&1) && ok "tunnelctl init writes the configuration" \
+  || bad "tunnelctl init: $out"
+printf '%s\n' "$out" | sed 's/^/     | /'
+check "init wrote private.key, mode 0600" test "$(stat -c %a "$root/etc/tunnelvision/private.key" 2>/dev/null)" = 600
+check "init wrote tunneld.conf" test -s "$root/etc/tunnelvision/tunneld.conf"
+check "init kept the packaged policies (conffiles)" grep -q "kept" <<<"$out"
+check "a second init refuses to overwrite" not in_root /usr/bin/tunnelctl init --endpoint gw.example.org
 out=$(in_root /usr/sbin/tunneld --check-config --config /etc/tunnelvision/tunneld.conf 2>&1) \
-  && ok "tunneld --check-config passes on a small configuration" || bad "tunneld --check-config: $out"
-check "tunnelctl policy check runs" in_root /usr/bin/tunnelctl policy check /etc/tunnelvision/test-policies
+  && ok "tunneld --check-config passes on what init wrote, with the packaged default policies and no peers" || bad "tunneld --check-config: $out"
+check "… without a warning" not grep -qi warning <<<"$out"
+check "tunnelctl policy check passes on the packaged policies" in_root /usr/bin/tunnelctl policy check --config /etc/tunnelvision/tunneld.conf
 # Local times come from the system's tzdata (no ICU in the binaries): 12:00 in Paris is 10:00Z in June.
 at=$(in_root env TUNNELCTL_TZ=Europe/Paris /usr/bin/tunnelctl policy test 'tcp 10.99.0.2:1 -> 192.0.2.1:443 at 2025-06-30T12:00' \
-  --policies /etc/tunnelvision/test-policies --json 2>&1 || true)
+  --config /etc/tunnelvision/tunneld.conf --json 2>&1 || true)
 check "a local time in Europe/Paris is read with tzdata's offset" grep -q '2025-06-30T10:00:00.000Z' <<<"$at"
+timing "init"
 
 # --- upgrade: an edited conffile and the edited tunneld.conf stay
 first=$(ls "$root"/etc/tunnelvision/policies/*.rules | head -1)
@@ -170,6 +165,29 @@ check "private.key is kept" test -s "$root/etc/tunnelvision/private.key"
 check "dpkg asked nothing (no .dpkg-new / .dpkg-dist left)" test -z "$(find "$root/etc/tunnelvision" -name '*.dpkg-*')"
 check "tunneld from the new package runs" in_root /usr/sbin/tunneld --version
 timing upgrade
+
+# --- end to end from the installed files: scripts/e2e/first-run.sh with the root's tunneld and
+# tunnelctl (chroot; the test's /tmp, /run and the namespace's /sys bound in), wg-quick on the host
+if [ -n "${TV_PKG_NO_E2E:-}" ]; then echo "skip end to end from the installed files (TV_PKG_NO_E2E)"; else
+  for b in usr/sbin/tunneld usr/bin/tunnelctl; do
+    cat >"$work/bin/installed-$(basename $b)" <<SH
+#!/bin/sh
+# The installed $(basename $b), run inside the clean root: the Swift toolchain is not there.
+for d in tmp run; do mountpoint -q "$root/\$d" || mount --bind "/\$d" "$root/\$d"; done
+mount --bind /sys "$root/sys"
+exec chroot "$root" /$b "\$@"
+SH
+    chmod 755 "$work/bin/installed-$(basename $b)"
+  done
+  TV_TUNNELD=$work/bin/installed-tunneld TV_TUNNELCTL=$work/bin/installed-tunnelctl TV_INSTALLED_ROOT=$root bash scripts/e2e/first-run.sh \
+    >"$work/first-run.log" 2>&1 && ok "first-run.sh from the installed files ($(grep -c '^  ok' "$work/first-run.log") checks)" \
+    || { sed 's/^/     | /' "$work/first-run.log" | tail -40; bad "first-run.sh from the installed files"; }
+  # The wrappers run outside a namespace too (tunnelctl on the host): each stacked a /sys bind.
+  for d in sys run tmp; do while mountpoint -q "$root/$d"; do umount -l "$root/$d"; done; done
+  tail -1 "$work/first-run.log" | sed 's/^/     /'
+  check "… and it ran the root's binaries" grep -q "^first-run: tunneld $work/bin/installed-tunneld, tunnelctl $work/bin/installed-tunnelctl" "$work/first-run.log"
+  timing "end to end from the installed files"
+fi
 
 # --- remove keeps configuration and state; purge removes both
 echo "state" >"$root/var/lib/tunnelvision/state.db"
