@@ -81,6 +81,7 @@ while [ $# -gt 0 ]; do
 done
 
 command -v nft >/dev/null || fail "nft not found; install nftables (apt-get install nftables)"
+command -v ip >/dev/null || fail "ip not found; install iproute2 (apt-get install iproute2)"
 
 # --- checking and deriving the settings -------------------------------------------------------
 

@@ -160,7 +160,8 @@ extension Tunnelctl {
     /// `tunneld reloaded: bob disabled; policy generation 3`: every peer change named
     /// (`ReloadReply.peerText`, the words tunneld's log line uses too), then the warnings.
     static func reloadSummary(_ r: ReloadReply) -> String {
-        var lines = ["tunneld reloaded: \(r.peerText); policy generation \(r.policyGeneration)"]
+        let head = r.policyErrors.isEmpty ? "tunneld reloaded" : "tunneld applied the peers but refused the rule files"
+        var lines = ["\(head): \(r.peerText); policy generation \(r.policyGeneration)"]
         lines += r.warnings.map { "warning: " + $0 }
         return lines.joined(separator: "\n")
     }
