@@ -329,9 +329,11 @@ extension Tunnelctl {
                     help: """
                         The verdict the rule files give FLOW and the rule that decides it, offline (no daemon). \
                         'at' evaluates time windows at that local time instead of now; IPv6 addresses go in \
-                        brackets when a port follows ([fd99::2]:443). With --config, a FLOW that names no peer or \
-                        tier gets them from the configuration (the peer whose AllowedIPs hold the address, its tier \
-                        with any 'peer tier' override) exactly as 'explain FLOW' does; without, they are 'not given'. \
+                        brackets when a port follows ([fd99::2]:443). The configuration is --config, else the default \
+                        one when it exists and --policies is not given (--policies alone: the rule files only). With \
+                        it, a FLOW that names no peer or tier gets them from the configuration (the peer whose \
+                        AllowedIPs hold the address, its tier with any 'peer tier' override) exactly as 'explain \
+                        FLOW' does, and 'gateway' is its tunnel addresses; without, they are 'not given'. \
                         Exit 0 when the flow is allowed, 1 when it is blocked or rejected. FLOW:
                           \(PolicyFlow.syntax)
                         """, run: runPolicyTest),

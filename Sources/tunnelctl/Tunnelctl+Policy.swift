@@ -18,7 +18,11 @@ extension Tunnelctl {
     static let runPolicyCheck: Command.Body = { opts, console in
         let positional = opts.next()
         try opts.finish()
-        let config = try opts[.config].map { try cliConfig(path: $0) }
+        // The default configuration when nothing else is named: the router's own, as the other
+        // commands read it; --policies alone tests those rule files without one.
+        let configPath = opts[.config]
+            ?? (opts[.policies] == nil && Sys.statIfPresent(TunnelConfig.defaultPath) != nil ? TunnelConfig.defaultPath : nil)
+        let config = try configPath.map { try cliConfig(path: $0) }
         let directory = positional ?? opts[.policies] ?? config?.interface.policyDirectory
         return try policyCheck(directory: directory ?? defaultPolicyDirectory(), config: config, json: opts[.json], console)
     }
@@ -30,7 +34,11 @@ extension Tunnelctl {
             words.append(w)
         }
         guard !words.isEmpty else { throw CLIError.usage("missing FLOW: \(PolicyFlow.syntax)") }
-        let config = try opts[.config].map { try cliConfig(path: $0) }
+        // The default configuration when nothing else is named: the router's own, as the other
+        // commands read it; --policies alone tests those rule files without one.
+        let configPath = opts[.config]
+            ?? (opts[.policies] == nil && Sys.statIfPresent(TunnelConfig.defaultPath) != nil ? TunnelConfig.defaultPath : nil)
+        let config = try configPath.map { try cliConfig(path: $0) }
         return try policyTest(flowText: words.joined(separator: " "),
                               directory: opts[.policies] ?? config?.interface.policyDirectory ?? defaultPolicyDirectory(),
                               config: config, json: opts[.json], console)

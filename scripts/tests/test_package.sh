@@ -145,6 +145,8 @@ check "a second init refuses to overwrite" not in_root /usr/bin/tunnelctl init -
 out=$(in_root /usr/sbin/tunneld --check-config --config /etc/tunnelvision/tunneld.conf 2>&1) \
   && ok "tunneld --check-config passes on what init wrote, with the packaged default policies and no peers" || bad "tunneld --check-config: $out"
 check "… without a warning" not grep -qi warning <<<"$out"
+out=$(in_root /usr/bin/tunnelctl policy test 'tcp 10.99.0.2:40000 -> 192.168.1.5:22' 2>&1 || true)
+check "policy test without --config reads the default configuration (the README's example answers)" grep -q "private-v4" <<<"$out"
 check "tunnelctl policy check passes on the packaged policies" in_root /usr/bin/tunnelctl policy check --config /etc/tunnelvision/tunneld.conf
 # Local times come from the system's tzdata (no ICU in the binaries): 12:00 in Paris is 10:00Z in June.
 at=$(in_root env TUNNELCTL_TZ=Europe/Paris /usr/bin/tunnelctl policy test 'tcp 10.99.0.2:1 -> 192.0.2.1:443 at 2025-06-30T12:00' \
