@@ -110,6 +110,7 @@ check "tunneld --version runs" in_root /usr/sbin/tunneld --version
 check "tunnelctl --version runs" in_root /usr/bin/tunnelctl --version
 echo "     $(in_root /usr/sbin/tunneld --version 2>&1 | head -1); $(in_root /usr/bin/tunnelctl --version 2>&1 | head -1)"
 check "tunnelctl help runs" in_root /usr/bin/tunnelctl help
+check "tunneld --help lists --version" bash -c "chroot '$root' /usr/sbin/tunneld --help | grep -q -- '--version, -V'"
 check "ldd: both binaries need only libraries under /lib and /usr/lib" in_root bash /tmp/check-libs.sh /usr/sbin/tunneld /usr/bin/tunnelctl
 echo "     ldd tunneld: $(in_root ldd /usr/sbin/tunneld | awk '$1 !~ /^linux-vdso/ {print $1}' | tr '\n' ' ')"
 check "the binaries are stripped" bash -c "file -L '$root/usr/sbin/tunneld' '$root/usr/bin/tunnelctl' | grep -c ', stripped' | grep -qx 2"

@@ -24,6 +24,7 @@ public enum Tunneld {
 
     static let usage = """
         usage: tunneld [--config PATH] [--foreground] [--check-config] [--verbose]
+               tunneld --version | --help
 
           --config PATH    configuration file (default \(TunnelConfig.defaultPath))
           --foreground     log to stderr, with syslog priority prefixes (journald reads them) unless
@@ -31,6 +32,8 @@ public enum Tunneld {
                            under systemd or a supervisor
           --check-config   parse the configuration and the policy directory, print problems, exit
           --verbose        also log debug messages
+          --version, -V    print the version and exit
+          --help, -h       print this and exit
         """
 
     /// Runs the daemon with `arguments` (without the program name); returns the exit status.
