@@ -484,7 +484,7 @@ extension Tunnelctl {
             help: """
                 Prints a completion script generated from this command table: commands, subcommands, options, \
                 fixed values (tiers, capture detail, retention keys) and, read at completion time with \
-                'tunnelctl peers --names', the configured peer names. scripts/install.sh installs both.
+                'tunnelctl peers --names', the configured peer names. The package (and install.sh) install both.
                 """,
             subcommands: [
                 Command(

@@ -38,7 +38,7 @@ enum ManPage {
             state (status, kick, policy reload and show) needs the daemon.
 
             Options may come before or after the command. Every read command takes --json (one schema, \
-            documented in docs/json.md, installed under share/doc/tunnelvision) and --config PATH (default \
+            documented in json.md, installed in /usr/share/doc/tunnelvision/docs/) and --config PATH (default \
             \(TunnelConfig.defaultPath)). \
             'tunnelctl help COMMAND [SUBCOMMAND]' or 'tunnelctl COMMAND --help' prints what this page says \
             about one command.
