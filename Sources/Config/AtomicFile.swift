@@ -11,20 +11,9 @@ public enum AtomicFile {
     /// synced, right before the rename (tests inject a failure there). A new file gets `newMode`.
     public static func replace(_ path: String, contents: [UInt8], newMode: mode_t = 0o600,
                                beforeRename: () throws(SystemError) -> Void = {}) throws(SystemError) {
-        let slash = path.lastIndex(of: "/")
-        let dir = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
-        let base = slash.map { String(path[path.index(after: $0)...]) } ?? path
-        let temp = (dir == "/" ? "" : dir) + "/.\(base).tmp-\(getpid())"
+        let (dir, temp) = temporary(for: path, tag: "tmp")
         let old = Sys.statIfPresent(path)
-        try Sys.unlinkIfPresent(temp)
-        let fd = try Sys.open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode: 0o600)
-        do throws(SystemError) {
-            defer { close(fd) }
-            var failure: SystemError?
-            contents.withUnsafeBytes { b in
-                do throws(SystemError) { try Sys.writeAll(fd, b, temp) } catch { failure = error }
-            }
-            if let failure { throw failure }
+        try writeSynced(temp, contents) { fd throws(SystemError) in
             if let old {
                 if old.st_uid != geteuid() || old.st_gid != getegid() {
                     _ = try Sys.call("fchown(\(temp))") { fchown(fd, old.st_uid, old.st_gid) }
@@ -33,10 +22,6 @@ public enum AtomicFile {
             } else {
                 try Sys.fchmod(fd, newMode, temp)
             }
-            _ = try Sys.call("fsync(\(temp))") { fsync(fd) }
-        } catch {
-            try? Sys.unlinkIfPresent(temp)
-            throw error
         }
         do throws(SystemError) {
             try beforeRename()
@@ -45,9 +30,7 @@ public enum AtomicFile {
             try? Sys.unlinkIfPresent(temp)
             throw error
         }
-        let dfd = try Sys.open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        defer { close(dfd) }
-        _ = try Sys.call("fsync(\(dir))") { fsync(dfd) }
+        try syncDirectory(dir)
     }
 
     /// Writes `contents` to `path` with `mode`, which must not exist: the complete, synced file
@@ -55,10 +38,25 @@ public enum AtomicFile {
     /// replace anything), or nothing does. For files that are never overwritten (`tunnelctl
     /// init`'s key and configuration).
     public static func create(_ path: String, contents: [UInt8], mode: mode_t) throws(SystemError) {
+        let (dir, temp) = temporary(for: path, tag: "new")
+        try writeSynced(temp, contents) { fd throws(SystemError) in try Sys.fchmod(fd, mode, temp) }
+        defer { try? Sys.unlinkIfPresent(temp) }
+        _ = try Sys.call("link(\(path))") { link(temp, path) }
+        try syncDirectory(dir)
+    }
+
+    /// The directory of `path` and a temporary file beside it (`.NAME.TAG-PID`).
+    private static func temporary(for path: String, tag: String) -> (dir: String, temp: String) {
         let slash = path.lastIndex(of: "/")
         let dir = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
         let base = slash.map { String(path[path.index(after: $0)...]) } ?? path
-        let temp = (dir == "/" ? "" : dir) + "/.\(base).new-\(getpid())"
+        return (dir, (dir == "/" ? "" : dir) + "/.\(base).\(tag)-\(getpid())")
+    }
+
+    /// Creates `temp` afresh with `contents`, lets `setMode` give it its mode (and owner), and
+    /// fsyncs it; on any failure the temporary file is removed.
+    private static func writeSynced(_ temp: String, _ contents: [UInt8],
+                                    setMode: (Int32) throws(SystemError) -> Void) throws(SystemError) {
         try Sys.unlinkIfPresent(temp)
         let fd = try Sys.open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode: 0o600)
         do throws(SystemError) {
@@ -68,14 +66,15 @@ public enum AtomicFile {
                 do throws(SystemError) { try Sys.writeAll(fd, b, temp) } catch { failure = error }
             }
             if let failure { throw failure }
-            try Sys.fchmod(fd, mode, temp)
+            try setMode(fd)
             _ = try Sys.call("fsync(\(temp))") { fsync(fd) }
-            _ = try Sys.call("link(\(path))") { link(temp, path) }
         } catch {
             try? Sys.unlinkIfPresent(temp)
             throw error
         }
-        try? Sys.unlinkIfPresent(temp)
+    }
+
+    private static func syncDirectory(_ dir: String) throws(SystemError) {
         let dfd = try Sys.open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         defer { close(dfd) }
         _ = try Sys.call("fsync(\(dir))") { fsync(dfd) }
